@@ -37,9 +37,10 @@ _EXPORTS = {
     "cpu_topology_hints": "cpu", "take_by_topology": "cpu",
     "device_topology_hints": "devices", "filter_by_affinity": "devices",
     "memory_topology_hints": "memory",
-    "Node": "admission", "admit_pod": "admission", "AdmitResult": "admission",
+    "Node": "node", "Allocation": "node", "Job": "jobs", "Task": "jobs",
+    "admit_pod": "admission", "AdmitResult": "admission",
     "TopologyAffinityError": "admission",
-    "run_session": "session", "Cluster": "session", "Job": "session", "Task": "session",
+    "run_session": "session", "Cluster": "session",
     "SessionResult": "session",
     "load_topology": "formats",
 }

@@ -79,6 +79,7 @@ class Topology:
 
     __slots__ = (
         "_declared_header",
+        "_fingerprint",
         "_numa_index",
         "all_cpus",
         "core_cpus",
@@ -230,6 +231,18 @@ class Topology:
         self.offline_cpus = offline_cpus
         self.inferred = tuple(sorted(set(inferred)))
         self.description = description
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash: equal for identical machines however they were built (for node classes)."""
+        if self._fingerprint is None:
+            import hashlib
+            import json
+
+            text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+            self._fingerprint = hashlib.sha1(text.encode()).hexdigest()
+        return self._fingerprint
 
     # -- derived views -------------------------------------------------------------------------
     def cpuset(self) -> CPUSet:
