@@ -128,7 +128,11 @@ class Node:
             for nid, res in alloc.memory.items():
                 used = self.memory_used[nid]
                 for r, amount in res.items():
-                    used[r] -= amount
+                    left = used[r] - amount
+                    if left:
+                        used[r] = left
+                    else:
+                        del used[r]  # keep state_key equal to a node that never held it
         return gone
 
     def copy(self) -> Node:

@@ -1,0 +1,57 @@
+"""Node allocation state: allocate, release, no double booking, JSON round trip."""
+
+import pytest
+
+from scheduler_core import Allocation, CPUSet, InsufficientResourcesError, KubeletConfig, Node
+from scheduler_core.topology import synthetic
+
+GiB = 1 << 30
+
+
+def _node(**kubelet):
+    t = synthetic(1, 2, 2, 2, memory_per_numa=8 * GiB, devices_per_numa={"nvidia.com/gpu": 1})
+    return Node("n1", t, KubeletConfig(cpu_manager_policy="static", **kubelet))
+
+
+def test_allocate_and_release_restore_state():
+    node = _node(reserved_cpus=CPUSet([0]))
+    before = node.state_key()
+    node.allocate(Allocation("p1", "c", CPUSet.parse("1,5"), {0: {"memory": GiB}}, {"nvidia.com/gpu": ("gpu0",)}))
+    assert str(CPUSet(node.free_cpus)) == "2-4,6-7"
+    assert node.free_cpus_per_numa() == {0: 1, 1: 4}
+    assert node.memory_free(0) == 7 * GiB
+    assert node.free_devices("nvidia.com/gpu") == ["gpu1"]
+    assert node.state_key() != before
+    released = node.release("p1")
+    assert len(released) == 1 and node.state_key() == before
+
+
+@pytest.mark.parametrize(("alloc", "needle"), [
+    (Allocation("p2", "c", CPUSet([0])), "reserved or already allocated"),
+    (Allocation("p2", "c", CPUSet([1])), "reserved or already allocated"),
+    (Allocation("p2", "c", CPUSet([99])), "not on the machine"),
+    (Allocation("p2", "c", devices={"nvidia.com/gpu": ("gpu0",)}), "already allocated"),
+    (Allocation("p2", "c", devices={"nvidia.com/gpu": ("gpu9",)}), "not on the node"),
+])
+def test_no_double_booking(alloc, needle):
+    node = _node(reserved_cpus=CPUSet([0]))
+    node.allocate(Allocation("p1", "c", CPUSet([1]), devices={"nvidia.com/gpu": ("gpu0",)}))
+    key = node.state_key()
+    with pytest.raises(InsufficientResourcesError, match=needle):
+        node.allocate(alloc)
+    assert node.state_key() == key
+
+
+def test_copy_is_independent():
+    node = _node()
+    other = node.copy()
+    other.allocate(Allocation("p1", "c", CPUSet([2])))
+    assert node.free_cpus != other.free_cpus and not node.allocations
+
+
+def test_json_round_trip():
+    node = _node(reserved_cpus=CPUSet([0]))
+    node.allocate(Allocation("p1", "c", CPUSet([1]), {1: {"memory": GiB}}, origin="imported"))
+    again = Node.from_dict(node.to_dict())
+    assert again.to_dict() == node.to_dict()
+    assert again.state_key() == node.state_key()

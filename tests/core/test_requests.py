@@ -1,0 +1,142 @@
+"""Pods, jobs, quantities and kubelet settings: the kubelet's rules and clear errors on bad input."""
+
+import pytest
+
+from scheduler_core import Container, Job, KubeletConfig, Pod, PolicyError, RequestError, Task
+from scheduler_core.kubelet import CPUOptions, TopologyOptions
+from scheduler_core.pods import (
+    BEST_EFFORT,
+    BURSTABLE,
+    GUARANTEED,
+    SIDECAR,
+    guaranteed_cpus,
+    pod_device_request,
+    pod_guaranteed_cpus,
+    pod_memory_request,
+)
+from scheduler_core.quantity import count, cpu_milli, format_bytes
+
+GiB = 1 << 30
+
+
+def test_qos_classes():
+    g = Pod("g", (Container.guaranteed("c", 2000, GiB),))
+    b = Pod("b", (Container("c", {"cpu": 1000}),))
+    e = Pod("e", (Container("c"),))
+    assert (g.qos_class, b.qos_class, e.qos_class) == (GUARANTEED, BURSTABLE, BEST_EFFORT)
+    # limits only: requests default to limits, as the API server does
+    assert Pod("l", (Container("c", limits={"cpu": 1000, "memory": GiB}),)).qos_class == GUARANTEED
+
+
+def test_integer_cpu_rule():
+    pod = Pod("p", (Container.guaranteed("a", 1500, GiB), Container.guaranteed("b", 2000, GiB)))
+    assert [guaranteed_cpus(pod, c) for c in pod.containers] == [0, 2]
+    burst = Pod("q", (Container("a", {"cpu": 2000}),))
+    assert guaranteed_cpus(burst, burst.containers[0]) == 0
+
+
+def test_pod_level_aggregates_with_sidecars():
+    init = Container.guaranteed("init", 4000, GiB, kind="init", devices={"example.com/nic": 2})
+    side = Container.guaranteed("side", 1000, GiB, kind=SIDECAR)
+    app = Container.guaranteed("app", 2000, 2 * GiB, devices={"example.com/nic": 1})
+    pod = Pod("p", (app,), (side, init))
+    # init runs after the sidecar started: max(1+4, 2+1) = 5
+    assert pod_guaranteed_cpus(pod) == 5
+    assert pod_device_request(pod, "example.com/nic") == 2
+    assert pod_memory_request(pod) == {"memory": 3 * GiB}
+    assert [c.name for c in pod.all_containers()] == ["side", "init", "app"]
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"requests": {"cpu": -1000}}, "request cpu cannot be negative"),
+    ({"requests": {"cpu": 1.5}}, "request cpu must be an integer, not 1.5"),
+    ({"requests": {"cpu": 3000}, "limits": {"cpu": 2000}}, "exceeds its limit"),
+    ({"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}, "must be equal"),
+    ({"kind": "daemon"}, "kind 'daemon'"),
+])
+def test_bad_container(kwargs, needle):
+    with pytest.raises(RequestError, match=needle):
+        Container("c", **kwargs)
+
+
+def test_duplicate_container_names():
+    with pytest.raises(RequestError, match="container name 'c' is used twice"):
+        Pod("p", (Container("c"), Container("c")))
+
+
+@pytest.mark.parametrize(("value", "milli"), [("2", 2000), ("500m", 500), (3, 3000), ("1e3", 1_000_000), ("0.5", 500)])
+def test_cpu_quantities(value, milli):
+    assert cpu_milli(value) == milli
+
+
+@pytest.mark.parametrize(("value", "n"), [("8Gi", 8 * GiB), ("1e3", 1000), ("128974848", 128974848), ("1M", 10**6)])
+def test_count_quantities(value, n):
+    assert count(value) == n
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ("-1", "negative"), ("abc", "not a quantity"), ("0.5", "not a whole number"), (True, "not a quantity"),
+])
+def test_bad_quantities(value, needle):
+    with pytest.raises(RequestError, match=needle):
+        count(value, "memory")
+
+
+def test_format_bytes():
+    assert [format_bytes(n) for n in (8 * GiB, 512 << 20, 1000)] == ["8Gi", "512Mi", "1000"]
+
+
+def _task(name="t", replicas=2, policy=None):
+    return Task(name, Pod("tmpl", (Container.guaranteed("c", 1000, GiB),)), replicas, policy)
+
+
+def test_job_pods_and_defaults():
+    job = Job("j", (_task("a", 2, "best-effort"), _task("b", 1)))
+    assert job.min_available == 3
+    pods = job.pods()
+    assert [p.name for _, p in pods] == ["j-a-0", "j-a-1", "j-b-0"]
+    assert [p.topology_policy for _, p in pods] == ["best-effort", "best-effort", None]
+
+
+@pytest.mark.parametrize(("make", "exc", "needle"), [
+    (lambda: Job("j", (_task("a"), _task("a"))), RequestError, "task name 'a' is used twice"),
+    (lambda: Job("j", (_task("a", 2),), min_available=3), RequestError, r"minAvailable \(3\) is more than its 2"),
+    (lambda: _task("a", -1), RequestError, "replicas must be at least 0"),
+    (lambda: _task("a", 1.5), RequestError, "replicas must be an integer"),
+    (lambda: _task("a", 1, "numa-please"), PolicyError, "unknown topology policy 'numa-please'"),
+    (lambda: Job("j", ()), RequestError, "at least one task"),
+])
+def test_bad_jobs(make, exc, needle):
+    with pytest.raises(exc, match=needle):
+        make()
+
+
+def test_kubelet_settings_parse_like_the_kubelet():
+    k = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="restricted",
+                      topology_manager_options={"prefer-closest-numa-nodes": "T", "max-allowable-numa-nodes": "16"},
+                      cpu_manager_options={"full-pcpus-only": "true"}, reserved_cpus="0,32")
+    assert k.topology_manager_options == TopologyOptions(True, 16)
+    assert k.cpu_manager_options.full_pcpus_only
+    assert str(k.reserved_cpus) == "0,32"
+    assert KubeletConfig.from_dict(k.to_dict()) == k
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"topology_manager_policy": "strict"}, "unknown Topology Manager policy 'strict'"),
+    ({"topology_manager_scope": "node"}, "unknown Topology Manager scope 'node'"),
+    ({"cpu_manager_policy": "dynamic"}, "unknown CPU Manager policy 'dynamic'"),
+    ({"topology_manager_options": {"foo": "1"}}, 'unknown Topology Manager Policy option: "foo"'),
+    ({"topology_manager_options": {"prefer-closest-numa-nodes": "yes"}}, 'bad value for option "prefer-closest'),
+    ({"topology_manager_options": {"max-allowable-numa-nodes": "4"}}, "should not be less than 8"),
+    ({"topology_manager_options": {"max-allowable-numa-nodes": "x"}}, "unable to convert policy option to integer"),
+    ({"cpu_manager_options": {"full-pcpus-only": "true", "distribute-cpus-across-cores": "true"}},
+     "can not be used at the same time"),
+    ({"cpu_manager_options": {"turbo": "true"}}, 'unknown CPU Manager Policy option: "turbo"'),
+])
+def test_bad_kubelet_settings(kwargs, needle):
+    with pytest.raises(PolicyError, match=needle):
+        KubeletConfig(**kwargs)
+
+
+def test_cpu_options_parse_direct():
+    assert CPUOptions.parse({"align-by-socket": "1"}).align_by_socket
