@@ -1,0 +1,910 @@
+"""The kubelet CPU Manager, static policy (kubelet-spec §9–11): topology hints, reserved CPUs,
+`allocate_cpus` and the two CPU selection algorithms behind `take_by_topology`.
+
+Everything runs on int bitmasks (bit i = CPU i). Per-topology indexes (which cores sit in which socket,
+which sockets in which NUMA node, ...) are derived once per `Topology` object and cached, so a call
+only does AND/popcount work on the free mask.
+
+Public entry points:
+
+- `cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)` → hints (§9.3).
+- `container_cpu_hints(...)` / `pod_cpu_hints(...)` → `None`, `{"cpu": []}` or `{"cpu": [hints]}`.
+- `take_by_topology(topology, available, count, options=None)` → `CPUSet` (§9.6), dispatching to
+  `take_by_topology_numa_packed` (§10) or `take_by_topology_numa_distributed` (§11).
+- `accumulator_order(topology, available, query)` → the accumulator's orderings (§10.1).
+- `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)` (§9.5).
+- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (§9.4, §9.5).
+- `bench_take_by_topology()` → `[(label, µs per call)]`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from itertools import combinations
+
+from .cpuset import CPUSet
+from .errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
+from .hints import TopologyHint
+from .kubelet import CPUOptions
+from .pods import Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
+from .topology import Topology
+
+PACKED = "packed"
+SPREAD = "spread"
+SORTING_STRATEGIES = (PACKED, SPREAD)
+ACCUMULATOR_QUERIES = ("free_sockets", "free_numa_nodes", "free_cores", "free_cpus", "free_uncore_caches",
+                       "sorted_sockets", "sorted_numa_nodes", "sorted_cores", "sorted_uncore_caches",
+                       "spread_cpus")
+
+
+class SMTAlignmentError(EngineError):
+    """`full-pcpus-only` cannot be honoured; `reason` is the kubelet's admission reason string."""
+
+    reason = "SMTAlignmentError"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Input coercion
+# ---------------------------------------------------------------------------------------------------
+
+def _as_mask(cpus: CPUSet | int | Iterable[int] | None, what: str = "CPU set") -> int:
+    """CPUSet, int bitmask, iterable of ids or Linux list string → int bitmask."""
+    if cpus is None:
+        return 0
+    if isinstance(cpus, CPUSet):
+        return cpus.mask
+    if isinstance(cpus, bool):
+        raise CPUSetError(f"{what} must be a CPU set, not {cpus!r}")
+    if isinstance(cpus, int):
+        if cpus < 0:
+            raise CPUSetError(f"{what} mask cannot be negative: {cpus}")
+        return cpus
+    if isinstance(cpus, str):
+        return CPUSet.parse(cpus).mask
+    return CPUSet(cpus).mask
+
+
+def _check_in_topology(td: _TopoData, mask: int, what: str) -> None:
+    extra = mask & ~td.all
+    if extra:
+        raise CPUSetError(f"{what} holds CPUs {CPUSet(extra)} that are not in the topology")
+
+
+def _check_count(count: object, what: str = "CPU request") -> int:
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise RequestError(f"{what} must be an integer number of CPUs, not {count!r}")
+    if count < 0:
+        raise RequestError(f"{what} cannot be negative: {count}")
+    return count
+
+
+def _as_options(options: CPUOptions | Mapping[str, object] | None) -> CPUOptions:
+    """CPUOptions, or `{option: value}` with kubelet names (dashes; underscores are accepted too)."""
+    if options is None:
+        return CPUOptions()
+    if isinstance(options, CPUOptions):
+        return options
+    if not isinstance(options, Mapping):
+        raise PolicyError(f"CPU Manager options must be a mapping of option names, not {options!r}")
+    return CPUOptions.parse({str(k).replace("_", "-"): v for k, v in options.items()})
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _numa_mask(value: int | Iterable[int] | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RequestError(f"NUMA affinity must be a mask or a list of NUMA ids, not {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise RequestError(f"NUMA affinity mask cannot be negative: {value}")
+        return value
+    mask = 0
+    for nid in value:
+        if isinstance(nid, bool) or not isinstance(nid, int) or not 0 <= nid < 64:
+            raise RequestError(f"NUMA id {nid!r} in the affinity must be an integer 0..63")
+        mask |= 1 << nid
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------------
+# Per-topology indexes, built once per Topology object
+# ---------------------------------------------------------------------------------------------------
+
+class _TopoData:
+    """Derived int-mask indexes of one topology (the kubelet's CPUDetails queries, precomputed)."""
+
+    __slots__ = (
+        "align_numa_per_socket",
+        "all",
+        "core_cpu_ids",
+        "core_mask",
+        "core_size",
+        "cpc",
+        "cps",
+        "cpu",
+        "cpu_core",
+        "cpu_numa",
+        "num_cpus",
+        "numa_cores",
+        "numa_first",
+        "numa_ids",
+        "numa_mask",
+        "numa_size",
+        "numa_sockets",
+        "numa_sockets_mask",
+        "numa_uncores",
+        "socket_cores",
+        "socket_ids",
+        "socket_mask",
+        "socket_numas",
+        "uncore_cores",
+        "uncore_mask",
+        "uncore_size",
+    )
+
+    def __init__(self, topo: Topology) -> None:
+        self.all = topo.all_cpus
+        self.num_cpus = self.all.bit_count()
+        self.numa_ids = tuple(topo.cpu_numa_ids)
+        self.numa_mask = {n: topo.numa_cpus[n] for n in self.numa_ids}
+        self.numa_size = {n: m.bit_count() for n, m in self.numa_mask.items()}
+        self.socket_mask = dict(topo.socket_cpus)
+        self.socket_ids = tuple(self.socket_mask)
+        self.core_mask = dict(topo.core_cpus)
+        self.core_size = {c: m.bit_count() for c, m in self.core_mask.items()}
+        self.core_cpu_ids = {c: tuple(_bits(m)) for c, m in self.core_mask.items()}
+        self.uncore_mask = dict(topo.uncore_cpus)
+        self.uncore_size = {u: m.bit_count() for u, m in self.uncore_mask.items()}
+        self.cpu_numa = {c.id: c.numa for c in topo.cpus}
+        self.cpu_core = {c.id: c.core for c in topo.cpus}
+
+        def pairs(outer: dict[int, int], inner: dict[int, int]) -> dict[int, tuple[tuple[int, int], ...]]:
+            # outer id -> ((inner id, inner ∩ outer mask), ...) for every inner unit sharing a CPU, ascending.
+            return {o: tuple((i, im & om) for i, im in inner.items() if im & om) for o, om in outer.items()}
+
+        self.numa_sockets = pairs(self.numa_mask, self.socket_mask)
+        self.socket_numas = pairs(self.socket_mask, self.numa_mask)
+        self.socket_cores = pairs(self.socket_mask, self.core_mask)
+        self.numa_cores = pairs(self.numa_mask, self.core_mask)
+        self.numa_uncores = pairs(self.numa_mask, self.uncore_mask)
+        self.uncore_cores = pairs(self.uncore_mask, self.core_mask)
+        self.numa_sockets_mask = {n: sum(1 << s for s, _ in ss) for n, ss in self.numa_sockets.items()}
+        self.cpc = topo.cpus_per_core
+        self.cps = topo.cpus_per_socket
+        self.cpu = topo.cpus_per_uncore
+        self.numa_first = topo.numa_first
+        h = topo.header
+        self.align_numa_per_socket = h.num_numa_nodes // h.num_sockets if h.num_sockets else 0
+
+
+_CACHE: dict[int, tuple[Topology, _TopoData]] = {}
+_CACHE_MAX = 256
+
+
+def _topo_data(topo: Topology) -> _TopoData:
+    if not isinstance(topo, Topology):
+        raise EngineError(f"expected a Topology, not {type(topo).__name__}")
+    entry = _CACHE.get(id(topo))
+    if entry is not None and entry[0] is topo:
+        return entry[1]
+    td = _TopoData(topo)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[id(topo)] = (topo, td)
+    return td
+
+
+# ---------------------------------------------------------------------------------------------------
+# The accumulator (§10.1)
+# ---------------------------------------------------------------------------------------------------
+
+def _sorted_group(avail: int, units: Iterable[tuple[int, int]], full: dict[int, int]) -> list[int]:
+    """Ids of `units` (id, mask restricted to the parent) that hold an available CPU, sorted by
+    (available CPUs in the whole unit, id)."""
+    keyed = [((avail & full[i]).bit_count(), i) for i, part in units if avail & part]
+    keyed.sort()
+    return [i for _, i in keyed]
+
+
+class _Accumulator:
+    """State of one CPU selection: `avail` (free CPUs not yet taken), `need`, `result`."""
+
+    __slots__ = ("avail", "need", "result", "spread", "td")
+
+    def __init__(self, td: _TopoData, avail: int, need: int, spread: bool) -> None:
+        self.td = td
+        self.avail = avail & td.all
+        self.need = need
+        self.result = 0
+        self.spread = spread
+
+    def take(self, mask: int) -> None:
+        # `need` drops by the size of what is given, even if part of it was taken before (§15 item 9).
+        self.result |= mask
+        self.avail &= ~self.result
+        self.need -= mask.bit_count()
+
+    @property
+    def satisfied(self) -> bool:
+        return self.need < 1
+
+    @property
+    def failed(self) -> bool:
+        return self.need > self.avail.bit_count()
+
+    # -- orderings ---------------------------------------------------------------------------------
+    def sorted_numa_nodes(self) -> list[int]:
+        td, a = self.td, self.avail
+        if td.numa_first:
+            keyed = [((a & m).bit_count(), n) for n, m in td.numa_mask.items() if a & m]
+            keyed.sort()
+            return [n for _, n in keyed]
+        out: list[int] = []
+        for s in self.sorted_sockets():
+            out.extend(_sorted_group(a, td.socket_numas[s], td.numa_mask))
+        return out
+
+    def sorted_sockets(self) -> list[int]:
+        td, a = self.td, self.avail
+        if not td.numa_first:
+            keyed = [((a & m).bit_count(), s) for s, m in td.socket_mask.items() if a & m]
+            keyed.sort()
+            return [s for _, s in keyed]
+        out: list[int] = []
+        for n in self.sorted_numa_nodes():
+            out.extend(_sorted_group(a, td.numa_sockets[n], td.socket_mask))
+        return out
+
+    def _core_parents(self) -> tuple[list[int], dict[int, tuple[tuple[int, int], ...]]]:
+        td = self.td
+        if td.numa_first:
+            return self.sorted_sockets(), td.socket_cores
+        return self.sorted_numa_nodes(), td.numa_cores
+
+    def sorted_cores(self) -> list[int]:
+        td, a = self.td, self.avail
+        parents, index = self._core_parents()
+        out: list[int] = []
+        for p in parents:
+            out.extend(_sorted_group(a, index[p], td.core_mask))
+        return out
+
+    def sorted_uncore_caches(self) -> list[int]:
+        td, a = self.td, self.avail
+        out: list[int] = []
+        for n in self.sorted_numa_nodes():
+            out.extend(_sorted_group(a, td.numa_uncores[n], td.uncore_mask))
+        return out
+
+    def free_numa_nodes(self) -> list[int]:
+        td, a = self.td, self.avail
+        return [n for n in self.sorted_numa_nodes() if (a & td.numa_mask[n]) == td.numa_mask[n]]
+
+    def free_sockets(self) -> list[int]:
+        td, a = self.td, self.avail
+        return [s for s in self.sorted_sockets() if (a & td.socket_mask[s]).bit_count() == td.cps]
+
+    def free_cores(self) -> list[int]:
+        # Free cores all have the same available count (CPUsPerCore), so within a parent group the
+        # (count, id) order is the id order, which the index already has.
+        td, a, cpc = self.td, self.avail, self.td.cpc
+        parents, index = self._core_parents()
+        cmask = td.core_mask
+        out: list[int] = []
+        for p in parents:
+            out.extend(c for c, part in index[p] if a & part and (a & cmask[c]).bit_count() == cpc)
+        return out
+
+    def free_uncore_caches(self) -> list[int]:
+        td, a = self.td, self.avail
+        return [u for u in self.sorted_uncore_caches() if (a & td.uncore_mask[u]) == td.uncore_mask[u]]
+
+    def packed_cpus(self) -> list[int]:
+        td, a = self.td, self.avail
+        out: list[int] = []
+        for c in self.sorted_cores():
+            out.extend(_bits(a & td.core_mask[c]))
+        return out
+
+    def spread_cpus(self) -> list[int]:
+        td, a = self.td, self.avail
+        out: list[int] = []
+        for s in self.sorted_sockets():
+            out.extend(_bits(a & td.socket_mask[s]))
+        return out
+
+    # -- steps (§10.2) -----------------------------------------------------------------------------
+    def take_full_numa_nodes(self) -> None:
+        td = self.td
+        for n in self.free_numa_nodes():
+            if self.need >= td.numa_size[n]:
+                self.take(td.numa_mask[n])
+
+    def take_full_sockets(self) -> None:
+        td = self.td
+        for s in self.free_sockets():
+            m = td.socket_mask[s]
+            if self.need >= m.bit_count():
+                self.take(m)
+
+    def take_full_cores(self) -> None:
+        td = self.td
+        if self.need < min(td.core_size.values()):
+            return  # no core can fit; skip building the list
+        for c in self.free_cores():
+            if self.need >= td.core_size[c]:
+                self.take(td.core_mask[c])
+
+    def take_remaining_cpus(self) -> None:
+        # The CPU order is frozen at the start; walk it lazily and stop once satisfied.
+        td, frozen = self.td, self.avail
+        if self.spread:
+            for s in self.sorted_sockets():
+                for cpu in _bits(frozen & td.socket_mask[s]):
+                    self.take(1 << cpu)
+                    if self.need < 1:
+                        return
+            return
+        parents, index = self._core_parents()
+        for p in parents:
+            for c in _sorted_group(frozen, index[p], td.core_mask):
+                for cpu in _bits(frozen & td.core_mask[c]):
+                    self.take(1 << cpu)
+                    if self.need < 1:
+                        return
+
+    def take_full_uncore(self) -> None:
+        td = self.td
+        for u in self.free_uncore_caches():
+            if self.need >= td.uncore_size[u]:
+                self.take(td.uncore_mask[u])
+
+    def take_partial_uncore(self, uncore: int) -> None:
+        td, a = self.td, self.avail
+        cpc = td.cpc or 1
+        cores_needed = -(-self.need // cpc)
+        cpus = 0
+        picked = 0
+        for c, part in td.uncore_cores.get(uncore, ()):
+            if picked >= cores_needed:
+                break
+            if a & part:
+                cpus |= a & td.core_mask[c]
+                picked += 1
+        if self.need % 2 != 0 and td.cpc > 1 and cpus.bit_count() > self.need:
+            cpus &= ~(1 << (cpus.bit_length() - 1))
+        if cpus.bit_count() == self.need:
+            self.take(cpus)
+
+    def take_uncore_cache(self) -> None:
+        per_uncore = self.td.cpu
+        for u in self.sorted_uncore_caches():
+            if self.need >= per_uncore:
+                self.take_full_uncore()
+            if self.need < 1:
+                return
+            self.take_partial_uncore(u)
+            if self.need < 1:
+                return
+
+
+def _not_enough(requested: int, available: int) -> InsufficientResourcesError:
+    return InsufficientResourcesError(
+        f"not enough cpus available to satisfy request: requested={requested}, available={available}")
+
+
+def _packed(td: _TopoData, avail: int, n: int, spread: bool, uncore: bool) -> int:
+    """takeByTopologyNUMAPacked on masks (§10.2)."""
+    acc = _Accumulator(td, avail, n, spread)
+    if acc.satisfied:
+        return 0
+    if acc.failed:
+        raise _not_enough(n, avail.bit_count())
+    if td.numa_first:
+        acc.take_full_numa_nodes()
+        if acc.satisfied:
+            return acc.result
+        acc.take_full_sockets()
+    else:
+        acc.take_full_sockets()
+        if acc.satisfied:
+            return acc.result
+        acc.take_full_numa_nodes()
+    if acc.satisfied:
+        return acc.result
+    if uncore:
+        acc.take_uncore_cache()
+        if acc.satisfied:
+            return acc.result
+    if not spread:
+        acc.take_full_cores()
+        if acc.satisfied:
+            return acc.result
+    acc.take_remaining_cpus()
+    if acc.satisfied:
+        return acc.result
+    raise InsufficientResourcesError("failed to allocate cpus")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Distributed selection (§11)
+# ---------------------------------------------------------------------------------------------------
+
+def _round3(value: float) -> float:
+    """Go's math.Round(v*1000)/1000: half away from zero (Python's round() is banker's)."""
+    x = value * 1000.0
+    t = math.trunc(x)
+    if abs(x - t) >= 0.5:
+        t += math.copysign(1.0, x)
+    return t / 1000.0
+
+
+def standard_deviation(values: Iterable[int]) -> float:
+    """The balance score of the distributed algorithm: population stddev, mean and result rounded to
+    3 decimals half away from zero."""
+    xs = list(values)
+    if not xs:
+        return 0.0
+    mean = _round3(sum(float(x) for x in xs) / len(xs))
+    var = sum((x - mean) * (x - mean) for x in xs) / len(xs)
+    return _round3(math.sqrt(var))
+
+
+def _distributed(td: _TopoData, avail: int, n: int, group: int, spread: bool) -> int:
+    """takeByTopologyNUMADistributed on masks, with the intended (copying) semantics and the
+    group-aware remainder feasibility check."""
+    if n % group != 0:
+        return _packed(td, avail, n, spread, False)
+    acc = _Accumulator(td, avail, n, spread)
+    if acc.satisfied:
+        return 0
+    if acc.failed:
+        raise _not_enough(n, avail.bit_count())
+    numas = acc.sorted_numa_nodes()
+    a = acc.avail
+    count = {nid: (a & td.numa_mask[nid]).bit_count() for nid in numas}
+
+    total_numa = len(td.numa_ids)
+    avail_numa = len(count)
+    groups = -(-td.num_cpus // group)
+    groups_per_numa = -(-groups // total_numa)
+    groups_needed = -(-n // group)
+    min_k = -(-groups_needed // groups_per_numa)
+    max_k = min(groups_needed, avail_numa)
+
+    for k in range(min_k, max_k + 1):
+        best_balance = math.inf
+        best_combo: tuple[int, ...] | None = None
+        best_remainder: tuple[int, ...] | None = None
+        for combo in combinations(numas, k):
+            if best_balance == 0:
+                break
+            if sum(count[x] for x in set(combo)) < n:
+                continue
+            if group * sum(count[x] // group for x in combo) < n:
+                continue
+            distribution = (n // k // group) * group
+            if any(count[x] < distribution for x in combo):
+                continue
+            after = dict(count)
+            for x in combo:
+                after[x] -= distribution
+            remainder = n - distribution * k
+            remainder_combo = [x for x in combo if after[x] >= group]
+            local_best = math.inf
+            local_remainder: tuple[int, ...] | None = None
+            if remainder == 0:
+                local_best = standard_deviation(after.values())
+            j = len(remainder_combo)
+            while remainder > 0 and j >= 1:
+                for subset in combinations(remainder_combo, j):
+                    if group * sum(after[x] // group for x in subset) < remainder:
+                        continue
+                    sim = dict(after)
+                    r = remainder
+                    while r > 0:
+                        for x in subset:
+                            if r == 0:
+                                break
+                            if sim[x] < group:
+                                continue
+                            sim[x] -= group
+                            r -= group
+                    balance = standard_deviation(sim.values())
+                    if balance < local_best:
+                        local_best = balance
+                        local_remainder = subset
+                j -= 1
+            if local_best < best_balance:
+                best_balance = local_best
+                best_combo = combo
+                best_remainder = local_remainder
+        if best_combo is None:
+            continue
+
+        distribution = (n // len(best_combo) // group) * group
+        for x in best_combo:
+            try:
+                got = _packed(td, acc.avail & td.numa_mask[x], distribution, spread, False)
+            except InsufficientResourcesError:
+                got = 0
+            acc.take(got)
+        remainder = n - distribution * len(best_combo)
+        while remainder > 0:
+            progressed = False
+            for x in best_remainder or ():
+                if remainder == 0:
+                    break
+                if (acc.avail & td.numa_mask[x]).bit_count() < group:
+                    continue
+                try:
+                    got = _packed(td, acc.avail & td.numa_mask[x], group, spread, False)
+                except InsufficientResourcesError:
+                    got = 0
+                acc.take(got)
+                remainder -= group
+                progressed = True
+            if not progressed:
+                break
+        if acc.need > 0:
+            raise InsufficientResourcesError(
+                f"accounting error, not enough CPUs allocated, remaining: {acc.need}")
+        if acc.need < 0:
+            raise InsufficientResourcesError(
+                f"accounting error, too many CPUs allocated, remaining: {acc.need}")
+        return acc.result
+    return _packed(td, avail, n, spread, False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public selection API
+# ---------------------------------------------------------------------------------------------------
+
+def _strategy(strategy: str) -> bool:
+    if strategy not in SORTING_STRATEGIES:
+        raise PolicyError(f"unknown CPU sorting strategy {strategy!r}; expected packed or spread")
+    return strategy == SPREAD
+
+
+def _prepare(topology: Topology, available: CPUSet | int | Iterable[int], count: object) -> tuple[_TopoData, int, int]:
+    td = _topo_data(topology)
+    mask = _as_mask(available, "available CPUs")
+    _check_in_topology(td, mask, "the available set")
+    return td, mask, _check_count(count)
+
+
+def take_by_topology_numa_packed(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
+                                 strategy: str = PACKED, prefer_align_by_uncore_cache: bool = False) -> CPUSet:
+    """takeByTopologyNUMAPacked (§10): fill the most-used NUMA node/socket/core first."""
+    td, mask, n = _prepare(topology, available, count)
+    return CPUSet(_packed(td, mask, n, _strategy(strategy), bool(prefer_align_by_uncore_cache)))
+
+
+def take_by_topology_numa_distributed(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
+                                      cpu_group_size: int = 1, strategy: str = PACKED) -> CPUSet:
+    """takeByTopologyNUMADistributed (§11): spread evenly over the fewest NUMA nodes that balance best."""
+    td, mask, n = _prepare(topology, available, count)
+    if isinstance(cpu_group_size, bool) or not isinstance(cpu_group_size, int) or cpu_group_size < 1:
+        raise RequestError(f"CPU group size must be a positive integer, not {cpu_group_size!r}")
+    return CPUSet(_distributed(td, mask, n, cpu_group_size, _strategy(strategy)))
+
+
+def take_by_topology(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
+                     options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
+    """The static policy's CPU choice (§9.6): `count` CPUs out of `available`, shaped by `options`.
+
+    Raises `InsufficientResourcesError` with the kubelet's text
+    (`not enough cpus available to satisfy request: requested=N, available=M`) when they do not fit,
+    and `RequestError` for a negative or non-integer count.
+    """
+    opts = _as_options(options)
+    td, mask, n = _prepare(topology, available, count)
+    spread = opts.distribute_cpus_across_cores
+    if opts.distribute_cpus_across_numa:
+        group = (td.cpc or 1) if opts.full_pcpus_only else 1
+        return CPUSet(_distributed(td, mask, n, group, spread))
+    return CPUSet(_packed(td, mask, n, spread, opts.prefer_align_cpus_by_uncorecache))
+
+
+def accumulator_order(topology: Topology, available: CPUSet | int | Iterable[int], query: str,
+                      strategy: str = PACKED) -> list[int]:
+    """An accumulator ordering over `available` (§10.1): `free_sockets`, `free_numa_nodes`,
+    `free_cores`, `free_cpus` (packed CPU order, or spread with strategy spread), `free_uncore_caches`,
+    or the unfiltered `sorted_*` lists and `spread_cpus`."""
+    td = _topo_data(topology)
+    mask = _as_mask(available, "available CPUs")
+    _check_in_topology(td, mask, "the available set")
+    acc = _Accumulator(td, mask, 0, _strategy(strategy))
+    if query == "free_cpus":
+        return acc.spread_cpus() if acc.spread else acc.packed_cpus()
+    method = {
+        "free_sockets": acc.free_sockets, "free_numa_nodes": acc.free_numa_nodes, "free_cores": acc.free_cores,
+        "free_uncore_caches": acc.free_uncore_caches, "sorted_sockets": acc.sorted_sockets,
+        "sorted_numa_nodes": acc.sorted_numa_nodes, "sorted_cores": acc.sorted_cores,
+        "sorted_uncore_caches": acc.sorted_uncore_caches, "spread_cpus": acc.spread_cpus,
+    }.get(query)
+    if method is None:
+        raise RequestError(f"unknown accumulator query {query!r}; expected one of {', '.join(ACCUMULATOR_QUERIES)}")
+    return method()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Topology hints (§9.3)
+# ---------------------------------------------------------------------------------------------------
+
+def _generate_hints(td: _TopoData, available: int, reusable: int, request: int, align_by_socket: bool
+                    ) -> list[TopologyHint]:
+    ids = td.numa_ids
+    caps = [td.numa_size[nid] for nid in ids]
+    avails = [(available & td.numa_mask[nid]).bit_count() for nid in ids]
+    bits = [1 << nid for nid in ids]
+    # Every reusable CPU must sit inside the mask (CPUs the topology does not know count as NUMA 0).
+    reuse_numas = 0
+    for cpu in _bits(reusable):
+        reuse_numas |= 1 << td.cpu_numa.get(cpu, 0)
+    reuse_count = reusable.bit_count()
+
+    # minAffinitySize from capacity: the fewest nodes whose largest capacities reach the request.
+    min_size = len(ids)
+    running = 0
+    for k, cap in enumerate(sorted(caps, reverse=True), start=1):
+        running += cap
+        if running >= request:
+            min_size = min(min_size, k)
+            break
+
+    found: list[int] = []
+    positions = range(len(ids))
+    for k in range(1, len(ids) + 1):
+        for combo in combinations(positions, k):
+            mask = 0
+            matching = reuse_count
+            for p in combo:
+                mask |= bits[p]
+                matching += avails[p]
+            if reuse_numas & ~mask:
+                continue
+            if matching >= request:
+                found.append(mask)
+
+    hints = []
+    per_socket = td.align_numa_per_socket
+    min_sockets = -(-min_size // per_socket) if per_socket else 0
+    for mask in found:
+        preferred = mask.bit_count() == min_size
+        if align_by_socket and per_socket and not preferred:
+            sockets = 0
+            for nid in _bits(mask):
+                sockets |= td.numa_sockets_mask.get(nid, 0)
+            preferred = sockets.bit_count() == min_sockets
+        hints.append(TopologyHint(mask, preferred))
+    return hints
+
+
+def cpu_topology_hints(topology: Topology, available: CPUSet | int | Iterable[int],
+                       reusable: CPUSet | int | Iterable[int] | None, request: int,
+                       align_by_socket: bool = False) -> list[TopologyHint]:
+    """generateCPUTopologyHints: one hint per NUMA mask (IterateBitMasks order) whose available +
+    reusable CPUs cover `request`; preferred when the mask is as narrow as the smallest set of NUMA
+    nodes whose *capacity* fits the request (or socket-aligned with `align_by_socket`).
+    Returns `[]` (never None) when nothing fits."""
+    td = _topo_data(topology)
+    avail = _as_mask(available, "available CPUs")
+    reuse = _as_mask(reusable, "reusable CPUs")
+    _check_in_topology(td, avail, "the available set")
+    n = _check_count(request)
+    return _generate_hints(td, avail, reuse, n, bool(align_by_socket))
+
+
+def _align_by_socket(options: CPUOptions | Mapping[str, object] | bool | None) -> bool:
+    if isinstance(options, bool):
+        return options
+    return _as_options(options).align_by_socket
+
+
+def container_cpu_hints(topology: Topology, pod: Pod, container: Container,
+                        default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
+                        assignments: Mapping[str, CPUSet] | None = None,
+                        reusable: CPUSet | int | Iterable[int] | None = None,
+                        options: CPUOptions | Mapping[str, object] | bool | None = None,
+                        ) -> dict[str, list[TopologyHint]] | None:
+    """GetTopologyHints (container scope): None when the container has no exclusive CPUs; `{"cpu": []}`
+    when its existing assignment has the wrong size; else `{"cpu": hints}` over the free pool
+    (`default_cpuset − reserved`) with this pod's reusable CPUs. `assignments` maps the pod's container
+    names to the CPUs they already hold."""
+    td = _topo_data(topology)
+    req = guaranteed_cpus(pod, container)
+    if req == 0:
+        return None
+    by_socket = _align_by_socket(options)
+    existing = (assignments or {}).get(container.name)
+    if existing is not None:
+        held = _as_mask(existing, f"CPUs of container {container.name}")
+        if held.bit_count() != req:
+            return {"cpu": []}
+        return {"cpu": _generate_hints(td, held, 0, req, by_socket)}
+    free = _as_mask(default_cpuset, "default cpuset") & ~_as_mask(reserved, "reserved CPUs")
+    return {"cpu": _generate_hints(td, free, _as_mask(reusable, "reusable CPUs"), req, by_socket)}
+
+
+def pod_cpu_hints(topology: Topology, pod: Pod, default_cpuset: CPUSet | int | Iterable[int],
+                  reserved: CPUSet | int | Iterable[int] = 0, assignments: Mapping[str, CPUSet] | None = None,
+                  reusable: CPUSet | int | Iterable[int] | None = None,
+                  options: CPUOptions | Mapping[str, object] | bool | None = None,
+                  ) -> dict[str, list[TopologyHint]] | None:
+    """GetPodTopologyHints (pod scope): the pod-level exclusive CPU count over the free pool, with
+    CPUs already held by the pod's containers counted as reusable (§9.3, §15 item 15)."""
+    td = _topo_data(topology)
+    req = pod_guaranteed_cpus(pod)
+    if req == 0:
+        return None
+    by_socket = _align_by_socket(options)
+    assigned = 0
+    for c in pod.all_containers():
+        existing = (assignments or {}).get(c.name)
+        if existing is None:
+            continue
+        held = _as_mask(existing, f"CPUs of container {c.name}")
+        if held.bit_count() != guaranteed_cpus(pod, c):
+            return {"cpu": []}
+        assigned |= held
+    if assigned.bit_count() == req:
+        return {"cpu": _generate_hints(td, assigned, 0, req, by_socket)}
+    free = _as_mask(default_cpuset, "default cpuset") & ~_as_mask(reserved, "reserved CPUs")
+    reuse = _as_mask(reusable, "reusable CPUs") | assigned
+    return {"cpu": _generate_hints(td, free, reuse, req, by_socket)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Static policy: reserved CPUs, SMT alignment, allocation (§9.4, §9.5)
+# ---------------------------------------------------------------------------------------------------
+
+def reserved_cpu_set(topology: Topology, reserved_cpus: CPUSet | int | Iterable[int] | None = None,
+                     reserved_cpu_milli: int = 0,
+                     options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
+    """The static policy's reserved CPUs: the explicit `reservedSystemCPUs` list when given, else
+    `ceil(milli/1000)` CPUs chosen by `take_by_topology` from all CPUs."""
+    td = _topo_data(topology)
+    explicit = _as_mask(reserved_cpus, "reserved CPUs")
+    if explicit:
+        _check_in_topology(td, explicit, "reservedSystemCPUs")
+        return CPUSet(explicit)
+    milli = _check_count(reserved_cpu_milli, "reserved CPU (millicores)")
+    if milli == 0:
+        raise PolicyError("[cpumanager] unable to determine reserved CPU resources for static policy")
+    want = -(-milli // 1000)
+    try:
+        chosen = take_by_topology(topology, td.all, want, options)
+    except InsufficientResourcesError:
+        chosen = CPUSet()
+    if len(chosen) != want:
+        raise InsufficientResourcesError(
+            f"[cpumanager] unable to reserve the required amount of CPUs (size of {chosen} did not equal {want})")
+    return chosen
+
+
+def reserved_physical_cpus(topology: Topology, reserved: CPUSet | int | Iterable[int]) -> CPUSet:
+    """All hyperthread siblings of the reserved CPUs (what full-pcpus-only keeps out of reach)."""
+    td = _topo_data(topology)
+    mask = _as_mask(reserved, "reserved CPUs")
+    out = mask
+    for cpu in _bits(mask & td.all):
+        out |= td.core_mask[td.cpu_core[cpu]]
+    return CPUSet(out)
+
+
+def check_smt_alignment(topology: Topology, n: int, default_cpuset: CPUSet | int | Iterable[int],
+                        reserved: CPUSet | int | Iterable[int] = 0,
+                        options: CPUOptions | Mapping[str, object] | None = None) -> None:
+    """With `full-pcpus-only`, raise `SMTAlignmentError` (kubelet texts) when `n` is not a multiple of
+    the CPUs per core or exceeds the free physical CPUs (`default − siblings of reserved`)."""
+    opts = _as_options(options)
+    n = _check_count(n)
+    if not opts.full_pcpus_only or n == 0:
+        return
+    td = _topo_data(topology)
+    cpc = td.cpc
+    if cpc and n % cpc != 0:
+        raise SMTAlignmentError(f"SMT Alignment Error: requested {n} cpus not multiple cpus per core = {cpc}")
+    physical = _as_mask(default_cpuset, "default cpuset") & ~reserved_physical_cpus(topology, reserved).mask
+    free_physical = physical.bit_count()
+    if n > free_physical:
+        raise SMTAlignmentError(
+            f"SMT Alignment Error: not enough free physical CPUs: available physical CPUs = {free_physical}, "
+            f"requested CPUs = {n}, CPUs per core = {cpc}")
+
+
+def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int] | None,
+                  default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
+                  reusable: CPUSet | int | Iterable[int] | None = None,
+                  options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
+    """allocateCPUs (§9.5): first as many CPUs as fit from the hint's NUMA nodes (or their sockets with
+    align-by-socket), then the rest from the remaining allocatable CPUs."""
+    td = _topo_data(topology)
+    opts = _as_options(options)
+    n = _check_count(n)
+    affinity = _numa_mask(numa_affinity)
+    allocatable = ((_as_mask(default_cpuset, "default cpuset") & ~_as_mask(reserved, "reserved CPUs"))
+                   | _as_mask(reusable, "reusable CPUs"))
+    _check_in_topology(td, allocatable, "the allocatable set")
+    result = 0
+    if affinity is not None:
+        region = 0
+        for nid in _bits(affinity):
+            region |= td.numa_mask.get(nid, 0)
+        if opts.align_by_socket:
+            sockets = region
+            for sm in td.socket_mask.values():
+                if sm & region:
+                    sockets |= sm
+            region = sockets
+        aligned = allocatable & region
+        take = min(n, aligned.bit_count())
+        result = take_by_topology(topology, aligned, take, opts).mask
+    rest = n - result.bit_count()
+    result |= take_by_topology(topology, allocatable & ~result, rest, opts).mask
+    return CPUSet(result)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Benchmark
+# ---------------------------------------------------------------------------------------------------
+
+def bench_take_by_topology(repeat: int = 0) -> list[tuple[str, float]]:
+    """µs per `take_by_topology` call on a 2-socket, 4-NUMA, 256-thread machine
+    (`synthetic(2, 2, 32, 2)`), empty and partly used, for a few request sizes and options."""
+    from .topology import synthetic
+
+    topo = synthetic(2, 2, 32, 2)
+    everything = topo.all_cpus
+    # Partly used: every third core of NUMA 0 and 2 busy, one thread of some cores on NUMA 1, NUMA 3 half.
+    busy = 0
+    for core, cm in topo.core_cpus.items():
+        numa = topo.cpu_info[core].numa
+        if (numa in (0, 2) and core % 3 == 0) or (numa == 3 and core % 32 < 16):
+            busy |= cm
+        elif numa == 1 and core % 4 == 1:
+            busy |= cm & -cm
+    used = everything & ~busy
+    cases: list[tuple[str, int, int, CPUOptions | None]] = [
+        ("empty, 1 CPU", everything, 1, None),
+        ("empty, 4 CPUs", everything, 4, None),
+        ("empty, 16 CPUs", everything, 16, None),
+        ("empty, 64 CPUs", everything, 64, None),
+        ("empty, 100 CPUs", everything, 100, None),
+        ("partly used, 1 CPU", used, 1, None),
+        ("partly used, 6 CPUs", used, 6, None),
+        ("partly used, 24 CPUs", used, 24, None),
+        ("partly used, 90 CPUs", used, 90, None),
+        ("partly used, 7 CPUs, uncore", used, 7, CPUOptions(prefer_align_cpus_by_uncorecache=True)),
+        ("partly used, 9 CPUs, spread", used, 9, CPUOptions(distribute_cpus_across_cores=True)),
+        ("partly used, 24 CPUs, distributed", used, 24, CPUOptions(distribute_cpus_across_numa=True)),
+        ("partly used, 24 CPUs, distributed+full-pcpus", used, 24,
+         CPUOptions(distribute_cpus_across_numa=True, full_pcpus_only=True)),
+    ]
+    out: list[tuple[str, float]] = []
+    for label, avail, n, opts in cases:
+        available_cpus = CPUSet(avail)
+        take_by_topology(topo, available_cpus, n, opts)  # warm the per-topology cache
+        loops = repeat or 200
+        start = time.perf_counter()
+        for _ in range(loops):
+            take_by_topology(topo, available_cpus, n, opts)
+        out.append((label, (time.perf_counter() - start) / loops * 1e6))
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - manual benchmark
+    for label, us in bench_take_by_topology():
+        print(f"{label:48s} {us:9.1f} µs")
