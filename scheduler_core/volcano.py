@@ -1,0 +1,627 @@
+"""Volcano's `numa-aware` scheduler plugin (volcano-spec §4–§12), reproduced decision for decision.
+
+What is modelled exactly: the QoS gate, `filterNodeByPolicy` with upstream's reason strings, the
+per-container simulation with the *node's* topology policy and Volcano's legacy hint merge (§8), the
+CPU hint provider (§7, hints from total capacity / free counts, reserved CPUs re-derived from a
+quantity), the NUMA-span batch score with weight and normalisation (§10), the session events that
+keep an in-session free-CPU view (§11) and the close hand-off (§12.1).
+
+The one intended divergence (conformance README): CPUs are *selected* with the kubelet's
+`take_by_topology` (the set the kubelet really pins), not Volcano's buggy accumulator (§9), so core
+ids are made unique per (socket, core) before the kubelet algorithm sees them.
+
+Node input is Volcano's view of a node, `NumaModel` (the Numatopology CRD: raw policy strings,
+per-CPU detail, reserved quantity) plus a free-CPU mask per node (`None` = the CRD has no `cpu`
+entry in `numares`). `NumaModel.from_node(node)` derives it from an engine `Node`.
+
+Hot paths work on int masks and per-NUMA counts; hint lists are cached per (free counts, request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations, product
+from typing import NamedTuple
+
+from .errors import EngineError, PolicyError
+from .pods import GUARANTEED, Container, Pod, qos_class
+from .quantity import cpu_milli
+from .topology import CPU, Topology
+
+PLUGIN_NAME = "numa-aware"
+POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
+CPU_MANAGER_POLICY = "CPUManagerPolicy"
+TOPOLOGY_MANAGER_POLICY = "TopologyManagerPolicy"
+
+#: Volcano framework status codes used by the predicate.
+ERROR = "Error"
+UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+#: Predicate outcomes (same names as the conformance vectors).
+PASS_NOT_GUARANTEED = "pass_not_guaranteed"
+PASS_SKIPPED = "pass_skipped"
+PASS_ASSIGNED = "pass_assigned"
+REJECT = "reject"
+
+#: Exact upstream reason strings of filterNodeByPolicy (§6.2).
+REASON_NUMA_INFO_EMPTY = "numa info is empty"
+REASON_CPU_NOT_STATIC = "cpu manager policy isn't static"
+REASON_NO_TOPO = "no topo information"
+REASON_ALLOCATABLE_EMPTY = "cpu allocatable map is empty"
+
+KNOWN_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+_HINT_CACHE_LIMIT = 65536
+
+
+def reason_policy_mismatch(task_policy: str, node_policy: str) -> str:
+    return f"task topology policy[{task_policy}] is different with node[{node_policy}]"
+
+
+def reason_container(name: str) -> str:
+    return f"container {name} cannot be assigned by numa"
+
+
+class Hint(NamedTuple):
+    """A topology hint as Volcano handles it: `affinity` NUMA mask int, None = nil mask ("any")."""
+
+    affinity: int | None
+    preferred: bool
+
+    def to_dict(self) -> dict:
+        return {"affinity": None if self.affinity is None else _bits(self.affinity), "preferred": self.preferred}
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def has_policy(policy: str | None) -> bool:
+    """A task "has a policy" unless it is absent, empty or `none` (§6.2)."""
+    return bool(policy) and policy != "none"
+
+
+def guaranteed_cpus(cpu_request_milli: int | None) -> int:
+    """Volcano's integer-CPU rule (§4.3): whole CPUs of the request, 0 when fractional or absent."""
+    if not cpu_request_milli or cpu_request_milli % 1000:
+        return 0
+    return cpu_request_milli // 1000
+
+
+def parse_allocatable(text: str | None) -> int | None:
+    """`numares.cpu.allocatable` as the cache parses it (§3.2): None when absent, and any syntax
+    error empties the whole set."""
+    if text is None:
+        return None
+    from .cpuset import CPUSet
+
+    try:
+        return CPUSet.parse(text).mask
+    except EngineError:
+        return 0
+
+
+def reserved_cpu_count(quantity: str | int | None) -> int:
+    """CPUs Volcano reserves for a `resReserved.cpu` quantity: ceil(milli / 1000) (§7.2)."""
+    if quantity is None:
+        return 0
+    milli = cpu_milli(quantity, "resReserved cpu")
+    return -(-milli // 1000)
+
+
+# ------------------------------------------------------------------------------------------------
+# Node side: the scheduler's NumaSchedulerInfo
+# ------------------------------------------------------------------------------------------------
+
+
+class NumaModel:
+    """The static part of a node's `NumaSchedulerInfo`: raw policy strings, per-CPU detail
+    (`{cpu: (numa, socket, core)}` with exporter core ids, unique per socket only) and the reserved
+    CPU quantity. Shared by every node of the same shape and settings."""
+
+    def __init__(self, cpu_detail: Mapping[int, tuple[int, int, int]], policies: Mapping[str, str] | None = None,
+                 reserved_cpu_milli: int | None = None) -> None:
+        self.policies = dict(policies or {})
+        self.cpu_policy = self.policies.get(CPU_MANAGER_POLICY, "")
+        self.tm_policy = self.policies.get(TOPOLOGY_MANAGER_POLICY, "")
+        self.detail = {int(c): tuple(v) for c, v in cpu_detail.items()}
+        self.numa_ids: tuple[int, ...] = tuple(sorted({v[0] for v in self.detail.values()}))
+        self.default_mask = 0
+        for n in self.numa_ids:
+            self.default_mask |= 1 << n
+        self.numa_cpus: dict[int, int] = {n: 0 for n in self.numa_ids}
+        for cpu, (numa, _s, _c) in self.detail.items():
+            self.numa_cpus[numa] |= 1 << cpu
+        self.all_cpus = 0
+        for m in self.numa_cpus.values():
+            self.all_cpus |= m
+        self.capacity = tuple(self.numa_cpus[n].bit_count() for n in self.numa_ids)
+        # Every non-empty NUMA subset in Volcano's order (size, then lexicographic): (mask, indexes, capacity).
+        self.subsets: list[tuple[int, tuple[int, ...], int]] = []
+        for k in range(1, len(self.numa_ids) + 1):
+            for idx in combinations(range(len(self.numa_ids)), k):
+                mask = 0
+                for i in idx:
+                    mask |= 1 << self.numa_ids[i]
+                self.subsets.append((mask, idx, sum(self.capacity[i] for i in idx)))
+        self.numa0_index = self.numa_ids.index(0) if 0 in self.numa_ids else None
+        self.topology = self._kubelet_topology()
+        self.reserved_cpu_milli = reserved_cpu_milli
+        self.reserved = self._reserved()
+        self._hint_cache: dict[tuple, list[Hint]] = {}
+
+    @classmethod
+    def from_node(cls, node) -> NumaModel:
+        """Volcano's view of an engine `Node`: what the resource exporter would publish for it."""
+        topo = node.topology
+        sockets_seen: dict[int, dict[int, int]] = {}
+        detail = {}
+        for c in topo.cpus:
+            # exporter core ids restart per socket: number cores of each socket 0..k in id order
+            per_socket = sockets_seen.setdefault(c.socket, {})
+            local = per_socket.setdefault(c.core, len(per_socket))
+            detail[c.id] = (c.numa, c.socket, local)
+        k = node.kubelet
+        policies = {CPU_MANAGER_POLICY: k.cpu_manager_policy, TOPOLOGY_MANAGER_POLICY: k.topology_manager_policy}
+        reserved = k.reserved_cpu_milli if k.reserved_cpus is None else len(k.reserved_cpus) * 1000
+        return cls(detail, policies, reserved or None)
+
+    def _kubelet_topology(self) -> Topology | None:
+        if not self.detail:
+            return None
+        core_ids: dict[tuple[int, int], int] = {}
+        for cpu in sorted(self.detail):
+            _numa, socket, core = self.detail[cpu]
+            core_ids.setdefault((socket, core), cpu)
+        cpus = [CPU(cpu, core_ids[(s, c)], s, n, s) for cpu, (n, s, c) in sorted(self.detail.items())]
+        return Topology(cpus)
+
+    def _reserved(self) -> int:
+        if not self.reserved_cpu_milli:
+            return 0
+        n = -(-self.reserved_cpu_milli // 1000)
+        return take_cpus(self, self.all_cpus, n) or 0
+
+    # -- hint provider (§7.3–§7.4) -----------------------------------------------------------------
+    def hints(self, avail: int, req: int) -> list[Hint]:
+        """generateHints: masks with enough free CPUs; preferred = minimal width by total capacity."""
+        counts = [(avail & self.numa_cpus[n]).bit_count() for n in self.numa_ids]
+        unknown = (avail & ~self.all_cpus).bit_count()
+        if unknown and self.numa0_index is not None:
+            counts[self.numa0_index] += unknown
+        key = (tuple(counts), req)
+        cached = self._hint_cache.get(key)
+        if cached is not None:
+            return cached
+        min_aff = len(self.numa_ids)
+        found: list[tuple[int, int]] = []
+        for mask, idx, cap in self.subsets:
+            width = len(idx)
+            if cap >= req and width < min_aff:
+                min_aff = width
+            matching = 0
+            for i in idx:
+                matching += counts[i]
+            if matching >= req:
+                found.append((mask, width))
+        out = [Hint(mask, width == min_aff) for mask, width in found]
+        if len(self._hint_cache) >= _HINT_CACHE_LIMIT:
+            self._hint_cache.clear()
+        self._hint_cache[key] = out
+        return out
+
+    def numa_count(self, cpus: int) -> int:
+        """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (§10)."""
+        mask = 0
+        for n, m in self.numa_cpus.items():
+            if cpus & m:
+                mask |= 1 << n
+        if cpus & ~self.all_cpus:
+            mask |= 1
+        return mask.bit_count()
+
+    def numa_mask(self, cpus: int) -> int:
+        mask = 0
+        for n, m in self.numa_cpus.items():
+            if cpus & m:
+                mask |= 1 << n
+        return mask
+
+
+def take_cpus(model: NumaModel, available: int, count: int) -> int | None:
+    """`count` CPUs out of `available` with the kubelet's algorithm (the intended divergence from §9).
+    CPUs unknown to the detail are dropped first, as Volcano does; None on failure."""
+    if count <= 0:
+        return 0
+    avail = available & model.all_cpus
+    if count > avail.bit_count() or model.topology is None:
+        return None
+    from .cpu import take_by_topology
+
+    try:
+        return take_by_topology(model.topology, avail, count).mask
+    except EngineError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Policies: Volcano's legacy merge (§8)
+# ------------------------------------------------------------------------------------------------
+
+
+def filter_providers_hints(providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> list[list[Hint]]:
+    """§8.1: no map → [(nil, preferred)]; nil list → [(nil, preferred)]; empty list → [(nil, not preferred)]."""
+    lists: list[list[Hint]] = []
+    for hints in providers_hints:
+        if not hints:
+            lists.append([Hint(None, True)])
+            continue
+        for resource in hints:
+            value = hints[resource]
+            if value is None:
+                lists.append([Hint(None, True)])
+            elif len(value) == 0:
+                lists.append([Hint(None, False)])
+            else:
+                lists.append([h if isinstance(h, Hint) else Hint(h.affinity, h.preferred) for h in value])
+    return lists
+
+
+def merge_filtered_hints(numa_nodes: Iterable[int], lists: Sequence[Sequence[Hint]]) -> Hint:
+    """§8.2: best over every permutation; preferred first, then narrower (fewer bits, smaller mask)."""
+    default = 0
+    for n in numa_nodes:
+        default |= 1 << n
+    best_mask, best_pref = default, False
+    for combo in product(*lists):
+        mask = default
+        preferred = True
+        for h in combo:
+            if h.affinity is not None:
+                mask &= h.affinity
+            if not h.preferred:
+                preferred = False
+        if not mask:
+            continue
+        if preferred and not best_pref:
+            best_mask, best_pref = mask, True
+        elif preferred == best_pref:
+            c, bc = mask.bit_count(), best_mask.bit_count()
+            if c < bc or (c == bc and mask < best_mask):
+                best_mask = mask
+    return Hint(best_mask, best_pref)
+
+
+def policy_predicate(policy: str, numa_nodes: Iterable[int],
+                     providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> tuple[Hint, bool]:
+    """A Volcano topology policy's Predicate (§8.3): (best hint, admit). Unknown names act as `none`."""
+    if policy not in ("best-effort", "restricted", "single-numa-node"):
+        return Hint(None, False), True
+    lists = filter_providers_hints(providers_hints)
+    if policy == "single-numa-node":
+        lists = [[h for h in lst if h.preferred and (h.affinity is None or h.affinity.bit_count() == 1)]
+                 for lst in lists]
+    best = merge_filtered_hints(numa_nodes, lists)
+    if policy == "best-effort":
+        return best, True
+    return best, best.preferred
+
+
+def _single_list_predicate(policy: str, default: int, hints: list[Hint] | None) -> tuple[Hint, bool]:
+    """Fast path of `policy_predicate` for the one CPU provider with one resource (`hints` None = no map)."""
+    if policy not in ("best-effort", "restricted", "single-numa-node"):
+        return Hint(None, False), True
+    if hints is None:
+        lst = [Hint(None, True)]
+    elif not hints:
+        lst = [Hint(None, False)]
+    else:
+        lst = hints
+    if policy == "single-numa-node":
+        lst = [h for h in lst if h.preferred and (h.affinity is None or h.affinity.bit_count() == 1)]
+    best_mask, best_pref = default, False
+    for affinity, preferred in lst:
+        mask = default if affinity is None else default & affinity
+        if not mask:
+            continue
+        if preferred and not best_pref:
+            best_mask, best_pref = mask, True
+        elif preferred == best_pref:
+            c, bc = mask.bit_count(), best_mask.bit_count()
+            if c < bc or (c == bc and mask < best_mask):
+                best_mask = mask
+    admit = True if policy == "best-effort" else best_pref
+    return Hint(best_mask, best_pref), admit
+
+
+# ------------------------------------------------------------------------------------------------
+# Task side
+# ------------------------------------------------------------------------------------------------
+
+
+class VolcanoTask(NamedTuple):
+    """What the plugin reads from a pod: identity, the policy annotation (raw string, "" when absent),
+    the QoS class and the regular containers as (name, cpu request in millicores or None)."""
+
+    uid: str
+    name: str
+    namespace: str
+    policy: str
+    qos: str
+    containers: tuple[tuple[str, int | None], ...]
+
+    @classmethod
+    def from_pod(cls, pod: Pod) -> VolcanoTask:
+        """Init containers are ignored (§13.2); a container without a cpu request has None."""
+        containers = tuple((c.name, c.requests.get("cpu")) for c in pod.containers)
+        return cls(pod.uid, pod.name, pod.namespace, pod.topology_policy or "", pod.qos_class, containers)
+
+    def signature(self) -> tuple:
+        """Everything the predicate depends on (not the pod's identity): for verdict caching."""
+        return (self.policy, self.qos, self.containers)
+
+
+@dataclass
+class ContainerDecision:
+    """One container's simulation on one node: the provider's hints (None = no map), the merged best
+    hint, admit, and the CPUs the plugin would assign."""
+
+    name: str
+    hints: list[Hint] | None
+    best: Hint | None
+    admit: bool
+    cpus: int = 0
+
+    def to_dict(self) -> dict:
+        from .cpuset import CPUSet
+
+        return {
+            "container": self.name,
+            "hints": {"cpu": None if self.hints is None else [h.to_dict() for h in self.hints]},
+            "best_hint": None if self.best is None else self.best.to_dict(),
+            "admit": self.admit,
+            "cpus": str(CPUSet(self.cpus)),
+        }
+
+
+@dataclass
+class Verdict:
+    """The predicate's answer for one task on one node (state): outcome, code and reason when
+    rejected, per-container decisions and the recorded assignment (cpu mask, None = none recorded)."""
+
+    outcome: str
+    code: str | None = None
+    reason: str | None = None
+    containers: list[ContainerDecision] = field(default_factory=list)
+    assignment: int | None = None
+    numa_count: int = 0
+    numa_mask: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome != REJECT
+
+    def best_hints(self) -> list[Hint]:
+        """Best hints of the admitted containers, in container order (as the vectors list them)."""
+        return [c.best for c in self.containers if c.admit and c.best is not None]
+
+
+def filter_node_by_policy(task_policy: str, model: NumaModel | None, free: int | None) -> tuple[bool, str | None]:
+    """§6.2: (fit, error reason). (False, None) = the plugin skips this node (it passes)."""
+    if has_policy(task_policy):
+        if model is None:
+            return False, REASON_NUMA_INFO_EMPTY
+        if model.cpu_policy != "static":
+            return False, REASON_CPU_NOT_STATIC
+        if task_policy != model.tm_policy:
+            return False, reason_policy_mismatch(task_policy, model.tm_policy)
+        if not free:
+            return False, REASON_ALLOCATABLE_EMPTY
+        return True, None
+    if model is None or model.cpu_policy != "static" or model.tm_policy in ("none", ""):
+        return False, None
+    return True, None
+
+
+def allocate_container(model: NumaModel, best: Hint, avail: int, req: int) -> int:
+    """§7.5 Allocate with the kubelet's CPU choice: aligned part first, then the rest; {} on failure."""
+    result = 0
+    if best.affinity is not None:
+        aligned_pool = 0
+        for n in _bits(best.affinity):
+            aligned_pool |= model.numa_cpus.get(n, 0)
+        aligned = avail & aligned_pool
+        k = min(req, aligned.bit_count())
+        got = take_cpus(model, aligned, k)
+        if got is None:
+            return 0
+        result = got
+    need = req - result.bit_count()
+    if need > 0:
+        rest = take_cpus(model, avail & ~result, need)
+        if rest is None:
+            return 0
+        result |= rest
+    return result
+
+
+def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> Verdict:
+    """The plugin's predicate for one task on one node whose in-session free CPUs are `free`
+    (None = no `cpu` entry). Pure: the caller records the assignment (§6.1)."""
+    if task.qos != GUARANTEED:
+        return Verdict(PASS_NOT_GUARANTEED)
+    fit, err = filter_node_by_policy(task.policy, model, free)
+    if not fit:
+        if err is not None:
+            return Verdict(REJECT, ERROR, err)
+        return Verdict(PASS_SKIPPED)
+    if model is None:  # unreachable: filter_node_by_policy only fits nodes that have a model
+        return Verdict(PASS_SKIPPED)
+    policy = model.tm_policy
+    default = model.default_mask
+    cur = free
+    total = 0
+    decisions: list[ContainerDecision] = []
+    for name, milli in task.containers:
+        req = guaranteed_cpus(milli)
+        if milli is None or req == 0 or cur is None:
+            hints = None
+            avail = 0 if cur is None else cur & ~model.reserved
+        else:
+            avail = cur & ~model.reserved
+            hints = model.hints(avail, req)
+        best, admit = _single_list_predicate(policy, default, hints)
+        if not admit:
+            decisions.append(ContainerDecision(name, hints, best, False))
+            return Verdict(REJECT, UNSCHEDULABLE_AND_UNRESOLVABLE, reason_container(name), decisions)
+        got = allocate_container(model, best, avail, req) if req else 0
+        decisions.append(ContainerDecision(name, hints, best, True, got))
+        total |= got
+        if cur is not None:
+            cur &= ~got
+    return Verdict(PASS_ASSIGNED, containers=decisions, assignment=total,
+                   numa_count=model.numa_count(total), numa_mask=model.numa_mask(total))
+
+
+def normalize_scores(counts: Sequence[int], weight: int = 1) -> list[int]:
+    """§10 steps 3–4: `100 − floor(100·count/max)` (all 100 when max is 0), times the weight."""
+    top = max(counts, default=0)
+    if top == 0:
+        return [100 * weight for _ in counts]
+    return [(100 - (100 * c) // top) * weight for c in counts]
+
+
+def plugin_weight(arguments: Mapping[str, object] | None) -> int:
+    """The plugin's `weight` argument: used only when it is an integer (floats, strings → 1) (§5)."""
+    value = (arguments or {}).get("weight", 1)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 1
+    return value
+
+
+# ------------------------------------------------------------------------------------------------
+# Session state (§5, §11, §12.1)
+# ------------------------------------------------------------------------------------------------
+
+
+class VolcanoPlugin:
+    """One session's plugin instance: in-session free CPUs per node, simulated assignments per
+    (task, node), and the tasks bound through allocate events."""
+
+    def __init__(self, nodes: Mapping[str, tuple[NumaModel | None, int | None]], weight: int = 1) -> None:
+        self.models: dict[str, NumaModel | None] = {n: m for n, (m, _f) in nodes.items()}
+        self.free: dict[str, int | None] = {n: (f if m is not None else None) for n, (m, f) in nodes.items()}
+        self.weight = weight
+        self.assign_res: dict[str, dict[str, int]] = {}
+        self.task_bind_node: dict[str, str] = {}
+        self.task_pod_meta: dict[str, dict[str, str]] = {}
+        self._tasks: dict[str, VolcanoTask] = {}
+
+    def predicate(self, task: VolcanoTask, node: str) -> Verdict:
+        self._tasks[task.uid] = task
+        verdict = predicate(task, self.models.get(node), self.free.get(node))
+        if verdict.outcome == PASS_ASSIGNED:
+            self.assign_res.setdefault(task.uid, {})[node] = verdict.assignment or 0
+        return verdict
+
+    def batch_score(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int] | None:
+        """§10: None when the task has no assignment this session or has no policy."""
+        assigned = self.assign_res.get(task.uid)
+        if assigned is None or not has_policy(task.policy):
+            return None
+        counts = []
+        for n in nodes:
+            model = self.models.get(n)
+            cpus = assigned.get(n, 0)
+            counts.append(model.numa_count(cpus) if model is not None else 0)
+        return dict(zip(nodes, normalize_scores(counts, self.weight), strict=True))
+
+    def numa_counts(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int]:
+        assigned = self.assign_res.get(task.uid, {})
+        out = {}
+        for n in nodes:
+            model = self.models.get(n)
+            out[n] = model.numa_count(assigned.get(n, 0)) if model is not None else 0
+        return out
+
+    def allocate(self, task_uid: str, node: str) -> bool:
+        """AllocateFunc: apply the recorded assignment to the node's free view; False when none."""
+        cpus = self.assign_res.get(task_uid, {}).get(node)
+        if cpus is None:
+            return False
+        if self.free.get(node) is not None:
+            self.free[node] &= ~cpus
+        self.task_bind_node[task_uid] = node
+        task = self._tasks.get(task_uid)
+        if task is not None:
+            self.task_pod_meta[task_uid] = {"uid": task.uid, "name": task.name, "namespace": task.namespace}
+        return True
+
+    def deallocate(self, task_uid: str, node: str) -> bool:
+        """DeallocateFunc: give the recorded assignment back; False when none."""
+        cpus = self.assign_res.get(task_uid, {}).get(node)
+        if cpus is None:
+            return False
+        if self.free.get(node) is not None:
+            self.free[node] |= cpus
+        self.task_bind_node.pop(task_uid, None)
+        self.task_pod_meta.pop(task_uid, None)
+        return True
+
+    def close(self) -> list[dict]:
+        """OnSessionClose: the (task → node → cpus) hand-off to the cache, sorted by task uid."""
+        out = []
+        for uid in sorted(self.task_bind_node):
+            node = self.task_bind_node[uid]
+            cpus = self.assign_res.get(uid, {}).get(node)
+            meta = self.task_pod_meta.get(uid)
+            if cpus is None or meta is None:
+                continue
+            out.append({"task_uid": uid, "pod_meta": dict(meta), "node": node, "cpus": cpus})
+        return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Job-side helpers (webhook, annotation, job controller; volcano-spec §4.1)
+# ------------------------------------------------------------------------------------------------
+
+
+def task_topology_policy(annotations: Mapping[str, str] | None) -> str:
+    """The scheduler's task policy: the annotation verbatim, "" when absent."""
+    return (annotations or {}).get(POLICY_ANNOTATION) or ""
+
+
+def job_pod_annotation(task_policy: str | None, template_annotation: str | None) -> str | None:
+    """The job controller copies the template annotation, then overwrites it with a non-empty task policy."""
+    return task_policy if task_policy else template_annotation
+
+
+def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
+                                  init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
+    """The job webhook's check (§4.1): with a policy, every container's cpu request (limits when
+    requests are empty) must be whole CPUs. Returns the rejection message, "" when valid."""
+    if not has_policy(policy):
+        return ""
+    for index, c in enumerate([*containers, *init_containers]):
+        values = c.get("requests") or c.get("limits") or {}
+        cpu = values.get("cpu")
+        milli = cpu_milli(cpu, f"container[{index}] cpu") if cpu is not None else 0
+        if guaranteed_cpus(milli) == 0:
+            return f"the cpu request isn't an integer in spec.task[{task_index}] container[{index}]."
+    return ""
+
+
+def validate_node_policy(policy: str) -> str:
+    """Raise PolicyError for a topology policy string the engine does not know (jobs, API input)."""
+    if policy not in KNOWN_POLICIES:
+        raise PolicyError(f"unknown topology policy {policy!r}; expected one of: {', '.join(KNOWN_POLICIES)}")
+    return policy
+
+
+def pod_qos(containers: Sequence[Container], init_containers: Sequence[Container] = ()) -> str:
+    """QoS class as the plugin's gate reads it (§4.2), for a bare container list."""
+    return qos_class(Pod("qos-probe", tuple(containers), tuple(init_containers)))
