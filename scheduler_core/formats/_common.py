@@ -1,0 +1,333 @@
+"""Shared pieces of the importers: bounded input reading, hardened YAML, hex masks, and the one
+place where per-CPU records become a `Topology` (core ids = smallest thread id of the core)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..cpuset import MAX_CPU_ID, CPUSet
+from ..errors import EngineError, FormatError
+from ..topology import CPU, Device, NUMANode, Topology
+
+#: Largest input accepted, checked before any parsing (a real hwloc XML of a 400-thread machine
+#: with PCI devices is well under 1 MiB).
+MAX_INPUT_BYTES = 16 * 2**20
+#: YAML documents whose node graph would expand beyond this many nodes are refused (alias bombs).
+MAX_YAML_NODES = 200_000
+#: Highest NUMA id the engine can hold (the kubelet's 64-bit NUMA masks).
+MAX_NUMA_ID = 63
+
+
+@dataclass
+class Source:
+    """An input after reading: `text` (decoded), `raw` bytes (for archives), or a directory."""
+
+    text: str | None = None
+    raw: bytes | None = None
+    directory: pathlib.Path | None = None
+    name: str = "<input>"
+
+
+def read_source(data: object) -> Source:
+    """Read `data` (str text, bytes, or a path to a file or directory) with the size cap applied
+    before anything is parsed."""
+    if isinstance(data, Source):
+        return data
+    path: pathlib.Path | None = None
+    if isinstance(data, os.PathLike):
+        path = pathlib.Path(data)
+    elif isinstance(data, str) and data and "\n" not in data and len(data) < 4096 and not data.lstrip().startswith(
+            ("<", "{", "[")):
+        candidate = pathlib.Path(data)
+        try:
+            if candidate.exists():
+                path = candidate
+        except OSError:
+            path = None
+    if path is not None:
+        if path.is_dir():
+            return Source(directory=path, name=str(path))
+        if not path.is_file():
+            raise FormatError(f"{path}: no such file")
+        size = path.stat().st_size
+        if size > MAX_INPUT_BYTES:
+            raise FormatError(f"{path}: {size} bytes is larger than the {MAX_INPUT_BYTES // 2**20} MiB limit")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+        return _from_bytes(raw, str(path))
+    if isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data)
+        if len(raw) > MAX_INPUT_BYTES:
+            raise FormatError(f"input of {len(raw)} bytes is larger than the {MAX_INPUT_BYTES // 2**20} MiB limit")
+        return _from_bytes(raw, "<bytes>")
+    if isinstance(data, str):
+        if len(data) > MAX_INPUT_BYTES:
+            raise FormatError(f"input of {len(data)} characters is larger than the "
+                              f"{MAX_INPUT_BYTES // 2**20} MiB limit")
+        return Source(text=data, name="<text>")
+    raise FormatError(f"cannot read a topology from a {type(data).__name__}; give text, bytes or a path")
+
+
+ARCHIVE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+
+
+def _from_bytes(raw: bytes, name: str) -> Source:
+    if len(raw) > MAX_INPUT_BYTES:
+        raise FormatError(f"{name}: larger than the {MAX_INPUT_BYTES // 2**20} MiB limit")
+    if raw.startswith(ARCHIVE_MAGIC) or (len(raw) > 262 and raw[257:262] == b"ustar"):
+        return Source(raw=raw, name=name)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{name}: not text (byte {exc.start} is not UTF-8) and not a known archive") from None
+    return Source(text=text, name=name)
+
+
+def check_text(text: str, name: str = "input") -> None:
+    """Refuse binary garbage that happens to decode: control characters other than whitespace."""
+    sample = text[:65536]
+    bad = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f\v")
+    if bad > 8 or "\x00" in sample:
+        raise FormatError(f"{name}: binary data, not a topology text")
+
+
+# -- YAML ----------------------------------------------------------------------------------------
+
+def load_yaml_documents(text: str, name: str = "YAML") -> list:
+    """All documents of a YAML stream via the safe loader, after refusing alias bombs: the node
+    graph is composed first and its expanded size computed (aliases counted at full size)."""
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=loader_cls))
+        sizes: dict[int, int] = {}
+        for node in nodes:
+            if node is not None and _yaml_size(node, sizes) > MAX_YAML_NODES:
+                mark = node.start_mark
+                raise FormatError(f"{name}: the document at line {mark.line + 1} expands to more than "
+                                  f"{MAX_YAML_NODES} nodes (aliases/anchors used as a YAML bomb?)")
+        return [d for d in yaml.load_all(text, Loader=loader_cls)]
+    except FormatError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise FormatError(f"{name}: invalid YAML{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise FormatError(f"{name}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise FormatError(f"{name}: YAML nested too deeply") from None
+
+
+def _yaml_size(root, sizes: dict[int, int]) -> int:
+    """Expanded node count, memoised per node so shared (aliased) nodes cost once to compute."""
+    import yaml
+
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes and not done:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = 1
+            continue
+        children = ([c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if done:
+            total = 1
+            for c in children:
+                total += sizes.get(id(c), 1)
+                if total > MAX_YAML_NODES:
+                    break
+            sizes[key] = total
+        else:
+            sizes[key] = 1  # provisional: a recursive alias counts once instead of looping
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+# -- masks and numbers -----------------------------------------------------------------------------
+
+def parse_hex_mask(text: str, what: str) -> int:
+    """hwloc / sysfs cpumap bitmap: comma-separated 32-bit hex words, most significant first;
+    an empty word is zero. `0xf...f,` prefixes (hwloc's infinite sets) are refused."""
+    s = text.strip().strip("\x00").strip()
+    if not s:
+        return 0
+    words = s.split(",")
+    if len(words) > (MAX_CPU_ID + 1) // 32 + 1:
+        raise FormatError(f"{what}: mask {s[:40]!r}... has more than {(MAX_CPU_ID + 1) // 32} words")
+    mask = 0
+    for w in words:
+        w = w.strip()
+        if w.lower().startswith("0x"):
+            w = w[2:]
+        if len(w) > 8 and w.lstrip("0") and len(w.lstrip("0")) > 8:
+            raise FormatError(f"{what}: mask word {w!r} of {s[:40]!r} is wider than 32 bits")
+        try:
+            value = int(w, 16) if w else 0
+        except ValueError:
+            raise FormatError(f"{what}: {s[:60]!r} is not a hex mask") from None
+        mask = (mask << 32) | value
+    if mask.bit_length() > MAX_CPU_ID + 1:
+        raise FormatError(f"{what}: mask {s[:40]!r} sets bit {mask.bit_length() - 1}, above {MAX_CPU_ID}")
+    return mask
+
+
+def bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def parse_int(text: object, what: str, minimum: int | None = 0) -> int:
+    s = str(text).strip()
+    try:
+        value = int(s, 10)
+    except ValueError:
+        raise FormatError(f"{what}: {s[:40]!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise FormatError(f"{what}: {value} is below {minimum}")
+    if value > 2**62:
+        raise FormatError(f"{what}: {value} is too large")
+    return value
+
+
+def parse_cpulist(text: str, what: str) -> CPUSet:
+    """Linux list format, errors re-raised as FormatError naming where the list came from."""
+    try:
+        return CPUSet.parse(text.strip().strip("\x00").strip())
+    except EngineError as exc:
+        raise FormatError(f"{what}: {exc}") from None
+
+
+def hugepage_key(size_bytes: int) -> str:
+    for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if size_bytes >= unit and size_bytes % unit == 0:
+            return f"hugepages-{size_bytes // unit}{suffix}"
+    return f"hugepages-{size_bytes}"
+
+
+# -- building the topology -------------------------------------------------------------------------
+
+@dataclass
+class CPURecord:
+    """One CPU as an importer saw it: `core_key` is any hashable that is equal exactly for the
+    threads of one core; `uncore` an L3 id or None (then the socket is used)."""
+
+    id: int
+    core_key: object
+    socket: int
+    numa: int | None
+    uncore: int | None = None
+
+
+@dataclass
+class Draft:
+    """What an importer gathered, before it becomes a Topology."""
+
+    cpus: list[CPURecord] = field(default_factory=list)
+    numa_memory: dict[int, int] = field(default_factory=dict)
+    numa_hugepages: dict[int, dict[str, int]] = field(default_factory=dict)
+    distances: dict[int, dict[int, int]] | None = None
+    devices: list[Device] = field(default_factory=list)
+    offline: int = 0
+    inferred: set[str] = field(default_factory=set)
+    description: str = ""
+    notes: list[str] = field(default_factory=list)
+    dropped_numa: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+
+def build_topology(draft: Draft, what: str) -> Topology:
+    """Turn a draft into a Topology: core ids become the smallest thread id of each core, NUMA ids
+    above 63 (memory-only GPU nodes, for instance) are left out with a note, missing distance
+    entries are filled by a documented rule (diagonal 10, else the largest known distance)."""
+    if not draft.cpus:
+        raise FormatError(f"{what}: no CPUs found")
+    seen: set[int] = set()
+    core_min: dict[object, int] = {}
+    for rec in draft.cpus:
+        if rec.id in seen:
+            raise FormatError(f"{what}: CPU {rec.id} is listed twice")
+        if rec.id > MAX_CPU_ID or rec.id < 0:
+            raise FormatError(f"{what}: CPU id {rec.id} is out of range 0-{MAX_CPU_ID}")
+        seen.add(rec.id)
+        prev = core_min.get(rec.core_key)
+        if prev is None or rec.id < prev:
+            core_min[rec.core_key] = rec.id
+    if any(rec.numa is None for rec in draft.cpus):
+        raise FormatError(f"{what}: CPU {next(r.id for r in draft.cpus if r.numa is None)} has no NUMA node")
+    numa_ids = set(draft.numa_memory) | set(draft.numa_hugepages) | {r.numa for r in draft.cpus}
+    if draft.distances:
+        numa_ids |= set(draft.distances)
+    too_high = sorted(n for n in numa_ids if n > MAX_NUMA_ID)
+    cpu_on_high = [r.id for r in draft.cpus if r.numa > MAX_NUMA_ID]
+    if cpu_on_high:
+        raise FormatError(f"{what}: CPU {cpu_on_high[0]} is on NUMA node above {MAX_NUMA_ID}; the kubelet's "
+                          "NUMA masks cannot hold it")
+    if too_high:
+        draft.dropped_numa.extend(too_high)
+        draft.notes.append(f"memory-only NUMA nodes {too_high} left out: ids above {MAX_NUMA_ID} do not fit "
+                           "the kubelet's NUMA masks")
+        numa_ids -= set(too_high)
+    ordered = sorted(numa_ids)
+    nodes = [NUMANode(n, draft.numa_memory.get(n, 0), dict(sorted(draft.numa_hugepages.get(n, {}).items())))
+             for n in ordered]
+    distances = None
+    if draft.distances:
+        known = [v for row in draft.distances.values() for v in row.values()]
+        far = max(known) if known else 20
+        distances = {}
+        filled = False
+        for a in ordered:
+            row = []
+            for b in ordered:
+                v = draft.distances.get(a, {}).get(b)
+                if v is None:
+                    filled = True
+                    v = 10 if a == b else far
+                row.append(v)
+            distances[a] = row
+        if filled:
+            draft.inferred.add("distances")
+    cpus = [CPU(r.id, core_min[r.core_key], r.socket, r.numa, r.socket if r.uncore is None else r.uncore)
+            for r in draft.cpus]
+    online = CPUSet(seen).mask
+    kept = set(ordered)
+    devices = []
+    for d in draft.devices:
+        if d.numa is not None and any(n not in kept for n in d.numa):
+            numa = tuple(n for n in d.numa if n in kept)
+            draft.notes.append(f"device {d.id}: NUMA nodes outside the topology dropped from its locality")
+            d = Device(d.id, d.resource, numa, d.healthy, d.name)
+        devices.append(d)
+    try:
+        return Topology(cpus, nodes, distances, devices, offline_cpus=CPUSet(draft.offline & ~online),
+                        inferred=draft.inferred, description=draft.description)
+    except EngineError as exc:
+        raise FormatError(f"{what}: {exc}") from None
+
+
+def numa_of_cpus(numa_cpus: Mapping[int, int]) -> dict[int, int]:
+    """CPU id → NUMA id from NUMA → mask; a CPU listed by several nodes goes to the lowest id."""
+    out: dict[int, int] = {}
+    for nid in sorted(numa_cpus):
+        for cpu in bits(numa_cpus[nid]):
+            out.setdefault(cpu, nid)
+    return out
+
+
+def unique(items: Iterable) -> list:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,372 @@
+"""hwloc XML (lstopo `.xml`), versions 1.x (no `version` attribute), 2.0 and 3.0.
+
+Rules followed (from hwloc's XML format, not from particular files):
+- v1: NUMANode is an ordinary tree parent (it can even be the root object); generic `Cache`
+  objects carry `depth`; `Socket` is the old name of `Package`.
+- v2/v3: NUMANodes are memory children listed before the normal children; a PU's NUMA node is
+  the memory child of its nearest ancestor that has memory children and whose cpuset holds the
+  PU (DRAM preferred over subtype MCDRAM/GPUMemory/..., then the lowest os index); otherwise any
+  NUMANode whose cpuset holds it; otherwise the PU's own `nodeset`.
+- A PU left without any NUMA node (cgroup-restricted exports, or v1 files without NUMA objects)
+  goes to the node named by its nearest ancestor's `complete_nodeset` (else node 0); such nodes
+  are created with no memory and `numa_nodes` is flagged in `inferred`.
+- cpusets are 32-bit hex words, most significant first, empty word = 0.
+- Offline/disallowed CPUs: root `complete_cpuset` minus the PUs present → `offline_cpus`.
+- Cores: the Core object (a PU without one is its own core); socket: the Package/Socket
+  `os_index` (its logical index when absent); uncore: logical index of the L3 cache above the PU.
+- Distances: v2/v3 `distances2` of type NUMANode (prefer name NUMALatency, then latency kind),
+  `indexing` os or gp, values over several `u64values`; v1 `distances` whose objects at
+  `relative_depth` below the holder are all the NUMA nodes, in tree order, scaled by
+  `latency_base`.
+- Devices: every OSDev of kind gpu, coproc, network or openfabrics becomes a `Device` of resource
+  `hwloc/<kind>` (v1/v2 `osdev_type` enum; v3 bitmask, most specific bit wins), with the NUMA
+  nodes of the nodeset of its first non-I/O ancestor.
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from ..topology import Device
+from ._common import CPURecord, Draft, bits, hugepage_key, parse_hex_mask, parse_int
+
+FORMAT = "hwloc-xml"
+IO_TYPES = {"Bridge", "PCIDev", "OSDev", "Misc"}
+MEMORY_ONLY_SUBTYPES = {"MCDRAM", "GPUMemory", "HBM", "NVM", "SPM", "CXL-DRAM", "CXLMem"}
+V2_OSDEV = {0: "block", 1: "gpu", 2: "network", 3: "openfabrics", 4: "dma", 5: "coproc"}
+V3_OSDEV_BITS = ((32, "openfabrics"), (4, "gpu"), (8, "coproc"), (16, "network"), (1, "storage"),
+                 (2, "memory"), (64, "dma"))
+DEVICE_KINDS = ("gpu", "coproc", "network", "openfabrics")
+
+
+def parse_xml(text: str):
+    """Parse with defusedxml (no entity expansion, no external entities or DTD fetching)."""
+    import xml.etree.ElementTree as ET
+
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import fromstring
+
+    try:
+        return fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException as exc:
+        raise FormatError(f"hwloc XML refused: {exc} (entity declarations and external references are "
+                          "not accepted)") from None
+    except ET.ParseError as exc:
+        line, col = getattr(exc, "position", (0, 0))
+        raise FormatError(f"hwloc XML is not well-formed at line {line}, column {col + 1}: "
+                          f"{str(exc).split(':')[0]}") from None
+    except RecursionError:
+        raise FormatError("hwloc XML nested too deeply") from None
+
+
+def _type(el) -> str:
+    t = el.get("type", "")
+    if t == "Socket":
+        return "Package"
+    if t == "Cache":
+        depth = el.get("depth", "")
+        return f"L{depth}Cache" if depth.isdigit() else "Cache"
+    if t == "Node":
+        return "NUMANode"
+    return t
+
+
+def _where(el, index: int) -> str:
+    attrs = " ".join(f'{k}="{el.get(k)}"' for k in ("type", "os_index", "name") if el.get(k) is not None)
+    return f"<object {attrs}> (object #{index})"
+
+
+def load(text: str, what: str = FORMAT) -> Draft:
+    root = parse_xml(text)
+    if root.tag != "topology":
+        raise FormatError(f"hwloc XML: the root element is <{root.tag}>, expected <topology>")
+    version_text = root.get("version")
+    major = 1
+    if version_text:
+        try:
+            major = int(float(version_text))
+        except ValueError:
+            raise FormatError(f"hwloc XML: unknown version attribute {version_text!r}") from None
+    tops = [c for c in root if c.tag == "object"]
+    if len(tops) != 1:
+        raise FormatError(f"hwloc XML: <topology> must hold exactly one root <object>, found {len(tops)}")
+    top = tops[0]
+
+    draft = Draft()
+    pus: list[tuple[int, object, int, int | None, list, object, int]] = []
+    numa_info: dict[int, dict] = {}
+    gp_to_numa: dict[str, int] = {}
+    l3_count = 0
+    pkg_count = 0
+    packages: list[int] = []
+    osdevs: list[tuple[object, object]] = []
+    v1_distances: list[tuple[object, int]] = []
+    depth_objects: dict[int, list] = {}
+    counter = 0
+
+    # context: (package id, core element, l3 index, v1 numa, memory-children stack, locality el)
+    stack = [(top, None, None, None, None, (), 0, top)]
+    while stack:
+        el, pkg, core, l3, v1numa, memstack, depth, anchor = stack.pop()
+        counter += 1
+        if counter > 2_000_000:
+            raise FormatError("hwloc XML: more than 2,000,000 objects")
+        t = _type(el)
+        if not t:
+            raise FormatError(f"hwloc XML: {_where(el, counter)} has no type")
+        if t not in IO_TYPES:
+            depth_objects.setdefault(depth, []).append(el)
+            anchor = el
+        if t == "Package":
+            pkg_os = el.get("os_index")
+            pkg = parse_int(pkg_os, f"hwloc XML: os_index of {_where(el, counter)}") if pkg_os is not None \
+                else pkg_count
+            pkg_count += 1
+            packages.append(pkg)
+        elif t == "Core":
+            core = el
+        elif t == "L3Cache":
+            l3 = l3_count
+            l3_count += 1
+        elif t == "NUMANode":
+            nid = _numa_node(el, counter, numa_info, gp_to_numa)
+            if major < 2:
+                v1numa = nid
+        elif t == "PU":
+            os_index = el.get("os_index")
+            if os_index is None:
+                raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
+            cpu = parse_int(os_index, f"hwloc XML: os_index of {_where(el, counter)}")
+            pus.append((cpu, core if core is not None else ("pu", cpu), pkg, l3, v1numa, memstack, el))
+        elif t == "OSDev":
+            osdevs.append((el, anchor))
+        children = [c for c in el if c.tag == "object"]
+        mem_children = [c for c in children if _type(c) in ("NUMANode", "MemCache")] if major >= 2 else []
+        child_memstack = memstack
+        if mem_children:
+            numas = []
+            todo = list(mem_children)
+            while todo:
+                m = todo.pop()
+                if _type(m) == "NUMANode":
+                    numas.append(m)
+                todo.extend(c for c in m if c.tag == "object" and _type(c) in ("NUMANode", "MemCache"))
+            if numas:
+                child_memstack = (*memstack, numas)
+        for c in el:
+            if c.tag == "distances":
+                v1_distances.append((c, depth))
+        for c in reversed(children):
+            stack.append((c, pkg, core, l3, v1numa, child_memstack, depth + 1, anchor))
+
+    if not pus:
+        raise FormatError("hwloc XML: no PU objects (no CPUs) in the topology")
+
+    numa_masks = {nid: info["cpuset"] for nid, info in numa_info.items()}
+    for cpu, core_key, pkg, l3, v1numa, memstack, el in pus:
+        numa = v1numa
+        if numa is None and major >= 2:
+            numa = _local_numa(cpu, memstack, numa_info)
+        if numa is None:
+            holders = [n for n in sorted(numa_masks) if numa_masks[n] >> cpu & 1]
+            holders.sort(key=lambda n: (numa_info[n]["memory_only"], n))
+            numa = holders[0] if holders else None
+        if numa is None and el.get("nodeset"):
+            ns = bits(parse_hex_mask(el.get("nodeset"), f"hwloc XML: nodeset of PU {cpu}"))
+            known = [n for n in ns if n in numa_info]
+            numa = known[0] if known else None
+        if numa is None:
+            numa = _orphan_numa(el, top)
+            draft.inferred.add("numa_nodes")
+        socket = pkg if pkg is not None else 0
+        if pkg is None:
+            draft.inferred.add("sockets")
+        draft.cpus.append(CPURecord(cpu, ("core", id(core_key)) if not isinstance(core_key, tuple) else core_key,
+                                    socket, numa, l3))
+    for nid, info in numa_info.items():
+        draft.numa_memory[nid] = info["memory"]
+        if info["hugepages"]:
+            draft.numa_hugepages[nid] = info["hugepages"]
+    draft.extra["packages"] = sorted(set(packages))
+    empty = sorted(set(packages) - {r.socket for r in draft.cpus})
+    if empty:
+        draft.notes.append(f"packages {empty} have no CPUs left in this (restricted) export")
+    if not numa_info:
+        draft.notes.append("no NUMANode objects: every CPU placed on NUMA node 0")
+
+    complete = top.get("complete_cpuset")
+    if complete:
+        present = 0
+        for cpu, *_ in pus:
+            present |= 1 << cpu
+        draft.offline = parse_hex_mask(complete, "hwloc XML: complete_cpuset of the root object") & ~present
+
+    draft.distances = _distances_v2(root, numa_info, gp_to_numa) if major >= 2 else \
+        _distances_v1(v1_distances, depth_objects)
+    draft.devices = _devices(osdevs, major, numa_info)
+    draft.description = _description(root, top)
+    return draft
+
+
+def _numa_node(el, counter: int, numa_info: dict, gp_to_numa: dict) -> int:
+    os_index = el.get("os_index")
+    if os_index is None:
+        raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
+    nid = parse_int(os_index, f"hwloc XML: os_index of {_where(el, counter)}")
+    if nid in numa_info:
+        raise FormatError(f"hwloc XML: NUMA node {nid} is listed twice ({_where(el, counter)})")
+    memory = parse_int(el.get("local_memory", "0"), f"hwloc XML: local_memory of {_where(el, counter)}")
+    pages = []
+    for p in el:
+        if p.tag == "page_type":
+            size = parse_int(p.get("size", "0"), f"hwloc XML: page_type size in NUMA node {nid}")
+            count = parse_int(p.get("count", "0"), f"hwloc XML: page_type count in NUMA node {nid}")
+            pages.append((size, count))
+    hugepages = {}
+    if pages:
+        base = min(size for size, _ in pages)
+        for size, count in pages:
+            if size > base and size:
+                hugepages[hugepage_key(size)] = size * count
+    cpuset = parse_hex_mask(el.get("cpuset", ""), f"hwloc XML: cpuset of NUMA node {nid}")
+    subtype = el.get("subtype", "")
+    numa_info[nid] = {"memory": memory, "hugepages": hugepages, "cpuset": cpuset,
+                      "memory_only": subtype in MEMORY_ONLY_SUBTYPES}
+    if el.get("gp_index") is not None:
+        gp_to_numa[el.get("gp_index")] = nid
+    return nid
+
+
+def _local_numa(cpu: int, memstack: tuple, numa_info: dict) -> int | None:
+    for numas in reversed(memstack):
+        ids = [int(m.get("os_index")) for m in numas]
+        holding = [n for n in ids if numa_info[n]["cpuset"] >> cpu & 1]
+        if holding:
+            holding.sort(key=lambda n: (numa_info[n]["memory_only"], n))
+            return holding[0]
+    return None
+
+
+def _orphan_numa(pu, top) -> int:
+    """NUMA node of a PU whose node is not in the file: its own complete_nodeset, else 0."""
+    for attr in ("complete_nodeset", "nodeset"):
+        value = pu.get(attr)
+        if value:
+            ids = bits(parse_hex_mask(value, f"hwloc XML: {attr} of a PU"))
+            if ids:
+                return ids[0]
+    return 0
+
+
+def _values(el, what: str) -> list[int]:
+    out = []
+    for part in el:
+        if part.tag == "u64values":
+            for tok in (part.text or "").split():
+                out.append(parse_int(tok, what))
+    return out
+
+
+def _distances_v2(root, numa_info: dict, gp_to_numa: dict) -> dict[int, dict[int, int]] | None:
+    candidates = []
+    for el in root:
+        if el.tag != "distances2" or el.get("type") != "NUMANode":
+            continue
+        kind = parse_int(el.get("kind", "0"), "hwloc XML: distances2 kind")
+        name = el.get("name") or ""
+        rank = 0 if name == "NUMALatency" else (1 if kind & 4 else 2)
+        candidates.append((rank, len(candidates), el))
+    if not candidates:
+        return None
+    el = min(candidates, key=lambda c: c[:2])[2]
+    n = parse_int(el.get("nbobjs", "0"), "hwloc XML: distances2 nbobjs", 1)
+    if n > 4096:
+        raise FormatError(f"hwloc XML: distances2 nbobjs={n} is too large")
+    indexing = el.get("indexing", "os")
+    idx_el = next((c for c in el if c.tag == "indexes"), None)
+    if idx_el is None:
+        raise FormatError("hwloc XML: <distances2> without <indexes>")
+    raw_ids = (idx_el.text or "").split()
+    if len(raw_ids) != n:
+        raise FormatError(f"hwloc XML: <distances2> lists {len(raw_ids)} indexes for nbobjs={n}")
+    ids = []
+    for tok in raw_ids:
+        if indexing == "gp":
+            if tok not in gp_to_numa:
+                raise FormatError(f"hwloc XML: <distances2> names gp_index {tok}, which is no NUMA node")
+            ids.append(gp_to_numa[tok])
+        else:
+            ids.append(parse_int(tok, "hwloc XML: <distances2> index"))
+    values = _values(el, "hwloc XML: <distances2> value")
+    if len(values) != n * n:
+        raise FormatError(f"hwloc XML: <distances2> has {len(values)} values for {n}x{n} objects")
+    return {a: {b: values[i * n + j] for j, b in enumerate(ids)} for i, a in enumerate(ids)}
+
+
+def _distances_v1(blocks: list, depth_objects: dict) -> dict[int, dict[int, int]] | None:
+    total_numa = len([o for objs in depth_objects.values() for o in objs if _type(o) == "NUMANode"])
+    for el, holder_depth in blocks:
+        rel = parse_int(el.get("relative_depth", "0"), "hwloc XML: distances relative_depth")
+        objs = depth_objects.get(holder_depth + rel, [])
+        n = parse_int(el.get("nbobjs", "0"), "hwloc XML: distances nbobjs", 1)
+        if not objs or any(_type(o) != "NUMANode" for o in objs) or len(objs) != n or n != total_numa:
+            continue
+        try:
+            base = float(el.get("latency_base", "1"))
+            lat = [float(c.get("value", "nan")) for c in el if c.tag == "latency"]
+        except ValueError:
+            raise FormatError("hwloc XML: <distances> latency values must be numbers") from None
+        if len(lat) != n * n or any(v != v or v < 0 or v > 1e9 for v in lat):
+            raise FormatError(f"hwloc XML: <distances> has {len(lat)} valid latencies for {n}x{n} objects")
+        ids = [int(o.get("os_index")) for o in objs]
+        return {a: {b: round(lat[i * n + j] * base) for j, b in enumerate(ids)} for i, a in enumerate(ids)}
+    return None
+
+
+def _osdev_kind(el, major: int) -> str | None:
+    raw = el.get("osdev_type")
+    if raw is None:
+        return None
+    value = parse_int(raw, f"hwloc XML: osdev_type of OSDev {el.get('name')!r}")
+    if major >= 3:
+        for bit, kind in V3_OSDEV_BITS:
+            if value & bit:
+                return kind
+        return None
+    return V2_OSDEV.get(value)
+
+
+def _devices(osdevs: list, major: int, numa_info: dict) -> list[Device]:
+    out = []
+    ids: set[str] = set()
+    for el, anchor in osdevs:
+        kind = _osdev_kind(el, major)
+        if kind not in DEVICE_KINDS:
+            continue
+        name = el.get("name") or f"osdev{len(out)}"
+        dev_id = name
+        n = 1
+        while dev_id in ids:
+            n += 1
+            dev_id = f"{name}#{n}"
+        ids.add(dev_id)
+        numa: tuple[int, ...] | None = None
+        if anchor is not None and anchor.get("nodeset") is not None and numa_info:
+            numa = tuple(n for n in bits(parse_hex_mask(anchor.get("nodeset"), f"hwloc XML: nodeset above {name}"))
+                         if n in numa_info)
+            if not numa:
+                numa = None
+        elif anchor is not None and anchor.get("cpuset") and numa_info:
+            cpus = parse_hex_mask(anchor.get("cpuset"), f"hwloc XML: cpuset above {name}")
+            numa = tuple(sorted(n for n, info in numa_info.items() if info["cpuset"] & cpus)) or None
+        out.append(Device(dev_id, f"hwloc/{kind}", numa, True, name))
+    return out
+
+
+def _description(root, top) -> str:
+    infos = {}
+    for holder in (root, top):
+        for c in holder:
+            if c.tag == "info" and c.get("name"):
+                infos.setdefault(c.get("name"), c.get("value", ""))
+    parts = [infos.get(k, "").strip() for k in ("DMIProductName", "CPUModel", "Architecture")]
+    return "hwloc XML" + (": " + ", ".join(p for p in parts if p) if any(parts) else "")
