@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from .bitmask import BitMaskError, iterate_masks, mask_of
 from .errors import InsufficientResourcesError, RequestError
 from .hints import TopologyHint
+from .pods import INIT, Container, Pod, pod_device_request
 from .topology import Device
 
 #: The pseudo NUMA node of devices that report no NUMA information (upstream `nodeWithoutTopology`).
@@ -196,6 +197,10 @@ def _ids_for(values: Iterable[str] | Mapping[str, Iterable[str]] | None, resourc
 
 def _scope_hints(numa_nodes, devices, requests, in_use, allocated, reusable, pod_scope):
     registry = _by_resource(devices)
+    if in_use is not None and not isinstance(in_use, Mapping):
+        # one flat id set for every resource: check it against all registered ids once
+        every = {i: d for per in registry.values() for i, d in per.items()}
+        in_use = _known(in_use, every, "devices in use")
     out: dict[str, list[TopologyHint] | None] = {}
     for resource in sorted(requests):
         request = _check_request(requests[resource], f"request of {resource}")
@@ -210,7 +215,10 @@ def _scope_hints(numa_nodes, devices, requests, in_use, allocated, reusable, pod
             out[resource] = (device_topology_hints(numa_nodes, per, mine, (), request)
                              if len(mine) == request else [])
             continue
-        used = _known(_ids_for(in_use, resource), per, f"devices in use for {resource}")
+        if isinstance(in_use, Mapping):
+            used = _known(_ids_for(in_use, resource), per, f"devices in use for {resource}")
+        else:
+            used = in_use & per.keys()
         free = {i for i, d in per.items() if d.healthy} - used
         reuse = set() if pod_scope else _known(_ids_for(reusable, resource), per, f"reusable {resource}")
         if len(free | reuse) < request:
@@ -220,10 +228,8 @@ def _scope_hints(numa_nodes, devices, requests, in_use, allocated, reusable, pod
     return out
 
 
-def pod_device_requests(pod, registered: Iterable[str]) -> dict[str, int]:
+def pod_device_requests(pod: Pod, registered: Iterable[str]) -> dict[str, int]:
     """getPodDeviceRequest: pod-level device count of every registered resource the pod asks for."""
-    from .pods import pod_device_request
-
     wanted = {r for c in pod.all_containers() for r, n in c.limits.items() if n > 0}
     return {r: pod_device_request(pod, r) for r in sorted(wanted & set(registered))}
 
@@ -420,20 +426,21 @@ class DeviceManager:
         return {i for (p, c, r), ids in self.assignments.items()
                 if p == pod_uid and r == resource and (container is None or c == container) for i in ids}
 
-    def get_topology_hints(self, pod, container) -> dict[str, list[TopologyHint] | None]:
+    def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint] | None]:
         requests = {r: n for r, n in container.device_requests().items() if r in self._registry}
         allocated = {r: self._held(pod.uid, container.name, r) for r in requests}
         in_use = {r: self.in_use(r) for r in requests}
         reusable = self.reuse.get(pod.uid, {})
         return container_device_hints(self.numa_nodes, self.devices, requests, in_use, allocated, reusable)
 
-    def get_pod_topology_hints(self, pod) -> dict[str, list[TopologyHint] | None]:
+    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
         requests = {r: n for r, n in pod_device_requests(pod, self._registry).items() if n > 0}
         allocated = {r: self._held(pod.uid, None, r) for r in requests}
         in_use = {r: self.in_use(r) for r in requests}
         return pod_device_hints(self.numa_nodes, self.devices, requests, in_use, allocated)
 
-    def allocate(self, pod, container, affinity: int | TopologyHint | None = None) -> dict[str, frozenset[str]]:
+    def allocate(self, pod: Pod, container: Container,
+                 affinity: int | TopologyHint | None = None) -> dict[str, frozenset[str]]:
         """Allocate every device resource of `container` with the stored hint; update reuse state."""
         for uid in [u for u in self.reuse if u != pod.uid]:
             del self.reuse[uid]
@@ -453,7 +460,7 @@ class DeviceManager:
                 self.assignments[key] = got
             out[resource] = self.assignments.get(key, frozenset())
         mine = {r: ids for (p, c, r), ids in self.assignments.items() if p == pod.uid and c == container.name}
-        if container.kind == "init":
+        if container.kind == INIT:
             for r, ids in mine.items():
                 pod_reuse.setdefault(r, set()).update(ids)
         else:

@@ -263,3 +263,11 @@ def test_pod_scope_hints_use_the_pod_level_request():
     dm.allocate(pod, apps[0], mask_of([0]))
     # the pod already holds 1 device but asks for 3 in total: impossible
     assert dm.get_pod_topology_hints(pod) == {"gpu": []}
+
+
+def test_flat_in_use_set_spans_resources():
+    devices = [Device("g0", "gpu", (0,)), Device("g1", "gpu", (1,)), Device("n0", "nic", (0,))]
+    got = container_device_hints([0, 1], devices, {"gpu": 1, "nic": 1}, in_use={"g0", "n0"})
+    assert got == {"gpu": [H([1], True), H([0, 1], False)], "nic": []}
+    with pytest.raises(RequestError, match="'zz'"):
+        container_device_hints([0, 1], devices, {"gpu": 1}, in_use={"zz"})
