@@ -217,4 +217,4 @@ def test_hint_calculation_is_fast_on_16_numa_nodes():
     elapsed = time.perf_counter() - t
     assert hints["memory"][0] == H([0, 1, 2], True)
     assert len(hints["memory"]) == sum(1 for m in range(1, 1 << 16) if m.bit_count() >= 3)
-    assert elapsed < 2.0
+    assert elapsed < 5.0
