@@ -1,0 +1,311 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""DRF serializers. Validation is the engine's: its EngineError messages become field errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from numaweb.inventory import services as inventory
+from numaweb.inventory.models import (
+    CPU_MANAGER_CHOICES,
+    MEMORY_MANAGER_CHOICES,
+    TOPOLOGY_POLICY_CHOICES,
+    TOPOLOGY_SCOPE_CHOICES,
+    Allocation,
+    Cluster,
+    Node,
+)
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job, Task
+from numaweb.scheduling.models import Placement, SchedulingSession
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.errors import EngineError
+from scheduler_core.kubelet import CPUOptions, KubeletConfig, TopologyOptions
+from scheduler_core.topology import Topology
+
+JSON_OBJECT = {"type": "object", "additionalProperties": True}
+
+
+class ClusterSerializer(serializers.HyperlinkedModelSerializer):
+    node_count = serializers.IntegerField(read_only=True, required=False)
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "url", "name", "description", "created_at", "node_count"]
+
+
+@extend_schema_field(JSON_OBJECT)
+class ObjectField(serializers.JSONField):
+    """A JSON object (dict); other JSON values are refused with a clear message."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return value
+
+
+def _engine_error(exc: Exception) -> str:
+    return inventory.topology_error(exc)
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    """A node: the topology is the engine's JSON; kubelet settings are checked by the engine."""
+
+    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    topology = ObjectField(help_text="the engine's topology JSON (see scheduler_core.Topology.to_dict)")
+    cpu_manager_policy = serializers.ChoiceField(CPU_MANAGER_CHOICES, default="static")
+    topology_manager_policy = serializers.ChoiceField(TOPOLOGY_POLICY_CHOICES, default="none")
+    topology_manager_scope = serializers.ChoiceField(TOPOLOGY_SCOPE_CHOICES, default="container")
+    memory_manager_policy = serializers.ChoiceField(MEMORY_MANAGER_CHOICES, default="None")
+    cpu_manager_options = ObjectField(required=False)
+    topology_manager_options = ObjectField(required=False)
+    reserved_memory = ObjectField(required=False)
+    allocation_count = serializers.IntegerField(read_only=True, required=False)
+
+    class Meta:
+        model = Node
+        fields = ["id", "cluster", "name", "topology", "cpu_manager_policy", "cpu_manager_options",
+                  "reserved_cpus", "reserved_cpu_milli", "topology_manager_policy", "topology_manager_scope",
+                  "topology_manager_options", "memory_manager_policy", "reserved_memory", "numatopology",
+                  "source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets", "fingerprint",
+                  "generation", "updated_at", "allocation_count"]
+        read_only_fields = ["source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets",
+                            "fingerprint", "generation", "updated_at"]
+        validators: list = []  # the (cluster, name) uniqueness is checked in validate() with a clear message
+
+    def validate_topology(self, value: dict) -> Topology:
+        try:
+            return Topology.from_dict(value)
+        except (EngineError, TypeError, KeyError, AttributeError) as exc:
+            raise serializers.ValidationError(_engine_error(exc)) from exc
+
+    def validate_cpu_manager_options(self, value: dict) -> dict:
+        try:
+            return CPUOptions.parse(value).to_dict()
+        except EngineError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def validate_topology_manager_options(self, value: dict) -> dict:
+        try:
+            return TopologyOptions.parse(value).to_dict()
+        except EngineError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def validate_reserved_cpus(self, value: str) -> str:
+        try:
+            return str(CPUSet.parse(value or ""))
+        except EngineError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def validate(self, attrs: dict) -> dict:
+        instance: Node | None = self.instance
+        node = Node(pk=instance.pk if instance else None)
+        if instance is not None:
+            for f in Node._meta.concrete_fields:
+                setattr(node, f.attname, getattr(instance, f.attname))
+        topology = attrs.pop("topology", None)
+        for key, value in attrs.items():
+            setattr(node, key, value)
+        cluster = attrs.get("cluster") or (instance.cluster if instance else None)
+        name = attrs.get("name") or (instance.name if instance else None)
+        clash = Node.objects.filter(cluster=cluster, name=name)
+        if instance is not None:
+            clash = clash.exclude(pk=instance.pk)
+        if clash.exists():
+            raise serializers.ValidationError({"name": [f"cluster {cluster} already has a node named {name!r}"]})
+        try:
+            KubeletConfig.from_dict(inventory.kubelet_dict(node))
+        except EngineError as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        if topology is not None:
+            inventory.set_topology(node, topology, "json")
+        try:
+            inventory.to_engine(node, instance.allocations.all() if instance else ())
+        except EngineError as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        attrs["_node"] = node
+        return attrs
+
+    def create(self, validated_data: dict) -> Node:
+        node = validated_data["_node"]
+        try:
+            with transaction.atomic():
+                node.save()
+        except IntegrityError as exc:
+            raise serializers.ValidationError({"name": [str(exc)]}) from exc
+        return node
+
+    def update(self, instance: Node, validated_data: dict) -> Node:
+        node = validated_data["_node"]
+        node.generation = instance.generation + 1
+        node.save()
+        return node
+
+
+class NodeUploadSerializer(serializers.Serializer):
+    """Create or replace a node from a topology file in any format the engine reads."""
+
+    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    name = serializers.CharField(max_length=253)
+    file = serializers.FileField(help_text="hwloc XML, lscpu, numactl, sysfs tarball, NRT/Numatopology, JSON…")
+    format = serializers.CharField(required=False, allow_blank=True, help_text="empty: detected from the content")
+    cpu_manager_policy = serializers.ChoiceField(CPU_MANAGER_CHOICES, required=False)
+    topology_manager_policy = serializers.ChoiceField(TOPOLOGY_POLICY_CHOICES, required=False)
+    topology_manager_scope = serializers.ChoiceField(TOPOLOGY_SCOPE_CHOICES, required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        upload = attrs["file"]
+        data = upload.read()
+        kubelet_fields = {k: attrs[k] for k in ("cpu_manager_policy", "topology_manager_policy",
+                                                "topology_manager_scope") if k in attrs}
+        try:
+            attrs["_node"] = inventory.import_node(attrs["cluster"], attrs["name"], data, attrs.get("format") or None,
+                                                   kubelet_fields)
+        except (EngineError, UnicodeDecodeError) as exc:
+            raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
+        return attrs
+
+
+class AllocationSerializer(serializers.ModelSerializer):
+    memory = ObjectField(required=False)
+    devices = ObjectField(required=False)
+    node = serializers.PrimaryKeyRelatedField(queryset=Node.objects.all())
+
+    class Meta:
+        model = Allocation
+        fields = ["id", "node", "pod", "container", "cpus", "memory", "devices", "origin", "session", "created_at"]
+        read_only_fields = ["session", "created_at"]
+
+    def validate_cpus(self, value: str) -> str:
+        try:
+            return str(CPUSet.parse(value or ""))
+        except EngineError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def validate(self, attrs: dict) -> dict:
+        instance: Allocation | None = self.instance
+        node: Node = attrs.get("node") or instance.node
+        row = Allocation(node=node)
+        for f in ("pod", "container", "cpus", "memory", "devices", "origin"):
+            setattr(row, f, attrs.get(f, getattr(instance, f) if instance else getattr(row, f)))
+        others = node.allocations.all()
+        if instance is not None:
+            others = others.exclude(pk=instance.pk)
+        try:
+            engine = inventory.to_engine(node, others)
+            engine.allocate(inventory.allocation_to_engine(row))
+        except EngineError as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return attrs
+
+    def create(self, validated_data: dict) -> Allocation:
+        with transaction.atomic():
+            return super().create(validated_data)
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    topology_policy = serializers.ChoiceField([("", "(none given)"), *TOPOLOGY_POLICY_CHOICES],
+                                              required=False, allow_blank=True, default="")
+    template = ObjectField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
+                                     '"memory": "4Gi"}, "limits": {...}}], "init_containers": [...]}')
+    replicas = serializers.IntegerField(min_value=0, max_value=100000, default=1)
+
+    class Meta:
+        model = Task
+        fields = ["name", "replicas", "topology_policy", "template"]
+
+    def validate_template(self, value: dict) -> dict:
+        try:
+            pod = job_services.pod_from_template("template", value)
+        except (EngineError, TypeError, AttributeError) as exc:
+            raise serializers.ValidationError(_engine_error(exc)) from exc
+        return job_services.template_of(pod)
+
+
+class JobSerializer(serializers.ModelSerializer):
+    """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON)."""
+
+    tasks = TaskSerializer(many=True, required=False)
+    manifest = serializers.CharField(required=False, allow_blank=True, max_length=1_000_000,
+                                     help_text="Volcano Job (batch.volcano.sh/v1alpha1) or Pod YAML/JSON")
+    name = serializers.CharField(max_length=253, required=False)
+    min_available = serializers.IntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
+    priority = serializers.IntegerField(min_value=-(2**31), max_value=2**31 - 1, required=False, default=0)
+
+    class Meta:
+        model = Job
+        fields = ["id", "name", "namespace", "queue", "priority", "min_available", "status", "source_format",
+                  "created_at", "tasks", "manifest"]
+        read_only_fields = ["status", "source_format", "created_at"]
+        validators: list = []
+
+    def validate(self, attrs: dict) -> dict:
+        manifest = attrs.get("manifest") or ""
+        if manifest.strip():
+            try:
+                jobs = job_services.engine_jobs_from_manifest(manifest)
+            except EngineError as exc:
+                raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
+            if len(jobs) != 1:
+                raise serializers.ValidationError({"manifest": [f"expected one job, found {len(jobs)}"]})
+            attrs["_engine"], attrs["_format"] = jobs[0], "yaml"
+        else:
+            if not attrs.get("name"):
+                raise serializers.ValidationError({"name": ["a job needs a name (or a manifest)"]})
+            if not attrs.get("tasks"):
+                raise serializers.ValidationError({"tasks": ["a job needs at least one task (or a manifest)"]})
+            data = {**attrs, "tasks": [dict(t) for t in attrs["tasks"]]}
+            try:
+                attrs["_engine"] = job_services.engine_job_from_data(data)
+            except EngineError as exc:
+                message = str(exc)
+                field = "min_available" if "minAvailable" in message else (
+                    "priority" if "priority" in message else "tasks")
+                raise serializers.ValidationError({field: [message]}) from exc
+            attrs["_format"] = "json"
+        engine = attrs["_engine"]
+        if Job.objects.filter(namespace=engine.namespace, name=engine.name).exists():
+            raise serializers.ValidationError({"name": [f"job {engine.namespace}/{engine.name} already exists"]})
+        return attrs
+
+    def create(self, validated_data: dict) -> Job:
+        explicit = validated_data.get("_format") == "yaml" or validated_data.get("min_available") is not None
+        return job_services.save_job(validated_data["_engine"], validated_data.get("manifest") or "",
+                                     validated_data["_format"], explicit_min=explicit)
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False,
+                                              help_text="jobs to schedule; omitted: every pending job")
+    url = serializers.SerializerMethodField()
+    results_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SchedulingSession
+        fields = ["id", "url", "results_url", "cluster", "jobs", "profile", "dry_run", "status", "progress_done",
+                  "progress_total", "attempts", "runs", "created_at", "started_at", "finished_at", "engine_ms",
+                  "commit_ms", "pods_total", "pods_placed", "pods_admitted", "jobs_total", "jobs_placed",
+                  "nodes_total", "error", "summary"]
+        read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
+
+    def get_url(self, obj: SchedulingSession) -> str:
+        return reverse("api:session-detail", args=[obj.pk], request=self.context.get("request"))
+
+    def get_results_url(self, obj: SchedulingSession) -> str:
+        return reverse("api:session-results", args=[obj.pk], request=self.context.get("request"))
+
+
+class PlacementSerializer(serializers.ModelSerializer):
+    node = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Placement
+        fields = ["index", "job", "task", "pod", "node", "node_name", "cpus", "memory", "devices", "predicted",
+                  "admitted", "reason", "detail"]

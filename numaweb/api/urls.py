@@ -1,0 +1,21 @@
+"""The API router (namespace "api")."""
+
+from django.urls import include, path
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+app_name = "api"
+
+router = DefaultRouter()
+router.register("clusters", views.ClusterViewSet, basename="cluster")
+router.register("nodes", views.NodeViewSet, basename="node")
+router.register("allocations", views.AllocationViewSet, basename="allocation")
+router.register("jobs", views.JobViewSet, basename="job")
+router.register("sessions", views.SessionViewSet, basename="session")
+
+urlpatterns = [
+    path("auth-token/", obtain_auth_token, name="auth-token"),
+    path("", include(router.urls)),
+]

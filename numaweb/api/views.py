@@ -1,0 +1,166 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""REST API under /api/: clusters, nodes (+ topology upload), allocations, jobs, sessions (+ results).
+
+Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEWORK)."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+
+from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.jobs.models import Job
+from numaweb.scheduling import services as scheduling
+from numaweb.scheduling.models import SchedulingSession
+
+from . import serializers as s
+
+ERROR = inline_serializer("Error", {"detail": serializers.CharField()})
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: [f"must be an integer, not {raw!r}"]}) from None
+    if not 0 < value < 2**63:
+        raise ValidationError({name: [f"must be a positive id, not {raw!r}"]})
+    return value
+
+
+def _bool_param(request: Request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "false", "no"):
+        return False
+    raise ValidationError({name: [f"must be true or false, not {raw!r}"]})
+
+
+CLUSTER_PARAM = OpenApiParameter("cluster", OpenApiTypes.INT, description="only this cluster's items")
+
+
+class ClusterViewSet(viewsets.ModelViewSet):
+    serializer_class = s.ClusterSerializer
+    queryset = Cluster.objects.annotate(node_count=Count("nodes")).order_by("name")
+
+
+@extend_schema(parameters=[CLUSTER_PARAM])
+class NodeViewSet(viewsets.ModelViewSet):
+    serializer_class = s.NodeSerializer
+
+    def get_queryset(self):
+        qs = Node.objects.select_related("cluster").annotate(allocation_count=Count("allocations")).order_by(
+            "cluster_id", "name")
+        cluster = _int_param(self.request, "cluster") if self.action == "list" else None
+        return qs.filter(cluster_id=cluster) if cluster else qs
+
+    @extend_schema(request={"multipart/form-data": s.NodeUploadSerializer},
+                   responses={201: s.NodeSerializer, 400: OpenApiResponse(description="the engine's message")},
+                   parameters=[])
+    @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser],
+            serializer_class=s.NodeUploadSerializer)
+    def upload(self, request: Request) -> Response:
+        """Create or replace a node from a topology file (format detected unless given)."""
+        upload = s.NodeUploadSerializer(data=request.data, context={"request": request})
+        upload.is_valid(raise_exception=True)
+        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=upload.validated_data["_node"].pk)
+        return Response(s.NodeSerializer(node, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[OpenApiParameter("node", OpenApiTypes.INT, description="only this node's allocations")])
+class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                        mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Allocations are created (checked by the engine against the node) and deleted, never edited."""
+
+    serializer_class = s.AllocationSerializer
+
+    def get_queryset(self):
+        qs = Allocation.objects.order_by("node_id", "id")
+        node = _int_param(self.request, "node") if self.action == "list" else None
+        return qs.filter(node_id=node) if node else qs
+
+
+class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                 mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.JobSerializer
+    queryset = Job.objects.prefetch_related("tasks").order_by("id")
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+
+class ResultsPagination(PageNumberPagination):
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+
+@extend_schema(parameters=[CLUSTER_PARAM])
+class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin,
+                     viewsets.GenericViewSet):
+    serializer_class = s.SessionSerializer
+
+    def get_queryset(self):
+        qs = SchedulingSession.objects.prefetch_related("jobs").order_by("-id")
+        cluster = _int_param(self.request, "cluster") if self.action == "list" else None
+        return qs.filter(cluster_id=cluster) if cluster else qs
+
+    @extend_schema(responses={202: s.SessionSerializer, 503: ERROR})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        """Start a session: 202 with its URL; the worker runs it, poll the URL for progress."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        jobs = data.get("jobs")
+        try:
+            session = scheduling.start_session(data["cluster"], data.get("profile", "volcano"),
+                                               data.get("dry_run", False), jobs if jobs else None)
+        except scheduling.BrokerUnavailable as exc:
+            body = {"detail": str(exc)}
+            if exc.session_id is not None:
+                body["session"] = reverse("api:session-detail", args=[exc.session_id], request=request)
+            return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        session.refresh_from_db()
+        body = self.get_serializer(session).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(request=None, responses={202: s.SessionSerializer, 409: ERROR, 503: ERROR})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
+        """Run a failed session again (its earlier attempt wrote nothing)."""
+        session = self.get_object()
+        try:
+            session = scheduling.rerun_session(session)
+        except scheduling.SessionNotRunnable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except scheduling.BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(self.get_serializer(session).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[
+        OpenApiParameter("placed", OpenApiTypes.BOOL, description="only placed (true) or unplaced (false) pods"),
+        OpenApiParameter("page", OpenApiTypes.INT), OpenApiParameter("page_size", OpenApiTypes.INT),
+    ], responses=s.PlacementSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=ResultsPagination)
+    def results(self, request: Request, pk: str | None = None) -> Response:
+        """Per pod: the node chosen, what it holds, predicted vs admitted, and verdicts per node class."""
+        session = self.get_object()
+        qs = session.placements.order_by("index")
+        placed = _bool_param(request, "placed")
+        if placed is not None:
+            qs = qs.filter(node_name="") if not placed else qs.exclude(node_name="")
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(s.PlacementSerializer(page, many=True).data)

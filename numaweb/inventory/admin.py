@@ -1,0 +1,121 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""Admin for the inventory: kubelet settings as choices, topology and allocations checked by the
+engine on save (its message becomes the form error)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Count, F
+
+from scheduler_core.errors import EngineError
+from scheduler_core.topology import Topology
+
+from . import services
+from .models import Allocation, Cluster, Node
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ["name", "node_count", "created_at"]
+    search_fields = ["name"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_nodes=Count("nodes"))
+
+    @admin.display(ordering="_nodes", description="nodes")
+    def node_count(self, obj: Cluster) -> int:
+        return obj._nodes
+
+
+class NodeForm(forms.ModelForm):
+    class Meta:
+        model = Node
+        fields = ["cluster", "name", "topology", "cpu_manager_policy", "cpu_manager_options", "reserved_cpus",
+                  "reserved_cpu_milli", "topology_manager_policy", "topology_manager_scope",
+                  "topology_manager_options", "memory_manager_policy", "reserved_memory", "numatopology"]
+
+    def clean_topology(self):
+        data = self.cleaned_data["topology"]
+        try:
+            self._engine_topology = Topology.from_dict(data)
+        except (EngineError, TypeError, KeyError, AttributeError) as exc:
+            raise forms.ValidationError(services.topology_error(exc)) from exc
+        return data
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        node = self.instance
+        for name, value in cleaned.items():
+            setattr(node, name, value)
+        try:
+            services.kubelet_of(node)
+        except EngineError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        topology = getattr(self, "_engine_topology", None)
+        if topology is not None:
+            changed = "topology" in self.changed_data or not node.pk
+            services.set_topology(node, topology, "json" if changed else (node.source_format or "json"),
+                                  imported=changed)
+        try:
+            services.validate_node(node)
+        except EngineError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return cleaned
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    form = NodeForm
+    list_display = ["name", "cluster", "num_cpus", "num_numa_nodes", "cpu_manager_policy",
+                    "topology_manager_policy", "topology_manager_scope", "source_format", "imported_at", "generation"]
+    list_filter = ["cluster", "topology_manager_policy", "cpu_manager_policy", "source_format"]
+    search_fields = ["name"]
+    readonly_fields = ["source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets", "fingerprint",
+                       "generation", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["cluster", "name", "numatopology"]}),
+        ("Kubelet", {"fields": ["cpu_manager_policy", "cpu_manager_options", "reserved_cpus", "reserved_cpu_milli",
+                                "topology_manager_policy", "topology_manager_scope", "topology_manager_options",
+                                "memory_manager_policy", "reserved_memory"]}),
+        ("Topology", {"fields": ["topology", "source_format", "imported_at", "num_cpus", "num_numa_nodes",
+                                 "num_sockets", "fingerprint", "generation", "updated_at"]}),
+    ]
+
+    def save_model(self, request, obj: Node, form, change: bool) -> None:
+        if change:
+            obj.generation = F("generation") + 1
+        super().save_model(request, obj, form, change)
+        obj.refresh_from_db()
+
+
+class AllocationForm(forms.ModelForm):
+    class Meta:
+        model = Allocation
+        fields = ["node", "pod", "container", "cpus", "memory", "devices", "origin"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors or not cleaned.get("node"):
+            return cleaned
+        node = cleaned["node"]
+        row = Allocation(node=node, **{k: cleaned.get(k) for k in ("pod", "container", "cpus", "memory", "devices",
+                                                                    "origin")})
+        others = node.allocations.exclude(pk=self.instance.pk) if self.instance.pk else node.allocations.all()
+        try:
+            services.to_engine(node, others).allocate(services.allocation_to_engine(row))
+        except EngineError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return cleaned
+
+
+@admin.register(Allocation)
+class AllocationAdmin(admin.ModelAdmin):
+    form = AllocationForm
+    list_display = ["pod", "container", "node", "cpus", "origin", "session", "created_at"]
+    list_filter = ["origin", "node__cluster"]
+    search_fields = ["pod", "node__name"]
+    raw_id_fields = ["node"]
+    readonly_fields = ["session", "created_at"]

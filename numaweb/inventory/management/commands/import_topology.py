@@ -1,0 +1,43 @@
+"""`manage.py import_topology FILE... [--cluster C] [--format F] [--name N]`: create or replace nodes
+from topology files in any format the engine reads. All files or none are imported."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from numaweb.inventory import services
+from numaweb.inventory.models import Cluster
+from scheduler_core.errors import EngineError
+
+
+class Command(BaseCommand):
+    help = "Import node topologies (hwloc XML, lscpu, numactl, sysfs tarball, NRT, Numatopology, engine JSON…)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("files", nargs="+", help="topology files; the node is named after the file")
+        parser.add_argument("--cluster", default="default", help="cluster to import into (created if missing)")
+        parser.add_argument("--format", default=None, help="input format (default: detected from the content)")
+        parser.add_argument("--name", default=None, help="node name (only with a single file)")
+        parser.add_argument("--topology-manager-policy", default=None)
+        parser.add_argument("--topology-manager-scope", default=None)
+        parser.add_argument("--cpu-manager-policy", default=None)
+
+    def handle(self, *args, files, cluster, format, name, **options):
+        if name and len(files) > 1:
+            raise CommandError("--name needs exactly one file")
+        kubelet = {k: options[k] for k in ("topology_manager_policy", "topology_manager_scope", "cpu_manager_policy")
+                   if options.get(k)}
+        with transaction.atomic():
+            target, _ = Cluster.objects.get_or_create(name=cluster)
+            for file in files:
+                path = Path(file)
+                if not path.is_file():
+                    raise CommandError(f"{file}: no such file")
+                node_name = name or path.name.split(".")[0]
+                try:
+                    node = services.import_node(target, node_name, path.read_bytes(), format, kubelet)
+                except (EngineError, UnicodeDecodeError) as exc:
+                    raise CommandError(f"{file}: {exc}") from exc
+                self.stdout.write(f"{target.name}/{node.name}: {node.num_cpus} CPUs, {node.num_numa_nodes} "
+                                  f"NUMA nodes ({node.source_format})")

@@ -1,0 +1,118 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""The inventory: clusters, their nodes (topology as the engine serialises it + kubelet settings)
+and who holds what on each node (allocations). Rows only; conversion to the engine lives in services."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F
+
+from scheduler_core.kubelet import (
+    CPU_MANAGER_POLICIES,
+    MEMORY_MANAGER_POLICIES,
+    TOPOLOGY_POLICIES,
+    TOPOLOGY_SCOPES,
+)
+
+
+def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+CPU_MANAGER_CHOICES = _choices(CPU_MANAGER_POLICIES)
+TOPOLOGY_POLICY_CHOICES = _choices(TOPOLOGY_POLICIES)
+TOPOLOGY_SCOPE_CHOICES = _choices(TOPOLOGY_SCOPES)
+MEMORY_MANAGER_CHOICES = _choices(MEMORY_MANAGER_POLICIES)
+
+
+class Cluster(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A node. `generation` grows on every change to the node or its allocations; a session commits
+    only if the generation it read is still current (optimistic concurrency)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    topology = models.JSONField(help_text="The engine's topology JSON (kind numaweb.topology).")
+    # kubelet settings, as the engine's KubeletConfig names them
+    cpu_manager_policy = models.CharField(max_length=16, choices=CPU_MANAGER_CHOICES, default="static")
+    cpu_manager_options = models.JSONField(default=dict, blank=True,
+                                           help_text='cpuManagerPolicyOptions, e.g. {"full-pcpus-only": "true"}')
+    reserved_cpus = models.CharField(max_length=1024, blank=True, default="",
+                                     help_text="reservedSystemCPUs in Linux list format, e.g. 0,32")
+    reserved_cpu_milli = models.PositiveIntegerField(default=0, help_text="kube+system reserved CPU, millicores")
+    topology_manager_policy = models.CharField(max_length=32, choices=TOPOLOGY_POLICY_CHOICES, default="none")
+    topology_manager_scope = models.CharField(max_length=16, choices=TOPOLOGY_SCOPE_CHOICES, default="container")
+    topology_manager_options = models.JSONField(default=dict, blank=True,
+                                                help_text='e.g. {"prefer-closest-numa-nodes": "true"}')
+    memory_manager_policy = models.CharField(max_length=16, choices=MEMORY_MANAGER_CHOICES, default="None")
+    reserved_memory = models.JSONField(default=dict, blank=True,
+                                       help_text='per NUMA node: {"0": {"memory": 1073741824}}')
+    numatopology = models.BooleanField(default=True, help_text="Volcano's resource exporter publishes this node")
+    # freshness
+    source_format = models.CharField(max_length=64, blank=True, default="json")
+    imported_at = models.DateTimeField(null=True, blank=True)
+    # denormalised summary for listings (kept in step by services.save_topology)
+    num_cpus = models.PositiveIntegerField(default=0)
+    num_numa_nodes = models.PositiveIntegerField(default=0)
+    num_sockets = models.PositiveIntegerField(default=0)
+    fingerprint = models.CharField(max_length=128, blank=True, default="")
+    generation = models.PositiveBigIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_name_in_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}" if self.cluster_id else self.name
+
+    def bump(self) -> None:
+        """Advance the generation in the database (atomic increment, not read-modify-write)."""
+        Node.objects.filter(pk=self.pk).update(generation=F("generation") + 1)
+        self.refresh_from_db(fields=["generation"])
+
+
+class Allocation(models.Model):
+    SCHEDULED, IMPORTED = "scheduled", "imported"
+    ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported")]
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="allocations")
+    pod = models.CharField(max_length=512, help_text="namespace/name of the pod")
+    container = models.CharField(max_length=253, blank=True, default="", help_text="empty: the whole pod")
+    cpus = models.CharField(max_length=4096, blank=True, default="", help_text="exclusive CPUs, e.g. 2-5,34-37")
+    memory = models.JSONField(default=dict, blank=True, help_text='{"0": {"memory": 1073741824}}')
+    devices = models.JSONField(default=dict, blank=True, help_text='{"nvidia.com/gpu": ["gpu0"]}')
+    origin = models.CharField(max_length=16, choices=ORIGIN_CHOICES, default=SCHEDULED)
+    session = models.ForeignKey("scheduling.SchedulingSession", null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="allocations")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["node_id", "id"]
+        indexes = [models.Index(fields=["node", "pod"])]
+
+    def __str__(self) -> str:
+        who = f"{self.pod}/{self.container}" if self.container else self.pod
+        return f"{who} on {self.node_id}: {self.cpus or '-'}"
+
+
+def _bump_node(sender, instance: Allocation, **kwargs) -> None:
+    """Any single allocation write (admin, API, shell) advances the node's generation, so a session
+    that read the node before cannot commit on top of it. Session commits bulk-insert and bump
+    generations themselves."""
+    Node.objects.filter(pk=instance.node_id).update(generation=F("generation") + 1)
+
+
+models.signals.post_save.connect(_bump_node, sender=Allocation, dispatch_uid="allocation-bump-save")
+models.signals.post_delete.connect(_bump_node, sender=Allocation, dispatch_uid="allocation-bump-delete")

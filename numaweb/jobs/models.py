@@ -1,0 +1,54 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""Jobs as submitted: a job of tasks, each a pod template with replicas and a topology policy.
+
+The pod template is stored in the engine's units (CPU in millicores, bytes, device counts) as
+`{"containers": [{"name", "requests", "limits"}], "init_containers": [... "kind"]}`; the original
+manifest (YAML or JSON text) is kept verbatim for display."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES
+
+
+class Job(models.Model):
+    PENDING, SCHEDULED, UNSCHEDULABLE = "pending", "scheduled", "unschedulable"
+    STATUS_CHOICES = [(PENDING, "pending"), (SCHEDULED, "scheduled"), (UNSCHEDULABLE, "unschedulable")]
+
+    name = models.CharField(max_length=253)
+    namespace = models.CharField(max_length=253, default="default")
+    queue = models.CharField(max_length=253, default="default")
+    priority = models.IntegerField(default=0)
+    min_available = models.PositiveIntegerField(null=True, blank=True,
+                                                help_text="gang minimum; empty means every replica")
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING)
+    source_format = models.CharField(max_length=32, default="json")
+    manifest = models.TextField(blank=True, default="", help_text="the submitted document, verbatim")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="job_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def replicas(self) -> int:
+        return sum(t.replicas for t in self.tasks.all())
+
+
+class Task(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    name = models.CharField(max_length=253)
+    replicas = models.PositiveIntegerField(default=1)
+    topology_policy = models.CharField(max_length=32, choices=TOPOLOGY_POLICY_CHOICES, blank=True, default="")
+    template = models.JSONField(help_text="pod template in engine units")
+
+    class Meta:
+        ordering = ["job_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="task_unique_name_in_job")]
+
+    def __str__(self) -> str:
+        return f"{self.job}/{self.name}"

@@ -1,0 +1,139 @@
+"""Job rows ↔ engine `Job`/`Task`/`Pod`.
+
+Two ways in: the API's own JSON (tasks with pod templates whose quantities are Kubernetes strings
+such as "2", "500m", "8Gi"), and manifests (Volcano Job YAML, Pod YAML, or the same as JSON) read by
+`scheduler_core.formats.load_jobs`. Validation is the engine's: its errors say what is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+
+from scheduler_core.errors import RequestError
+from scheduler_core.jobs import Job as EngineJob
+from scheduler_core.jobs import Task as EngineTask
+from scheduler_core.pods import APP, Container, Pod
+from scheduler_core.quantity import count, cpu_milli
+
+from .models import Job, Task
+
+
+# -- pod templates ------------------------------------------------------------------------------
+def _amounts(values: object, where: str) -> dict[str, int]:
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise RequestError(f"{where} must be an object of resource: quantity")
+    out = {}
+    for res, amount in values.items():
+        res = str(res)
+        out[res] = cpu_milli(amount, f"{where}.{res}") if res == "cpu" else count(amount, f"{where}.{res}")
+    return out
+
+
+def _container(data: object, where: str, kind: str) -> Container:
+    if not isinstance(data, Mapping):
+        raise RequestError(f"{where} must be an object with name, requests and limits")
+    resources = data.get("resources") if isinstance(data.get("resources"), Mapping) else data
+    return Container(str(data.get("name") or ""), _amounts(resources.get("requests"), f"{where}.requests"),
+                     _amounts(resources.get("limits"), f"{where}.limits"), str(data.get("kind") or kind))
+
+
+def pod_from_template(name: str, template: Mapping, namespace: str = "default") -> Pod:
+    """Build an engine Pod from a template (quantities as strings or as engine integers)."""
+    if not isinstance(template, Mapping):
+        raise RequestError("template must be an object with containers")
+    containers = template.get("containers")
+    if not isinstance(containers, Sequence) or isinstance(containers, str) or not containers:
+        raise RequestError("template.containers must be a non-empty list")
+    inits = template.get("init_containers", template.get("initContainers")) or []
+    if not isinstance(inits, Sequence) or isinstance(inits, str):
+        raise RequestError("template.init_containers must be a list")
+    return Pod(name, tuple(_container(c, f"containers[{i}]", APP) for i, c in enumerate(containers)),
+               tuple(_container(c, f"init_containers[{i}]", "init") for i, c in enumerate(inits)),
+               namespace=namespace, topology_policy=template.get("topology_policy") or None)
+
+
+def pod_from_stored(name: str, template: Mapping, namespace: str = "default") -> Pod:
+    """An engine Pod from a stored template (already in engine integers, as `template_of` wrote it)."""
+    def one(c: Mapping, kind: str) -> Container:
+        return Container(c["name"], dict(c.get("requests") or {}), dict(c.get("limits") or {}), c.get("kind", kind))
+
+    return Pod(name, tuple(one(c, APP) for c in template["containers"]),
+               tuple(one(c, "init") for c in template.get("init_containers") or ()), namespace=namespace,
+               topology_policy=template.get("topology_policy") or None)
+
+
+def template_of(pod: Pod) -> dict[str, Any]:
+    """An engine Pod as a stored template (integers: millicores, bytes, counts)."""
+    def one(c: Container) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": c.name, "requests": dict(c.requests), "limits": dict(c.limits)}
+        if c.kind != APP:
+            out["kind"] = c.kind
+        return out
+
+    data: dict[str, Any] = {"containers": [one(c) for c in pod.containers]}
+    if pod.init_containers:
+        data["init_containers"] = [one(c) for c in pod.init_containers]
+    if pod.topology_policy:
+        data["topology_policy"] = pod.topology_policy
+    return data
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+def engine_job_from_data(data: Mapping) -> EngineJob:
+    """The API's JSON job form → an engine Job (raises RequestError/PolicyError on bad input)."""
+    if not isinstance(data, Mapping):
+        raise RequestError("a job must be an object")
+    name = str(data.get("name") or "")
+    namespace = str(data.get("namespace") or "default")
+    tasks_data = data.get("tasks")
+    if not isinstance(tasks_data, Sequence) or isinstance(tasks_data, str):
+        raise RequestError("tasks must be a list")
+    tasks = []
+    for i, t in enumerate(tasks_data):
+        if not isinstance(t, Mapping):
+            raise RequestError(f"tasks[{i}] must be an object")
+        tname = str(t.get("name") or "")
+        template = pod_from_template(f"{name}-{tname}", t.get("template") or {}, namespace)
+        tasks.append(EngineTask(tname, template, t.get("replicas", 1), t.get("topology_policy") or None))
+    return EngineJob(name, tuple(tasks), data.get("min_available"), data.get("priority", 0),
+                     str(data.get("queue") or "default"), namespace)
+
+
+def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:
+    """Volcano Job / Pod / Deployment YAML (or their JSON) → engine Jobs, through the engine's reader.
+
+    Passed as bytes so user text is never taken for a server path."""
+    from scheduler_core.formats import load_jobs
+
+    return list(load_jobs(text.encode() if isinstance(text, str) else bytes(text)))
+
+
+def to_engine(job: Job, submitted: int | None = None) -> EngineJob:
+    tasks = tuple(
+        EngineTask(t.name, pod_from_stored(f"{job.name}-{t.name}", t.template, job.namespace), t.replicas,
+                   t.topology_policy or None)
+        for t in job.tasks.all()
+    )
+    return EngineJob(job.name, tasks, job.min_available, job.priority, job.queue, job.namespace,
+                     job.pk if submitted is None else submitted)
+
+
+@transaction.atomic
+def save_job(engine_job: EngineJob, manifest: str = "", source_format: str = "json",
+             explicit_min: bool = True) -> Job:
+    """Store a validated engine Job as rows."""
+    total = sum(t.replicas for t in engine_job.tasks)
+    min_available = engine_job.min_available if explicit_min and engine_job.min_available != total else None
+    job = Job.objects.create(name=engine_job.name, namespace=engine_job.namespace, queue=engine_job.queue,
+                             priority=engine_job.priority, min_available=min_available,
+                             source_format=source_format, manifest=manifest)
+    Task.objects.bulk_create([
+        Task(job=job, name=t.name, replicas=t.replicas, topology_policy=t.topology_policy or "",
+             template=template_of(t.template))
+        for t in engine_job.tasks
+    ])
+    return job

@@ -1,0 +1,42 @@
+# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
+"""Sessions are read-only in the admin (they are written by the worker); failed ones can be re-run."""
+
+from django.contrib import admin, messages
+
+from . import services
+from .models import Placement, SchedulingSession
+
+
+@admin.register(SchedulingSession)
+class SchedulingSessionAdmin(admin.ModelAdmin):
+    list_display = ["id", "cluster", "profile", "dry_run", "status", "progress_done", "progress_total",
+                    "pods_placed", "pods_total", "attempts", "engine_ms", "created_at"]
+    list_filter = ["status", "profile", "dry_run", "cluster"]
+    actions = ["rerun"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Run the selected failed sessions again")
+    def rerun(self, request, queryset) -> None:
+        for session in queryset:
+            try:
+                services.rerun_session(session)
+            except (services.SessionNotRunnable, services.BrokerUnavailable) as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+
+
+@admin.register(Placement)
+class PlacementAdmin(admin.ModelAdmin):
+    list_display = ["session", "index", "pod", "node_name", "cpus", "predicted", "admitted", "reason"]
+    list_filter = ["predicted", "admitted"]
+    search_fields = ["pod", "node_name", "job"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,224 @@
+"""numaweb settings: one file, driven by environment variables, runnable with none set.
+
+Modes
+- Embedded (default): SQLite in WAL mode with a busy timeout and IMMEDIATE transactions, Celery on
+  kombu's file-system transport in `$NUMAWEB_DATA_DIR/broker`; `manage.py serve` starts a worker.
+- `REDIS_URL` set: Celery's broker is Redis.  `DATABASE_URL` set: that database (PostgreSQL via
+  psycopg 3) replaces SQLite.  docker-compose sets both.
+
+Every variable is listed, with its default, in `.env.example`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: str) -> bool:
+    """Strict boolean: only the usual spellings, anything else is a start-up error (no silent False)."""
+    value = os.environ.get(name, default).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{name}={value!r} is not a boolean (use true/false)")
+
+
+def envint(name: str, default: str) -> int:
+    value = os.environ.get(name, default)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DATA_DIR = Path(os.environ.get("NUMAWEB_DATA_DIR", BASE_DIR / "var")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = envbool("DJANGO_DEBUG", "false")
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup)."""
+    key = os.environ.get("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "numaweb.inventory",
+    "numaweb.jobs",
+    "numaweb.scheduling",
+    "numaweb.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "numaweb.urls"
+WSGI_APPLICATION = "numaweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# -- database ----------------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"))}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("DATABASE_PATH", str(DATA_DIR / "numaweb.sqlite3")),
+            # web and worker write at the same time: WAL lets readers run during a write, the busy
+            # timeout waits for the lock instead of failing, IMMEDIATE takes it at BEGIN (no upgrade deadlock)
+            "OPTIONS": {
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=10000; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
+
+LOGIN_URL = "admin:login"
+
+# -- Celery ----------------------------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+BROKER_DIR = DATA_DIR / "broker"
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+else:
+    BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR),
+        "data_folder_out": str(BROKER_DIR),
+        "store_processed": False,
+        "polling_interval": 0.1,
+    }
+    # the file-system transport has no broadcast channel: no remote control, gossip or mingle
+    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# progress and results live on the session row, never in a Celery result store
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_TIME_LIMIT = envint("NUMAWEB_SESSION_TIME_LIMIT", "3600")
+CELERY_TASK_ALWAYS_EAGER = envbool("NUMAWEB_EAGER", "false")
+
+# -- REST API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "numaweb API",
+    "DESCRIPTION": "Cluster inventory (nodes with NUMA topology and kubelet settings), jobs, and scheduling "
+                   "sessions with per-pod placements and per-node-class verdicts.",
+    "VERSION": "1",
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
+        "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",
+        "MemoryManagerPolicyEnum": "numaweb.inventory.models.MEMORY_MANAGER_CHOICES",
+    },
+}
+
+# size bound on uploaded topology files and submitted manifests (DESIGN §6)
+NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(32 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# a session that loses the optimistic-concurrency race retries this many times against fresh state
+NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"numaweb": {"handlers": ["console"], "level": os.environ.get("NUMAWEB_LOG_LEVEL", "INFO")}},
+}
