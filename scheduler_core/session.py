@@ -1,0 +1,570 @@
+"""A scheduling session over a cluster: which node each pod goes to, and what the kubelet then does.
+
+`run_session(cluster, jobs, profile="volcano", progress=None, weight=1, explain_names=10,
+explain_groups=64) -> SessionResult`
+
+Order and gang: jobs run by priority (higher first), then `submitted`, then name; inside a job tasks
+in their order, replicas in index order. A job's placements are kept only if at least
+`min_available` of its pods found a node; otherwise every allocation the job made (kubelet node
+state, the plugin's in-session CPU view, the scheduler's resource tally) is rolled back exactly.
+
+Node choice is deterministic: highest total score, then fewest NUMA nodes spanned by the predicted
+placement, then node name.
+
+Profiles (DESIGN.md §4), each behind the same resource-fit filter (the default scheduler's
+NodeResourcesFit: cpu/memory/device requests against allocatable; memory is checked only on nodes
+whose topology states it):
+- `volcano`: Volcano's numa-aware plugin as upstream decides (`volcano.py`): task policy must equal
+  the node's, CPU-only, per container, init containers ignored, legacy merge, NUMA-span score ×
+  `weight` (None when the task has no policy); its allocate events keep an in-session free-CPU view.
+- `aligned`: the kubelet's own admission run as the predicate on the node's current state (node
+  scope, CPU + memory + hugepages + devices, init containers, modern merge and options); the score
+  is the same NUMA-span normalisation over the predicted allocation.
+- `unaware`: resource fit only, no score (the default kube-scheduler's view of NUMA: none).
+
+After a node is chosen the kubelet's admission (`admission.admit_pod`, commit=True) runs there, so
+every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
+rejects is reported with the kubelet's reason (`TopologyAffinityError`, ...), never as a success. It
+still counts as placed for the gang (the scheduler bound it) and keeps its scheduler tally, but holds
+no CPUs, memory or devices on the node.
+
+Mutation: `run_session` **mutates the given cluster** (nodes receive the admitted allocations), so
+the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first for what-if runs.
+
+Speed: nodes with the same shape, settings and free state form a class (interned int id); a pod is
+evaluated once per class, and verdicts are cached per (class, pod shape), so only the node that just
+changed is re-evaluated on the next step.
+
+Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from bisect import insort
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .errors import PolicyError, RequestError
+from .explain import (
+    FILTERED,
+    PASSED,
+    SKIPPED,
+    UNSCHEDULABLE,
+    NodeVerdict,
+    PodRecord,
+    SessionResult,
+    VerdictTable,
+    unavailable_message,
+)
+from .jobs import Job, Task
+from .node import Node
+from .pods import Pod, is_device_resource, pod_level
+from .volcano import (
+    PASS_ASSIGNED,
+    PASS_NOT_GUARANTEED,
+    PASS_SKIPPED,
+    REJECT,
+    UNSCHEDULABLE_AND_UNRESOLVABLE,
+    NumaModel,
+    VolcanoTask,
+    has_policy,
+    normalize_scores,
+    predicate,
+)
+
+PROFILES = ("volcano", "aligned", "unaware")
+
+
+# ------------------------------------------------------------------------------------------------
+# Cluster state
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What the scheduler has placed on a node (requests, not pinning): cpu millicores, memory bytes,
+    devices per resource. Kept separately from the kubelet's allocations, as the scheduler does."""
+
+    cpu_milli: int = 0
+    memory: int = 0
+    devices: dict[str, int] = field(default_factory=dict)
+
+    def key(self) -> tuple:
+        return (self.cpu_milli, self.memory, tuple(sorted((r, n) for r, n in self.devices.items() if n)))
+
+    def copy(self) -> Tally:
+        return Tally(self.cpu_milli, self.memory, dict(self.devices))
+
+
+@dataclass(frozen=True)
+class Request:
+    """A pod's effective requests (kubelet pod-level aggregation over init, sidecar and app)."""
+
+    cpu_milli: int
+    memory: int
+    devices: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, pod: Pod) -> Request:
+        names = sorted({r for c in pod.all_containers() for r in c.limits if is_device_resource(r)})
+        devices = tuple((r, pod_level(pod, lambda c, r=r: c.limits.get(r, 0))) for r in names)
+        return cls(pod_level(pod, lambda c: c.requests.get("cpu", 0)),
+                   pod_level(pod, lambda c: c.requests.get("memory", 0)),
+                   tuple((r, n) for r, n in devices if n))
+
+
+class Cluster:
+    """Nodes by name with the per-node state the scheduler needs, kept up to date incrementally:
+    the scheduler's request tally, per-NUMA free CPU counts, Volcano's in-session free-CPU view and
+    the node's equivalence class."""
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.nodes: dict[str, Node] = {}
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise RequestError(f"a cluster holds Node objects, not {type(node).__name__}")
+            if node.name in self.nodes:
+                raise RequestError(f"node name {node.name!r} is used twice in the cluster")
+            self.nodes[node.name] = node
+        self.tally: dict[str, Tally] = {}
+        self.numa_free: dict[str, tuple[int, ...]] = {}
+        self._static: dict[str, int] = {}
+        self._static_ids: dict[tuple, int] = {}
+        self._models: dict[int, NumaModel | None] = {}
+        self._alloc_cap: dict[str, tuple[int, int, dict[str, int]]] = {}
+        kubelet_keys: dict[int, str] = {}
+        for name, node in self.nodes.items():
+            t = Tally()
+            for a in node.allocations:
+                t.cpu_milli += len(a.cpus) * 1000
+                for res in a.memory.values():
+                    t.memory += res.get("memory", 0)
+                for r, ids in a.devices.items():
+                    t.devices[r] = t.devices.get(r, 0) + len(ids)
+            self.tally[name] = t
+            self.numa_free[name] = self._numa_free_of(node)
+            kid = id(node.kubelet)
+            if kid not in kubelet_keys:
+                kubelet_keys[kid] = json.dumps(node.kubelet.to_dict(), sort_keys=True)
+            skey = (node.topology.fingerprint, kubelet_keys[kid], node.numatopology)
+            sid = self._static_ids.setdefault(skey, len(self._static_ids))
+            self._static[name] = sid
+            if sid not in self._models:
+                self._models[sid] = NumaModel.from_node(node) if node.numatopology else None
+            self._alloc_cap[name] = self._capacity(node)
+        #: Volcano's in-session view of free CPUs (the exporter's allocatable: all CPUs − pinned).
+        self.volcano_free: dict[str, int] = {n: node.free_cpus | node.reserved_cpus.mask
+                                             for n, node in self.nodes.items()}
+
+    # -- views -----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self):
+        return iter(self.nodes.values())
+
+    def node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise RequestError(f"no node named {name!r} in the cluster") from None
+
+    def model(self, name: str) -> NumaModel | None:
+        """Volcano's static view of the node (None when it publishes no Numatopology)."""
+        return self._models[self._static[name]]
+
+    def static_id(self, name: str) -> int:
+        return self._static[name]
+
+    @staticmethod
+    def _numa_free_of(node: Node) -> tuple[int, ...]:
+        free = node.free_cpus
+        return tuple((m & free).bit_count() for _n, m in sorted(node.topology.numa_cpus.items()))
+
+    @staticmethod
+    def _capacity(node: Node) -> tuple[int, int, dict[str, int]]:
+        k = node.kubelet
+        reserved = len(k.reserved_cpus) * 1000 if k.reserved_cpus is not None else k.reserved_cpu_milli
+        cpu = node.topology.all_cpus.bit_count() * 1000 - reserved
+        memory = sum(n.memory for n in node.topology.numa_nodes)
+        if memory:
+            memory -= sum(r.get("memory", 0) for r in k.reserved_memory.values())
+        devices: dict[str, int] = {}
+        for d in node.topology.devices:
+            if d.healthy:
+                devices[d.resource] = devices.get(d.resource, 0) + 1
+        return cpu, memory, devices
+
+    def fit(self, name: str, req: Request) -> str | None:
+        """NodeResourcesFit: None when the requests fit, else `Insufficient <resource>`."""
+        cpu, memory, devices = self._alloc_cap[name]
+        t = self.tally[name]
+        if req.cpu_milli and t.cpu_milli + req.cpu_milli > cpu:
+            return "Insufficient cpu"
+        if req.memory and memory and t.memory + req.memory > memory:
+            return "Insufficient memory"
+        for r, n in req.devices:
+            if t.devices.get(r, 0) + n > devices.get(r, 0):
+                return f"Insufficient {r}"
+        return None
+
+    # -- changes ---------------------------------------------------------------------------------
+    def add_request(self, name: str, req: Request) -> None:
+        t = self.tally[name]
+        t.cpu_milli += req.cpu_milli
+        t.memory += req.memory
+        for r, n in req.devices:
+            t.devices[r] = t.devices.get(r, 0) + n
+
+    def refresh(self, name: str) -> None:
+        """Recompute the cached per-NUMA free counts after the node's allocations changed."""
+        self.numa_free[name] = self._numa_free_of(self.nodes[name])
+
+    def release(self, name: str, pod: str) -> None:
+        """Release a pod's kubelet allocations on a node (its scheduler tally is the caller's)."""
+        self.node(name).release(pod)
+        self.refresh(name)
+
+    def snapshot(self, name: str) -> tuple:
+        """Everything a rollback needs to put the node back exactly."""
+        return (self.nodes[name].copy(), self.tally[name].copy(), self.volcano_free[name])
+
+    def restore(self, name: str, snap: tuple) -> None:
+        saved, tally, vfree = snap
+        node = self.nodes[name]
+        node.allocations = list(saved.allocations)
+        node.free_cpus = saved.free_cpus
+        node.used_devices = set(saved.used_devices)
+        node.memory_used = {n: dict(r) for n, r in saved.memory_used.items()}
+        self.tally[name] = tally
+        self.volcano_free[name] = vfree
+        self.refresh(name)
+
+    def copy(self) -> Cluster:
+        """An independent cluster (node copies share the immutable topologies)."""
+        other = Cluster.__new__(Cluster)
+        other.nodes = {n: node.copy() for n, node in self.nodes.items()}
+        other.tally = {n: t.copy() for n, t in self.tally.items()}
+        other.numa_free = dict(self.numa_free)
+        other._static = self._static
+        other._static_ids = self._static_ids
+        other._models = self._models
+        other._alloc_cap = self._alloc_cap
+        other.volcano_free = dict(self.volcano_free)
+        return other
+
+    def to_dict(self) -> dict:
+        return {"nodes": [n.to_dict() for n in self.nodes.values()]}
+
+
+# ------------------------------------------------------------------------------------------------
+# Node classes
+# ------------------------------------------------------------------------------------------------
+
+
+class _Classes:
+    """Nodes grouped by (profile-specific) state key; each class keeps its members sorted by name."""
+
+    def __init__(self, cluster: Cluster, profile: str) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.ids: dict[tuple, int] = {}
+        self.members: dict[int, list[str]] = {}
+        self.of: dict[str, int] = {}
+        for name in sorted(cluster.nodes):
+            cid = self._key_id(name)
+            self.of[name] = cid
+            self.members.setdefault(cid, []).append(name)
+
+    def _key_id(self, name: str) -> int:
+        c = self.cluster
+        sid = c.static_id(name)
+        tally = c.tally[name].key()
+        if self.profile == "volcano":
+            key = (sid, tally, c.volcano_free[name])
+        elif self.profile == "aligned":
+            node = c.nodes[name]
+            key = (sid, tally, node.free_cpus, frozenset(node.used_devices),
+                   tuple((n, tuple(sorted((r, v) for r, v in res.items() if v)))
+                         for n, res in sorted(node.memory_used.items())))
+        else:
+            key = (sid, tally)
+        cid = self.ids.get(key)
+        if cid is None:
+            cid = self.ids[key] = len(self.ids)
+        return cid
+
+    def update(self, name: str) -> None:
+        old = self.of[name]
+        new = self._key_id(name)
+        if new == old:
+            return
+        members = self.members[old]
+        members.remove(name)
+        if not members:
+            del self.members[old]
+        self.of[name] = new
+        insort(self.members.setdefault(new, []), name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Session
+# ------------------------------------------------------------------------------------------------
+
+
+def _allocation_numa_mask(node: Node, allocations: Sequence) -> int:
+    """NUMA nodes an admission's allocations touch: CPUs, memory blocks and devices."""
+    topo = node.topology
+    mask = 0
+    dev_numa = None
+    for a in allocations:
+        if a.cpus:
+            mask |= topo.numa_mask_of_cpus(a.cpus)
+        for nid, res in a.memory.items():
+            if any(res.values()):
+                mask |= 1 << nid
+        if a.devices:
+            if dev_numa is None:
+                dev_numa = {(d.resource, d.id): d.numa for d in topo.devices}
+            for r, ids in a.devices.items():
+                for i in ids:
+                    for nid in dev_numa.get((r, i)) or ():
+                        mask |= 1 << nid
+    return mask
+
+
+def _pod_signature(pod: Pod) -> tuple:
+    def cont(c):
+        return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+    return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
+            tuple(cont(c) for c in pod.containers))
+
+
+def _job_order(jobs: Sequence[Job]) -> list[Job]:
+    return sorted(jobs, key=lambda j: (-j.priority, j.submitted, j.name))
+
+
+def _validate(cluster: Cluster, jobs: Sequence[Job], profile: str, weight: object) -> None:
+    if profile not in PROFILES:
+        raise PolicyError(f"unknown scheduler profile {profile!r}; expected one of: {', '.join(PROFILES)}")
+    if not isinstance(cluster, Cluster):
+        raise RequestError(f"run_session needs a Cluster, not {type(cluster).__name__}")
+    if isinstance(weight, bool) or not isinstance(weight, int):
+        raise RequestError(f"numa-aware weight must be an integer, not {weight!r}")
+    seen: set[tuple[str, str]] = set()
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise RequestError(f"jobs must be Job objects, not {type(job).__name__}")
+        key = (job.namespace, job.name)
+        if key in seen:
+            raise RequestError(f"job {job.namespace}/{job.name} is submitted twice")
+        seen.add(key)
+
+
+class _Session:
+    def __init__(self, cluster: Cluster, profile: str, weight: int, explain_names: int, explain_groups: int):
+        self.cluster = cluster
+        self.profile = profile
+        self.weight = weight
+        self.classes = _Classes(cluster, profile)
+        self.cache: dict[tuple[int, int], NodeVerdict] = {}
+        self.shapes: dict[tuple, int] = {}
+        self.table = VerdictTable()
+        self.explain_names = explain_names
+        self.explain_groups = explain_groups
+        self.evaluations = 0
+        self.class_visits = 0
+        self.t_eval = 0.0
+        self.t_admit = 0.0
+        self.bound: dict[str, tuple[str, int, dict]] = {}  # Volcano taskBindNodeMap + assignment + meta
+
+    # -- one pod on one node class ----------------------------------------------------------------
+    def evaluate(self, name: str, pod: Pod, vtask: VolcanoTask | None, req: Request) -> NodeVerdict:
+        c = self.cluster
+        self.evaluations += 1
+        reason = c.fit(name, req)
+        if reason is not None:
+            return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
+        node = c.nodes[name]
+        if self.profile == "unaware":
+            return NodeVerdict(PASSED)
+        if self.profile == "volcano":
+            model = c.model(name)
+            free = c.volcano_free[name] if model is not None else None
+            v = predicate(vtask, model, free)
+            if v.outcome == REJECT:
+                outcome = UNSCHEDULABLE if v.code == UNSCHEDULABLE_AND_UNRESOLVABLE else FILTERED
+                return NodeVerdict(outcome, reason=v.reason, code=v.code, volcano=v)
+            if v.outcome in (PASS_NOT_GUARANTEED, PASS_SKIPPED):
+                return NodeVerdict(SKIPPED, volcano=v)
+            return NodeVerdict(PASSED, volcano=v, numa_count=v.numa_count, numa_mask=v.numa_mask,
+                               cpus=v.assignment or 0)
+        from .admission import admit_pod
+
+        res = admit_pod(node, pod, commit=False)
+        if not res.admitted:
+            return NodeVerdict(UNSCHEDULABLE, reason=res.reason, code=UNSCHEDULABLE_AND_UNRESOLVABLE,
+                               admission=res.to_dict())
+        mask = _allocation_numa_mask(node, res.allocations)
+        cpus = 0
+        for a in res.allocations:
+            cpus |= a.cpus.mask
+        return NodeVerdict(PASSED, admission=res.to_dict(), numa_count=mask.bit_count(), numa_mask=mask,
+                           cpus=cpus, allocations=[a.to_dict() for a in res.allocations])
+
+    # -- one pod ----------------------------------------------------------------------------------
+    def schedule(self, job: Job, task: Task, pod: Pod) -> tuple[PodRecord, str | None, NodeVerdict | None]:
+        t0 = time.perf_counter()
+        sig = _pod_signature(pod)
+        sid = self.shapes.setdefault(sig, len(self.shapes))
+        vtask = VolcanoTask.from_pod(pod) if self.profile == "volcano" else None
+        req = Request.of(pod)
+        rows = []  # (cid, verdict, members)
+        for cid, members in self.classes.members.items():
+            self.class_visits += 1
+            verdict = self.cache.get((cid, sid))
+            if verdict is None:
+                verdict = self.evaluate(members[0], pod, vtask, req)
+                self.table.intern(verdict)
+                self.cache[(cid, sid)] = verdict
+            rows.append((cid, verdict, members))
+        # scores
+        passing = [r for r in rows if r[1].outcome in (PASSED, SKIPPED)]
+        scored = False
+        if self.profile == "volcano":
+            scored = has_policy(vtask.policy) and any(r[1].volcano is not None and r[1].volcano.outcome == PASS_ASSIGNED
+                                                      for r in passing)
+        elif self.profile == "aligned":
+            scored = True
+        scores: dict[int, int] = {}
+        if scored and passing:
+            weight = self.weight if self.profile == "volcano" else 1
+            values = normalize_scores([r[1].numa_count for r in passing], weight)
+            scores = {r[0]: s for r, s in zip(passing, values, strict=True)}
+        best = None
+        best_key = None
+        for cid, verdict, members in passing:
+            key = (-scores.get(cid, 0), verdict.numa_count, members[0])
+            if best_key is None or key < best_key:
+                best_key, best = key, (cid, verdict, members[0])
+        record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
+                           policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
+        limit = self.explain_names
+        record.rows = [(verdict.sig, scores.get(cid) if scored else None, len(members), members[:limit])
+                       for cid, verdict, members in rows]
+        self.t_eval += time.perf_counter() - t0
+        if best is None:
+            reasons: dict[str, int] = {}
+            for _cid, verdict, members in rows:
+                if verdict.outcome in (FILTERED, UNSCHEDULABLE):
+                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(members)
+            record.status = "unschedulable"
+            record.message = unavailable_message(reasons)
+            return record, None, None
+        _cid, verdict, name = best
+        record.node = name
+        record.score = scores.get(best[0]) if scored else None
+        record.predicted = verdict
+        return record, name, verdict
+
+    # -- commit one placement ----------------------------------------------------------------------
+    def place(self, record: PodRecord, pod: Pod, name: str, verdict: NodeVerdict) -> None:
+        c = self.cluster
+        c.add_request(name, Request.of(pod))
+        if self.profile == "volcano" and verdict.volcano is not None and verdict.volcano.outcome == PASS_ASSIGNED:
+            cpus = verdict.volcano.assignment or 0  # AllocateFunc (§11)
+            c.volcano_free[name] &= ~cpus
+            self.bound[pod.uid] = (name, cpus, {"uid": pod.uid, "name": pod.name, "namespace": pod.namespace})
+        t0 = time.perf_counter()
+        from .admission import admit_pod
+
+        node = c.nodes[name]
+        res = admit_pod(node, pod, commit=True)
+        self.t_admit += time.perf_counter() - t0
+        record.admission = res.to_dict()
+        if res.admitted:
+            record.status = "admitted"
+            mask = _allocation_numa_mask(node, res.allocations)
+            record.admitted_numa = mask
+            record.allocations = [a.to_dict() for a in res.allocations]
+        else:
+            record.status = "rejected"
+            record.kubelet_reason = res.reason
+            record.message = res.message
+        c.refresh(name)
+        self.classes.update(name)
+
+    def unbind(self, uid: str) -> None:
+        """DeallocateFunc for a rolled-back pod (§11)."""
+        self.bound.pop(uid, None)
+
+
+def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
+                progress: Callable[[int, int], None] | None = None, weight: int = 1,
+                explain_names: int = 10, explain_groups: int = 64) -> SessionResult:
+    """Schedule `jobs` onto `cluster` with `profile` (see the module docstring); mutates `cluster`.
+
+    `progress(done, total)` is called as pods are decided (at most ~200 times, and once at the end).
+    `weight` is the numa-aware plugin weight; `explain_names` caps the node names listed per group of
+    identical nodes and `explain_groups` the groups kept per pod (the rest are summarised).
+    """
+    jobs = list(jobs)
+    _validate(cluster, jobs, profile, weight)
+    for what, value in (("explain_names", explain_names), ("explain_groups", explain_groups)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise RequestError(f"{what} must be a non-negative integer, not {value!r}")
+    start = time.perf_counter()
+    s = _Session(cluster, profile, weight, explain_names, explain_groups)
+    ordered = _job_order(jobs)
+    work = [(job, job.pods()) for job in ordered]
+    total = sum(len(p) for _j, p in work)
+    step = max(1, total // 200)
+    done = 0
+    records: list[PodRecord] = []
+    job_results = []
+    for job, pods in work:
+        saved: dict[str, tuple] = {}
+        placed: list[tuple[PodRecord, Pod, str]] = []
+        job_records = []
+        for task, pod in pods:
+            record, name, verdict = s.schedule(job, task, pod)
+            if name is not None:
+                if name not in saved:
+                    saved[name] = cluster.snapshot(name)
+                s.place(record, pod, name, verdict)
+                placed.append((record, pod, name))
+            job_records.append(record)
+            done += 1
+            if progress is not None and (done % step == 0 or done == total):
+                progress(done, total)
+        committed = len(placed) >= job.min_available
+        if not committed:
+            for record, pod, _name in placed:
+                s.unbind(pod.uid)
+                record.status = "rolled_back"
+                record.message = (f"job {job.name}: only {len(placed)} of the {job.min_available} pods "
+                                  f"minAvailable requires could be placed; placement rolled back")
+            for name, snap in saved.items():
+                cluster.restore(name, snap)
+                s.classes.update(name)
+            for record in job_records:
+                if record.status == "unschedulable" and record.message:
+                    record.message = f"{record.message} (gang of {job.min_available} not satisfied)"
+        job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
+                            "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
+                            "committed": committed})
+        records.extend(job_records)
+    if progress is not None and total == 0:
+        progress(0, 0)
+    elapsed = time.perf_counter() - start
+    close = [{"task_uid": uid, "pod_meta": meta, "node": node, "cpus": cpus}
+             for uid, (node, cpus, meta) in sorted(s.bound.items())]
+    timings = {"total_s": elapsed, "evaluate_s": s.t_eval, "admission_s": s.t_admit,
+               "pods_per_s": (total / elapsed) if elapsed > 0 else None,
+               "evaluations": s.evaluations, "class_visits": s.class_visits,
+               "us_per_pod_node": (elapsed * 1e6 / (total * len(cluster))) if total and len(cluster) else None}
+    return SessionResult(profile=profile, weight=weight, nodes_total=len(cluster), pods=records, jobs=job_results,
+                         table=s.table, timings=timings, volcano_close=close if profile == "volcano" else [],
+                         explain_names=explain_names, explain_groups=explain_groups)
