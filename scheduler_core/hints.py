@@ -504,6 +504,9 @@ _PREFERRED = attrgetter("preferred")
 _LANE = 64                  # bits per mask lane in the counting transforms
 _LANE_LIMIT = 1 << 62       # products of counts must stay below this (no carry between lanes)
 ZETA_MAX_NODES = 16         # beyond this the 2^n lanes get too big; the set product is used instead
+#: Pairs a set-product step may cost before the counting transforms take over (None: by NUMA count).
+#: Tests set it to 0 or to a huge value to drive each path on its own.
+SET_PRODUCT_BUDGET: int | None = None
 
 
 @lru_cache(maxsize=2)
@@ -736,7 +739,7 @@ def _best_fast(lists: list[list[TopologyHint]], info: NUMAInfo, closest: bool) -
     # 2. Non-preferred: the set of reachable merged masks, then the best by count class.
     choices.sort(key=len)
     reached = choices[0]  # = {D & x for x in the first list}
-    budget = max(2048, (n << n) // 2)
+    budget = max(2048, (n << n) // 2) if SET_PRODUCT_BUDGET is None else SET_PRODUCT_BUDGET
     i = 1
     while i < len(choices) and (len(reached) * len(choices[i]) <= budget or n > ZETA_MAX_NODES):
         options = choices[i]
