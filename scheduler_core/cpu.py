@@ -128,6 +128,7 @@ class _TopoData:
     """Derived int-mask indexes of one topology (the kubelet's CPUDetails queries, precomputed)."""
 
     __slots__ = (
+        "_numa_combos",
         "align_numa_per_socket",
         "all",
         "core_cpu_ids",
@@ -198,6 +199,7 @@ class _TopoData:
             for p, cores in self.cp_index.items()
         }
         self.min_core_size = min(self.core_size.values())
+        self._numa_combos: list | None = None
         self.numa_sockets_mask = {n: sum(1 << s for s, _ in ss) for n, ss in self.numa_sockets.items()}
         self.cpc = topo.cpus_per_core
         self.cps = topo.cpus_per_socket
@@ -206,7 +208,30 @@ class _TopoData:
         h = topo.header
         self.align_numa_per_socket = h.num_numa_nodes // h.num_sockets if h.num_sockets else 0
 
+    def numa_combos(self) -> list[tuple[int, int, int, tuple[TopologyHint, TopologyHint]]]:
+        """Every non-empty set of NUMA nodes in IterateBitMasks order, as (NUMA mask, CPU mask, size,
+        (its non-preferred hint, its preferred hint)); built on first use and shared by machines with
+        the same NUMA layout, so generating hints is one AND + popcount per mask."""
+        if self._numa_combos is None:
+            key = tuple(self.numa_mask.items())
+            combos = _COMBOS.get(key)
+            if combos is None:
+                combos = []
+                for k in range(1, len(self.numa_ids) + 1):
+                    for combo in combinations(self.numa_ids, k):
+                        numa = cpus = 0
+                        for nid in combo:
+                            numa |= 1 << nid
+                            cpus |= self.numa_mask[nid]
+                        combos.append((numa, cpus, k, (TopologyHint(numa, False), TopologyHint(numa, True))))
+                if len(_COMBOS) >= 32:
+                    _COMBOS.pop(next(iter(_COMBOS)))
+                _COMBOS[key] = combos
+            self._numa_combos = combos
+        return self._numa_combos
 
+
+_COMBOS: dict[tuple, list] = {}
 _CACHE: dict[int, tuple[Topology, _TopoData]] = {}
 _CACHE_MAX = 256
 
@@ -707,13 +732,11 @@ def _generate_hints(td: _TopoData, available: int, reusable: int, request: int, 
                     ) -> list[TopologyHint]:
     ids = td.numa_ids
     caps = [td.numa_size[nid] for nid in ids]
-    avails = [(available & td.numa_mask[nid]).bit_count() for nid in ids]
-    bits = [1 << nid for nid in ids]
     # Every reusable CPU must sit inside the mask (CPUs the topology does not know count as NUMA 0).
     reuse_numas = 0
     for cpu in _bits(reusable):
         reuse_numas |= 1 << td.cpu_numa.get(cpu, 0)
-    reuse_count = reusable.bit_count()
+    need = request - reusable.bit_count()
 
     # minAffinitySize from capacity: the fewest nodes whose largest capacities reach the request.
     min_size = len(ids)
@@ -724,31 +747,23 @@ def _generate_hints(td: _TopoData, available: int, reusable: int, request: int, 
             min_size = min(min_size, k)
             break
 
-    found: list[int] = []
-    positions = range(len(ids))
-    for k in range(1, len(ids) + 1):
-        for combo in combinations(positions, k):
-            mask = 0
-            matching = reuse_count
-            for p in combo:
-                mask |= bits[p]
-                matching += avails[p]
-            if reuse_numas & ~mask:
-                continue
-            if matching >= request:
-                found.append(mask)
-
+    combos = td.numa_combos()
+    per_socket = td.align_numa_per_socket if align_by_socket else 0
+    if not per_socket:
+        return [pair[size == min_size] for mask, cpus, size, pair in combos
+                if not reuse_numas & ~mask and (available & cpus).bit_count() >= need]
+    min_sockets = -(-min_size // per_socket)
     hints = []
-    per_socket = td.align_numa_per_socket
-    min_sockets = -(-min_size // per_socket) if per_socket else 0
-    for mask in found:
-        preferred = mask.bit_count() == min_size
-        if align_by_socket and per_socket and not preferred:
+    for mask, cpus, size, pair in combos:
+        if reuse_numas & ~mask or (available & cpus).bit_count() < need:
+            continue
+        preferred = size == min_size
+        if not preferred:
             sockets = 0
             for nid in _bits(mask):
                 sockets |= td.numa_sockets_mask.get(nid, 0)
             preferred = sockets.bit_count() == min_sockets
-        hints.append(TopologyHint(mask, preferred))
+        hints.append(pair[preferred])
     return hints
 
 
