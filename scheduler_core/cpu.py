@@ -13,7 +13,9 @@ Public entry points:
   `take_by_topology_numa_packed` (§10) or `take_by_topology_numa_distributed` (§11).
 - `accumulator_order(topology, available, query)` → the accumulator's orderings (§10.1).
 - `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)` (§9.5).
-- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (§9.4, §9.5).
+- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (§9.4, §9.5),
+  `allocate_container(...)` (Allocate for a new container), `update_cpus_to_reuse(...)` (§7.5),
+  `validate_static_options(topology, options)` (§9.7).
 - `bench_take_by_topology()` → `[(label, µs per call)]`.
 """
 
@@ -28,7 +30,7 @@ from .cpuset import CPUSet
 from .errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
 from .hints import TopologyHint
 from .kubelet import CPUOptions
-from .pods import Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
+from .pods import INIT, Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
 from .topology import Topology
 
 PACKED = "packed"
@@ -930,6 +932,41 @@ def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int]
     rest = n - result.bit_count()
     result |= take_by_topology(topology, allocatable & ~result, rest, opts).mask
     return CPUSet(result)
+
+
+def validate_static_options(topology: Topology, options: CPUOptions | Mapping[str, object] | None) -> CPUOptions:
+    """The static policy's machine check of its options (§9.7): align-by-socket needs at least as many
+    NUMA nodes as sockets (declared header)."""
+    opts = _as_options(options)
+    h = topology.header
+    if opts.align_by_socket and h.num_sockets > h.num_numa_nodes:
+        raise PolicyError("Align by socket is not compatible with hardware where number of sockets are more than "
+                          "number of NUMA")
+    return opts
+
+
+def allocate_container(topology: Topology, pod: Pod, container: Container, numa_affinity: int | Iterable[int] | None,
+                       default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
+                       reusable: CPUSet | int | Iterable[int] | None = None,
+                       options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
+    """Allocate (§9.5 steps 1, 2 and 4) for a container without an existing assignment: empty for
+    shared-pool containers, `SMTAlignmentError` under full-pcpus-only, else `allocate_cpus` on the
+    stored hint's affinity. The caller removes the result from its default cpuset."""
+    n = guaranteed_cpus(pod, container)
+    if n == 0:
+        return CPUSet()
+    opts = _as_options(options)
+    check_smt_alignment(topology, n, default_cpuset, reserved, opts)
+    return allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, opts)
+
+
+def update_cpus_to_reuse(container: Container, cpus: CPUSet | int | Iterable[int],
+                         reusable: CPUSet | int | Iterable[int] | None) -> CPUSet:
+    """updateCPUsToReuse (§7.5) for one pod: a regular init container's CPUs become reusable by later
+    containers; an app or sidecar container's CPUs are removed from the reusable set."""
+    mask = _as_mask(cpus, f"CPUs of container {container.name}")
+    pool = _as_mask(reusable, "reusable CPUs")
+    return CPUSet(pool | mask if container.kind == INIT else pool & ~mask)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from scheduler_core.cpu import (
     SMTAlignmentError,
     accumulator_order,
+    allocate_container,
     allocate_cpus,
     bench_take_by_topology,
     check_smt_alignment,
@@ -21,6 +22,8 @@ from scheduler_core.cpu import (
     take_by_topology,
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
+    update_cpus_to_reuse,
+    validate_static_options,
 )
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
@@ -421,3 +424,37 @@ def test_packed_matches_literal_reference(name):
         assert accumulator_order(topo, CPUSet(avail), "free_cpus") == acc.cpus()
         assert accumulator_order(topo, CPUSet(avail), "sorted_cores") == acc.cores()
         assert accumulator_order(topo, CPUSet(avail), "sorted_uncore_caches") == acc.uncores()
+
+
+# -- Allocate for a container, reuse bookkeeping, option validation --------------------------------
+
+def test_allocate_container_checks_smt_then_allocates():
+    topo = TOPOS["topoSingleSocketHT"]
+    opts = CPUOptions(full_pcpus_only=True)
+    c3 = Container.guaranteed("c3", cpu_milli=3000, memory=GIB)
+    with pytest.raises(SMTAlignmentError, match="requested 3 cpus"):
+        allocate_container(topo, Pod("p", (c3,)), c3, None, topo.cpuset(), CPUSet([0]), options=opts)
+    c2 = Container.guaranteed("c2", cpu_milli=2000, memory=GIB)
+    # Reserved CPU 0: the allocation draws from the rest, a whole core.
+    assert allocate_container(topo, Pod("p", (c2,)), c2, None, topo.cpuset(), CPUSet([0]), options=opts) == CPUSet(
+        [1, 5])
+    shared = Container.guaranteed("s", cpu_milli=1500, memory=GIB)
+    assert allocate_container(topo, Pod("q", (shared,)), shared, None, topo.cpuset()) == CPUSet()
+
+
+def test_update_cpus_to_reuse():
+    init = Container.guaranteed("i", cpu_milli=2000, memory=GIB, kind="init")
+    side = Container.guaranteed("s", cpu_milli=1000, memory=GIB, kind="sidecar")
+    app = Container.guaranteed("a", cpu_milli=2000, memory=GIB)
+    pool = update_cpus_to_reuse(init, CPUSet([1, 2]), CPUSet())
+    assert pool == CPUSet([1, 2])
+    assert update_cpus_to_reuse(side, CPUSet([1]), pool) == CPUSet([2])
+    assert update_cpus_to_reuse(app, CPUSet([1, 2]), pool) == CPUSet()
+
+
+def test_validate_static_options_align_by_socket():
+    multi_socket_numa = TOPOS["fakeTopoMultiSocketDualSocketPerNumaHT"]
+    with pytest.raises(PolicyError, match="Align by socket"):
+        validate_static_options(multi_socket_numa, {"align-by-socket": "true"})
+    assert validate_static_options(TOPOS["topoDualSocketMultiNumaPerSocketHT"],
+                                   {"align-by-socket": "true"}).align_by_socket
