@@ -1,0 +1,80 @@
+"""`python -m scheduler_core.formats <file> [--format F] [--json]`: the detected format and a
+one-screen summary of the machine, or its engine JSON. Exit code 2 with one line on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..cpuset import CPUSet
+from ..errors import EngineError
+from ..quantity import format_bytes
+
+
+def summary(loaded) -> str:
+    t = loaded.topology
+    h = t.header
+    lines = [f"format: {loaded.format}"]
+    if t.description:
+        lines.append(f"machine: {t.description}")
+    lines.append(f"sockets: {h.num_sockets}  NUMA nodes: {len(t.numa_ids)}  cores: {h.num_cores}  "
+                 f"threads: {h.num_cpus} ({t.threads_per_core} per core max)  uncore caches: {h.num_uncore_caches}")
+    if t.offline_cpus:
+        lines.append(f"offline/unavailable CPUs: {t.offline_cpus}")
+    for nid in t.numa_ids:
+        node = t.numa_node(nid)
+        devs = [d for d in t.devices if d.numa and nid in d.numa]
+        by_res: dict[str, int] = {}
+        for d in devs:
+            by_res[d.resource] = by_res.get(d.resource, 0) + 1
+        hp = " ".join(f"{k}={format_bytes(v)}" for k, v in node.hugepages.items() if v)
+        dev_text = ", ".join(f"{r}×{n}" for r, n in sorted(by_res.items()))
+        cpus = str(CPUSet(t.numa_cpus[nid])) or "(no CPUs)"
+        line = f"  NUMA {nid}: sockets {list(t.numa_sockets[nid])} CPUs {cpus}  memory {format_bytes(node.memory)}"
+        line += f"  {hp}" if hp else ""
+        line += f"  devices: {dev_text}" if dev_text else ""
+        lines.append(line)
+    no_numa = [d for d in t.devices if not d.numa]
+    if no_numa:
+        lines.append(f"  devices without NUMA affinity: {len(no_numa)}")
+    if t.distances is not None and len(t.numa_ids) <= 24:
+        lines.append("distances:")
+        lines.append("      " + "".join(f"{n:>4}" for n in t.numa_ids))
+        for a in t.numa_ids:
+            lines.append(f"  {a:>3}:" + "".join(f"{v:>4}" for v in t.distances[a]))
+    if loaded.kubelet is not None:
+        k = loaded.kubelet
+        lines.append(f"kubelet: topology {k.topology_manager_policy}/{k.topology_manager_scope}, "
+                     f"cpu manager {k.cpu_manager_policy}")
+    if loaded.allocations:
+        lines.append(f"allocations: {len(loaded.allocations)}")
+    if loaded.inferred:
+        lines.append(f"inferred (not in the file): {', '.join(loaded.inferred)}")
+    for note in loaded.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import dump_topology, load
+
+    parser = argparse.ArgumentParser(prog="python -m scheduler_core.formats", description=__doc__)
+    parser.add_argument("file")
+    parser.add_argument("--format", default=None)
+    parser.add_argument("--json", action="store_true", help="print the engine JSON")
+    args = parser.parse_args(argv)
+    try:
+        loaded = load(args.file if args.file != "-" else sys.stdin.read(), args.format)
+    except EngineError as exc:
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(dump_topology(loaded.topology, "engine-json") if args.json else summary(loaded), end="\n" if not args.json
+          else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

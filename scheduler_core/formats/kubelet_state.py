@@ -1,0 +1,181 @@
+"""The kubelet's checkpoint files: the real pinning on a node, for comparison with predictions.
+
+`cpu_manager_state`: `{"policyName", "defaultCpuSet" (or "defaultCPUSet": Go matches JSON keys
+case-insensitively), "entries", "checksum"}`. `entries` may be absent; the v2 layout maps pod UID →
+container name → cpuset, the v1 layout container ID → cpuset (pod unknown: the allocation's pod is
+`container:<id>`). The checksum is recorded, not verified (it hashes Go's in-memory dump).
+
+`memory_manager_state`: `machineState` keyed by NUMA id strings and `entries` pod UID → container →
+[{numaAffinity, type, size}]. A block spread over several NUMA nodes is split evenly across them
+(the remainder on the lowest node), since the file records only the total.
+
+As a topology (`load_as_topology`), only the CPU ids (`defaultCpuSet` ∪ assigned) or the NUMA
+node sizes are known: one NUMA node, one socket, one core per CPU, all flagged inferred.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..cpuset import CPUSet
+from ..errors import EngineError, FormatError
+from ..node import IMPORTED, Allocation
+from ._common import CPURecord, Draft, build_topology, parse_int
+
+
+def _json(text: str, what: str) -> dict:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{what}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise FormatError(f"{what}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{what}: must be a JSON object")
+    return data
+
+
+def _get(data: dict, key: str):
+    """Go's case-insensitive JSON key match."""
+    for k, v in data.items():
+        if k.lower() == key.lower():
+            return v
+    return None
+
+
+def _cpus(text: object, what: str) -> CPUSet:
+    if not isinstance(text, str):
+        raise FormatError(f"{what} must be a cpuset string, not {text!r}")
+    try:
+        return CPUSet.parse(text)
+    except EngineError as exc:
+        raise FormatError(f"{what}: {exc}") from None
+
+
+def cpu_state(text: str) -> dict:
+    """Parsed cpu_manager_state: policy, default cpuset, checksum, {(pod, container): CPUSet}."""
+    what = "cpu_manager_state"
+    data = _json(text, what)
+    policy = _get(data, "policyName")
+    if not isinstance(policy, str):
+        raise FormatError(f"{what}: 'policyName' must be a string")
+    default = _cpus(_get(data, "defaultCpuSet") or "", f"{what}: defaultCpuSet")
+    entries = _get(data, "entries") or {}
+    if not isinstance(entries, dict):
+        raise FormatError(f"{what}: 'entries' must be an object")
+    assigned: dict[tuple[str, str | None], CPUSet] = {}
+    layout = "none"
+    for key, value in entries.items():
+        if isinstance(value, dict):
+            layout = "v2"
+            for container, cpus in value.items():
+                assigned[(str(key), str(container))] = _cpus(cpus, f"{what}: entries[{key!r}][{container!r}]")
+        else:
+            layout = "v1"
+            assigned[(f"container:{key}", str(key))] = _cpus(value, f"{what}: entries[{key!r}]")
+    checksum = _get(data, "checksum")
+    if checksum is not None and (isinstance(checksum, bool) or not isinstance(checksum, int)):
+        raise FormatError(f"{what}: 'checksum' must be an integer")
+    return {"policy": policy, "default": default, "entries": assigned, "checksum": checksum, "layout": layout}
+
+
+def memory_state(text: str) -> dict:
+    what = "memory_manager_state"
+    data = _json(text, what)
+    policy = _get(data, "policyName")
+    machine = _get(data, "machineState") or {}
+    if not isinstance(machine, dict):
+        raise FormatError(f"{what}: 'machineState' must be an object keyed by NUMA id")
+    nodes: dict[int, dict[str, int]] = {}
+    for key, state in machine.items():
+        nid = parse_int(key, f"{what}: machineState key")
+        memory_map = (state or {}).get("memoryMap") or {}
+        nodes[nid] = {}
+        for res, table in memory_map.items():
+            total = (table or {}).get("total", 0)
+            if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+                raise FormatError(f"{what}: machineState[{key!r}].memoryMap.{res}.total must be a byte count")
+            nodes[nid][str(res)] = total
+    entries: dict[tuple[str, str], dict[int, dict[str, int]]] = {}
+    for pod, containers in (_get(data, "entries") or {}).items():
+        if not isinstance(containers, dict):
+            raise FormatError(f"{what}: entries[{pod!r}] must map containers to blocks")
+        for container, blocks in containers.items():
+            where = f"{what}: entries[{pod!r}][{container!r}]"
+            if not isinstance(blocks, list):
+                raise FormatError(f"{where} must be a list of blocks")
+            memory: dict[int, dict[str, int]] = {}
+            for i, block in enumerate(blocks):
+                if not isinstance(block, dict):
+                    raise FormatError(f"{where}[{i}] must be an object")
+                affinity = block.get("numaAffinity") or []
+                size = block.get("size", 0)
+                res = block.get("type")
+                if not affinity or not isinstance(res, str) or isinstance(size, bool) or not isinstance(size, int) \
+                        or size < 0 or not all(isinstance(n, int) and n >= 0 for n in affinity):
+                    raise FormatError(f"{where}[{i}] needs numaAffinity (NUMA ids), type and a byte size")
+                nodes_sorted = sorted(set(affinity))
+                share, rest = divmod(size, len(nodes_sorted))
+                for j, nid in enumerate(nodes_sorted):
+                    amount = share + (rest if j == 0 else 0)
+                    memory.setdefault(nid, {})[res] = memory.get(nid, {}).get(res, 0) + amount
+            entries[(str(pod), str(container))] = memory
+    return {"policy": policy, "nodes": nodes, "entries": entries, "checksum": _get(data, "checksum")}
+
+
+def allocations(text: str, fmt: str) -> list[Allocation]:
+    if fmt == "cpu-manager-state":
+        state = cpu_state(text)
+        return [Allocation(pod, container, cpus, origin=IMPORTED)
+                for (pod, container), cpus in state["entries"].items()]
+    state = memory_state(text)
+    return [Allocation(pod, container, memory=memory, origin=IMPORTED)
+            for (pod, container), memory in state["entries"].items()]
+
+
+def merge(old: Allocation | None, new: Allocation) -> Allocation:
+    """CPU and memory state of one container in one allocation."""
+    if old is None:
+        return new
+    memory = {n: dict(r) for n, r in old.memory.items()}
+    for n, res in new.memory.items():
+        for r, b in res.items():
+            memory.setdefault(n, {})[r] = memory.get(n, {}).get(r, 0) + b
+    return Allocation(old.pod, old.container, old.cpus | new.cpus, memory, {**old.devices, **new.devices},
+                      IMPORTED)
+
+
+def load_as_topology(text: str, fmt: str):
+    """The little a state file says about the machine, as a Loaded result (everything inferred)."""
+    from . import Loaded
+
+    draft = Draft(description=fmt)
+    draft.inferred.update(("cores", "sockets"))
+    if fmt == "cpu-manager-state":
+        state = cpu_state(text)
+        cpus = state["default"]
+        for c in state["entries"].values():
+            cpus = cpus | c
+        if not cpus:
+            raise FormatError("cpu_manager_state: no CPUs in defaultCpuSet or entries")
+        draft.inferred.add("numa_nodes")
+        for cpu in cpus:
+            draft.cpus.append(CPURecord(cpu, ("cpu", cpu), 0, 0))
+        extra = {"policy": state["policy"], "default_cpuset": str(state["default"]), "checksum": state["checksum"],
+                 "layout": state["layout"]}
+        notes = ["CPUs are defaultCpuSet plus assigned CPUs; reserved CPUs are missing with strict-cpu-reservation"]
+    else:
+        state = memory_state(text)
+        if not state["nodes"]:
+            raise FormatError("memory_manager_state: no machineState")
+        draft.inferred.add("cpus")
+        for nid, res in state["nodes"].items():
+            draft.numa_memory[nid] = res.get("memory", 0)
+            pages = {r: b for r, b in res.items() if r.startswith("hugepages-")}
+            if pages:
+                draft.numa_hugepages[nid] = pages
+            draft.cpus.append(CPURecord(nid, ("cpu", nid), nid, nid))
+        extra = {"policy": state["policy"], "checksum": state["checksum"]}
+        notes = ["memory_manager_state has no CPUs: one placeholder CPU per NUMA node"]
+    topology = build_topology(draft, fmt)
+    return Loaded(fmt, topology, None, allocations(text, fmt), notes + draft.notes, [], extra)

@@ -1,0 +1,268 @@
+"""A Linux sysfs tree — a folder (a live `/` or an unpacked dump) or a tar / tar.gz / tar.bz2 / tar.xz
+dump (hwloc-gather-topology's `<name>/sys/...`, util-linux's `<name>/sys/...`).
+
+Only `sys/devices/system/{cpu,node}` and `proc/cpuinfo` are read; archive members are capped in
+size and number, links are never followed outside the tree, trailing NUL bytes are stripped.
+
+Rules:
+- Online CPUs: `cpu/online` when present, else every `cpuN` whose `online` is not 0 (old kernels);
+  the other present/possible CPUs with a `cpuN` folder are `offline_cpus`.
+- Two CPUs share a core only when they agree on package, drawer, book, die, cluster, core_id,
+  NUMA node and thread siblings (`core_cpus_list`, `thread_siblings_list` or the `thread_siblings`
+  map): `core_id` alone repeats across dies and clusters, and Bulldozer's thread siblings pair two
+  integer cores that have different core ids. Socket: `physical_package_id` (-1 → 0, flagged).
+- NUMA: `nodeN/cpulist` (else `cpumap`), restricted to online CPUs; node ids may be sparse. An
+  online CPU that no node folder lists goes to the node of its `cpuN/nodeM` link (a node folder
+  missing from the dump, flagged `numa_nodes`), else node 0.
+- Memory: `nodeN/meminfo` MemTotal; hugepages: `nodeN/hugepages/hugepages-<size>kB/nr_hugepages`.
+- Distances: `nodeN/distance`; the columns are the node folders in id order, or `node/possible`
+  (then `node/online`) when the row has that length instead.
+- Uncore: the level-3 cache's `id`, else the lowest CPU of its `shared_cpu_list`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+import re
+import tarfile
+
+from ..errors import FormatError
+from ._common import CPURecord, Draft, Source, bits, hugepage_key, parse_cpulist, parse_hex_mask, parse_int
+
+MAX_MEMBERS = 400_000
+MAX_MEMBER_BYTES = 1 << 20
+MAX_TOTAL_BYTES = 64 << 20
+_WANTED = re.compile(
+    r"(?:^|/)(sys/devices/system/(?:cpu/(?:online|possible|present|"
+    r"cpu\d+/(?:online|topology/[a-z_]+|cache/index\d+/(?:level|id|shared_cpu_list|shared_cpu_map|type)))|"
+    r"node/(?:online|possible|has_cpu|has_memory|node\d+/(?:cpulist|cpumap|distance|meminfo|"
+    r"hugepages/hugepages-\d+kB/nr_hugepages)))|proc/cpuinfo)$")
+_CPU_NODE_LINK = re.compile(r"(?:^|/)sys/devices/system/cpu/cpu(\d+)/node(\d+)$")
+
+
+def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
+    files: dict[str, str] = {}
+    links: dict[int, int] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as tar:
+            for count, member in enumerate(tar, 1):
+                if count > MAX_MEMBERS:
+                    raise FormatError(f"{name}: more than {MAX_MEMBERS} archive members")
+                path = member.name.lstrip("./")
+                link = _CPU_NODE_LINK.search(path)
+                if link:
+                    links[int(link.group(1))] = int(link.group(2))
+                    continue
+                m = _WANTED.search(path)
+                if not m or not member.isfile():
+                    continue
+                if member.size > MAX_MEMBER_BYTES:
+                    raise FormatError(f"{name}: archive member {path} is larger than {MAX_MEMBER_BYTES} bytes")
+                total += member.size
+                if total > MAX_TOTAL_BYTES:
+                    raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
+                fh = tar.extractfile(member)
+                if fh is None:
+                    continue
+                files[m.group(1)] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise FormatError(f"{name}: not a readable tar archive: {exc}") from None
+    return files, links
+
+
+def _read_dir(root: pathlib.Path) -> tuple[dict[str, str], dict[int, int]]:
+    files: dict[str, str] = {}
+    links: dict[int, int] = {}
+    total = 0
+    base = root
+    if not (root / "sys").is_dir():
+        subs = [p for p in root.iterdir() if (p / "sys" / "devices" / "system").is_dir()]
+        if len(subs) == 1:
+            base = subs[0]
+    for sub in ("sys/devices/system/cpu", "sys/devices/system/node"):
+        top = base / sub
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            rel_dir = pathlib.Path(dirpath).relative_to(base).as_posix()
+            if rel_dir.count("/") > 8:
+                dirnames[:] = []
+                continue
+            for entry in list(dirnames) + filenames:
+                rel = f"{rel_dir}/{entry}"
+                link = _CPU_NODE_LINK.search(rel)
+                if link:
+                    links[int(link.group(1))] = int(link.group(2))
+            for fname in filenames:
+                rel = f"{rel_dir}/{fname}"
+                if not _WANTED.search(rel):
+                    continue
+                try:
+                    with open(os.path.join(dirpath, fname), "rb") as fh:
+                        data = fh.read(MAX_MEMBER_BYTES)
+                except OSError:
+                    continue
+                total += len(data)
+                if total > MAX_TOTAL_BYTES:
+                    raise FormatError(f"{root}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
+                files[rel] = data.decode("utf-8", "replace")
+    cpuinfo = base / "proc" / "cpuinfo"
+    if cpuinfo.is_file():
+        with cpuinfo.open("rb") as fh:
+            files["proc/cpuinfo"] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
+    return files, links
+
+
+def _clean(text: str) -> str:
+    return text.replace("\x00", "").strip()
+
+
+def load(src: Source) -> Draft:
+    if src.directory is not None:
+        files, links = _read_dir(src.directory)
+    elif src.raw is not None:
+        files, links = _read_tar(src.raw, src.name)
+    else:
+        raise FormatError(f"{src.name}: a sysfs tree must be a folder or an archive")
+    cpu_dir = "sys/devices/system/cpu"
+    node_dir = "sys/devices/system/node"
+    topo: dict[int, dict[str, str]] = {}
+    cache: dict[int, dict[str, dict[str, str]]] = {}
+    cpu_online_files: dict[int, str] = {}
+    nodes: dict[int, dict[str, str]] = {}
+    for path, text in files.items():
+        value = _clean(text)
+        m = re.match(rf"{cpu_dir}/cpu(\d+)/(.*)$", path)
+        if m:
+            cpu, rest = int(m.group(1)), m.group(2)
+            if rest == "online":
+                cpu_online_files[cpu] = value
+            elif rest.startswith("topology/"):
+                topo.setdefault(cpu, {})[rest[9:]] = value
+            elif rest.startswith("cache/"):
+                _, index, fname = rest.split("/")
+                cache.setdefault(cpu, {}).setdefault(index, {})[fname] = value
+            continue
+        m = re.match(rf"{node_dir}/node(\d+)/(.*)$", path)
+        if m:
+            nodes.setdefault(int(m.group(1)), {})[m.group(2)] = text
+    if not topo and not cpu_online_files and f"{cpu_dir}/online" not in files:
+        raise FormatError(f"{src.name}: no sys/devices/system/cpu information found")
+    draft = Draft(description=f"sysfs: {_model(files.get('proc/cpuinfo', ''))}".rstrip(": "))
+    known_cpus = set(topo) | set(cpu_online_files)
+    if f"{cpu_dir}/online" in files:
+        online = set(parse_cpulist(_clean(files[f"{cpu_dir}/online"]), f"{src.name}: cpu/online"))
+    else:
+        online = {c for c in known_cpus if cpu_online_files.get(c, "1") != "0"}
+    offline = known_cpus - online
+    if f"{cpu_dir}/present" in files:
+        offline |= set(parse_cpulist(_clean(files[f"{cpu_dir}/present"]), f"{src.name}: cpu/present")) - online
+    draft.offline = sum(1 << c for c in offline)
+    if not online:
+        raise FormatError(f"{src.name}: no online CPU")
+
+    numa_of: dict[int, int] = {}
+    for nid in sorted(nodes):
+        entry = nodes[nid]
+        where = f"{src.name}: node{nid}"
+        if "cpulist" in entry:
+            mask = parse_cpulist(_clean(entry["cpulist"]), f"{where}/cpulist").mask
+        elif "cpumap" in entry:
+            mask = parse_hex_mask(entry["cpumap"], f"{where}/cpumap")
+        else:
+            mask = 0
+        for cpu in bits(mask):
+            if cpu in online:
+                numa_of.setdefault(cpu, nid)
+        draft.numa_memory[nid] = _memtotal(entry.get("meminfo", ""), f"{where}/meminfo")
+        pages = {}
+        for key, text in entry.items():
+            hm = re.match(r"hugepages/hugepages-(\d+)kB/nr_hugepages$", key)
+            if hm:
+                size = int(hm.group(1)) * 1024
+                pages[hugepage_key(size)] = size * parse_int(_clean(text), f"{where}/{key}")
+        if pages:
+            draft.numa_hugepages[nid] = pages
+    for cpu in sorted(online):
+        if cpu not in numa_of:
+            numa_of[cpu] = links.get(cpu, 0)
+            draft.inferred.add("numa_nodes")
+            draft.numa_memory.setdefault(numa_of[cpu], 0)
+    draft.distances = _distances(nodes, files, src.name)
+    for cpu in sorted(online):
+        t = topo.get(cpu, {})
+        where = f"{src.name}: cpu{cpu}/topology"
+        pkg_text = t.get("physical_package_id")
+        if pkg_text is None or pkg_text.strip() == "-1":
+            pkg = 0
+            draft.inferred.add("sockets")
+        else:
+            pkg = parse_int(pkg_text, f"{where}/physical_package_id")
+        siblings = None
+        if "core_cpus_list" in t:
+            siblings = parse_cpulist(t["core_cpus_list"], f"{where}/core_cpus_list").mask
+        elif "thread_siblings_list" in t:
+            siblings = parse_cpulist(t["thread_siblings_list"], f"{where}/thread_siblings_list").mask
+        elif "thread_siblings" in t:
+            siblings = parse_hex_mask(t["thread_siblings"], f"{where}/thread_siblings")
+        if not t:
+            key: tuple = ("cpu", cpu)
+            draft.inferred.add("cores")
+        else:
+            key = (pkg, t.get("drawer_id"), t.get("book_id"), t.get("die_id"), t.get("cluster_id"), t.get("core_id"),
+                   numa_of[cpu], siblings)
+        draft.cpus.append(CPURecord(cpu, key, pkg, numa_of[cpu], _l3(cache.get(cpu, {}), f"{src.name}: cpu{cpu}")))
+    return draft
+
+
+def _model(cpuinfo: str) -> str:
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(("model name", "cpu\t", "cpu ")):
+            return line.partition(":")[2].strip()
+    return ""
+
+
+def _memtotal(meminfo: str, where: str) -> int:
+    for line in meminfo.splitlines():
+        m = re.match(r"^Node\s+\d+\s+MemTotal:\s+(\d+)\s*kB", line.replace("\x00", ""))
+        if m:
+            return parse_int(m.group(1), where) * 1024
+    return 0
+
+
+def _l3(indexes: dict[str, dict[str, str]], where: str) -> int | None:
+    for index in sorted(indexes):
+        entry = indexes[index]
+        if entry.get("level") != "3":
+            continue
+        if entry.get("id"):
+            return parse_int(entry["id"], f"{where}/cache/{index}/id")
+        if entry.get("shared_cpu_list"):
+            shared = parse_cpulist(entry["shared_cpu_list"], f"{where}/cache/{index}/shared_cpu_list")
+            return min(shared) if shared else None
+        if entry.get("shared_cpu_map"):
+            shared_mask = parse_hex_mask(entry["shared_cpu_map"], f"{where}/cache/{index}/shared_cpu_map")
+            return bits(shared_mask)[0] if shared_mask else None
+    return None
+
+
+def _distances(nodes: dict, files: dict, name: str) -> dict[int, dict[int, int]] | None:
+    rows = {nid: entry["distance"] for nid, entry in nodes.items() if "distance" in entry}
+    if not rows:
+        return None
+    columns_options = [sorted(nodes)]
+    for fname in ("possible", "online"):
+        text = files.get(f"sys/devices/system/node/{fname}")
+        if text:
+            columns_options.append(list(parse_cpulist(_clean(text), f"{name}: node/{fname}")))
+    out: dict[int, dict[int, int]] = {}
+    for nid, text in rows.items():
+        values = [parse_int(v, f"{name}: node{nid}/distance") for v in _clean(text).split()]
+        cols = next((c for c in columns_options if len(c) == len(values)), None)
+        if cols is None:
+            raise FormatError(f"{name}: node{nid}/distance has {len(values)} values for nodes {sorted(nodes)}")
+        out[nid] = dict(zip(cols, values, strict=True))
+    return out
