@@ -42,8 +42,7 @@ Verdict = {
   "numa_count": int, "numa": [ids], "cpus": "cpuset",
   "containers": [{"container", "hints": {"cpu": [hint] | null}, "best_hint": hint | null,
                   "admit": bool, "cpus": "cpuset"}],          # volcano profile
-  "admission": AdmitResult.to_dict() | null,                   # aligned profile (all providers)
-  "allocations": [Allocation.to_dict()] | null                 # aligned profile
+  "admission": AdmitResult.to_dict() | null   # aligned profile: every provider's hints, merge, allocations
 }
 hint = {"affinity": [NUMA ids] | null, "preferred": bool}
 ```
@@ -60,7 +59,6 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from .cpuset import CPUSet
@@ -98,17 +96,16 @@ class NodeVerdict:
     reason: str | None = None
     code: str | None = None
     volcano: object | None = None  # volcano.Verdict
-    admission: dict | None = None
+    admission: object | None = None  # admission.AdmitResult (aligned profile)
     numa_count: int = 0
     numa_mask: int = 0
     cpus: int = 0
-    allocations: list[dict] | None = None
     sig: int = -1
 
     def to_dict(self) -> dict:
         out = {"outcome": self.outcome, "code": self.code, "reason": self.reason, "numa_count": self.numa_count,
                "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)), "containers": None,
-               "admission": self.admission, "allocations": self.allocations}
+               "admission": None if self.admission is None else self.admission.to_dict()}
         if self.volcano is not None:
             out["containers"] = [c.to_dict() for c in self.volcano.containers]
         return out
@@ -126,9 +123,11 @@ class VerdictTable:
     def signature(v: NodeVerdict) -> tuple:
         containers = None
         if v.volcano is not None:
-            containers = tuple((c.name, None if c.hints is None else tuple(c.hints), c.best, c.admit, c.cpus)
+            containers = tuple((c.name, id(c.model), c.hints_key, c.best, c.admit, c.cpus)
                                for c in v.volcano.containers)
-        admission = None if v.admission is None else json.dumps(v.admission, sort_keys=True, default=str)
+        admission = None
+        if v.admission is not None:
+            admission = (repr(v.admission.decisions), repr(v.admission.allocations), v.admission.reason)
         return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission)
 
     def intern(self, verdict: NodeVerdict) -> int:
@@ -164,10 +163,10 @@ class PodRecord:
     score: int | None = None
     message: str | None = None
     predicted: NodeVerdict | None = None
-    admission: dict | None = None
+    admission: object | None = None  # admission.AdmitResult on the chosen node
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
-    allocations: list[dict] | None = None
+    allocations: list | None = None  # node.Allocation
     rows: list[tuple[int, int | None, int, list[str]]] = field(default_factory=list)
 
     @property
@@ -177,7 +176,7 @@ class PodRecord:
     def admitted_cpus(self) -> int:
         mask = 0
         for a in self.allocations or ():
-            mask |= CPUSet.parse(a["cpus"]).mask
+            mask |= a.cpus.mask
         return mask
 
     def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> dict:
@@ -207,10 +206,12 @@ class PodRecord:
         return {
             "pod": self.pod, "uid": self.uid, "namespace": self.namespace, "job": self.job, "task": self.task,
             "policy": self.policy, "qos": self.qos, "status": self.status, "node": self.node, "score": self.score,
-            "message": self.message, "predicted": predicted, "admission": self.admission,
+            "message": self.message, "predicted": predicted,
+            "admission": None if self.admission is None else self.admission.to_dict(),
             "kubelet_reason": self.kubelet_reason,
             "admitted_numa": None if self.admitted_numa is None else _bits(self.admitted_numa),
-            "allocations": self.allocations, "outcomes": outcomes, "groups": groups[:explain_groups],
+            "allocations": None if self.allocations is None else [a.to_dict() for a in self.allocations],
+            "outcomes": outcomes, "groups": groups[:explain_groups],
             "groups_omitted": {"groups": len(omitted), "nodes": sum(g["node_count"] for g in omitted)},
         }
 
@@ -245,8 +246,8 @@ class SessionResult:
                 c["admitted"] += 1
                 if p.admitted_numa is not None and p.admitted_numa.bit_count() == 1:
                     c["single_numa"] += 1
-                if (self.profile == "volcano" and p.predicted is not None and p.predicted.volcano is not None
-                        and p.predicted.cpus != p.admitted_cpus()):
+                v = p.predicted.volcano if p.predicted is not None else None
+                if v is not None and v.outcome == "pass_assigned" and p.predicted.cpus != p.admitted_cpus():
                     c["cpu_prediction_mismatches"] += 1
             elif p.status == "rejected":
                 if p.kubelet_reason == "TopologyAffinityError":

@@ -406,13 +406,12 @@ class _Session:
         res = admit_pod(node, pod, commit=False)
         if not res.admitted:
             return NodeVerdict(UNSCHEDULABLE, reason=res.reason, code=UNSCHEDULABLE_AND_UNRESOLVABLE,
-                               admission=res.to_dict())
+                               admission=res)
         mask = _allocation_numa_mask(node, res.allocations)
         cpus = 0
         for a in res.allocations:
             cpus |= a.cpus.mask
-        return NodeVerdict(PASSED, admission=res.to_dict(), numa_count=mask.bit_count(), numa_mask=mask,
-                           cpus=cpus, allocations=[a.to_dict() for a in res.allocations])
+        return NodeVerdict(PASSED, admission=res, numa_count=mask.bit_count(), numa_mask=mask, cpus=cpus)
 
     # -- one pod ----------------------------------------------------------------------------------
     def schedule(self, job: Job, task: Task, pod: Pod) -> tuple[PodRecord, str | None, NodeVerdict | None]:
@@ -483,16 +482,16 @@ class _Session:
         node = c.nodes[name]
         res = admit_pod(node, pod, commit=True)
         self.t_admit += time.perf_counter() - t0
-        record.admission = res.to_dict()
+        record.admission = res
         if res.admitted:
             record.status = "admitted"
             mask = _allocation_numa_mask(node, res.allocations)
             record.admitted_numa = mask
-            record.allocations = [a.to_dict() for a in res.allocations]
+            record.allocations = list(res.allocations)
         else:
             record.status = "rejected"
             record.kubelet_reason = res.reason
-            record.message = res.message
+            record.message = res.error.message if res.error is not None else None
         c.refresh(name)
         self.classes.update(name)
 

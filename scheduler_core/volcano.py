@@ -153,6 +153,16 @@ class NumaModel:
         self.reserved_cpu_milli = reserved_cpu_milli
         self.reserved = self._reserved()
         self._hint_cache: dict[tuple, list[Hint]] = {}
+        self._min_aff: dict[int, int] = {}
+        # subsets in Volcano's order as (index-space mask, width), and their hint objects built once
+        self._order = [(sum(1 << i for i in idx), len(idx)) for _m, idx, _c in self.subsets]
+        self._by_width: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in range(len(self.numa_ids) + 1)]
+        for real, idx, _c in self.subsets:
+            self._by_width[len(idx)].append((real, idx))
+        for group in self._by_width:
+            group.sort()
+        self._hint_objects = ([Hint(m, True) for m, _i, _c in self.subsets],
+                              [Hint(m, False) for m, _i, _c in self.subsets])
 
     @classmethod
     def from_node(cls, node) -> NumaModel:
@@ -187,32 +197,75 @@ class NumaModel:
         return take_cpus(self, self.all_cpus, n) or 0
 
     # -- hint provider (§7.3–§7.4) -----------------------------------------------------------------
-    def hints(self, avail: int, req: int) -> list[Hint]:
-        """generateHints: masks with enough free CPUs; preferred = minimal width by total capacity."""
+    def free_counts(self, avail: int) -> tuple[int, ...]:
+        """Free CPUs per NUMA node (detail order); CPUs unknown to the detail count as NUMA 0."""
         counts = [(avail & self.numa_cpus[n]).bit_count() for n in self.numa_ids]
         unknown = (avail & ~self.all_cpus).bit_count()
         if unknown and self.numa0_index is not None:
             counts[self.numa0_index] += unknown
-        key = (tuple(counts), req)
-        cached = self._hint_cache.get(key)
-        if cached is not None:
-            return cached
-        min_aff = len(self.numa_ids)
-        found: list[tuple[int, int]] = []
-        for mask, idx, cap in self.subsets:
-            width = len(idx)
-            if cap >= req and width < min_aff:
-                min_aff = width
+        return tuple(counts)
+
+    def hints(self, avail: int, req: int) -> list[Hint]:
+        """generateHints: masks with enough free CPUs; preferred = minimal width by total capacity."""
+        return self.hints_for(self.free_counts(avail), req)
+
+    def best_hint(self, counts: tuple[int, ...], req: int, policy: str) -> tuple[Hint, bool]:
+        """The policy's (best hint, admit) over `hints_for(counts, req)` without listing the hints:
+        equal to `policy_predicate(policy, numa_ids, [{"cpu": hints}])` (checked by the tests)."""
+        if policy not in ("best-effort", "restricted", "single-numa-node"):
+            return Hint(None, False), True
+        min_aff = self._min_affinity(req)
+        for real, idx in self._by_width[min_aff]:
             matching = 0
             for i in idx:
                 matching += counts[i]
             if matching >= req:
-                found.append((mask, width))
-        out = [Hint(mask, width == min_aff) for mask, width in found]
+                if policy == "single-numa-node" and min_aff != 1:
+                    break
+                return Hint(real, True), True
+        if policy == "single-numa-node":
+            return Hint(self.default_mask, False), False
+        admit = policy == "best-effort"
+        for width in range(min_aff + 1, len(self.numa_ids) + 1):
+            for real, idx in self._by_width[width]:
+                matching = 0
+                for i in idx:
+                    matching += counts[i]
+                if matching >= req:
+                    return Hint(real, False), admit
+        return Hint(self.default_mask, False), admit
+
+    def hints_for(self, counts: tuple[int, ...], req: int) -> list[Hint]:
+        key = (counts, req)
+        cached = self._hint_cache.get(key)
+        if cached is not None:
+            return cached
+        # free CPUs of every NUMA subset (index-space masks), each from its subset minus the lowest bit
+        n = len(counts)
+        sums = [0] * (1 << n)
+        for m in range(1, 1 << n):
+            low = m & -m
+            sums[m] = sums[m ^ low] + counts[low.bit_length() - 1]
+        min_aff = self._min_affinity(req)
+        pref, plain = self._hint_objects
+        out = [pref[i] if width == min_aff else plain[i]
+               for i, (index_mask, width) in enumerate(self._order) if sums[index_mask] >= req]
         if len(self._hint_cache) >= _HINT_CACHE_LIMIT:
             self._hint_cache.clear()
         self._hint_cache[key] = out
         return out
+
+    def _min_affinity(self, req: int) -> int:
+        """Narrowest subset width whose *total* CPUs cover the request (len(numa_ids) when none)."""
+        got = self._min_aff.get(req)
+        if got is None:
+            got = len(self.numa_ids)
+            for _mask, idx, cap in self.subsets:
+                if cap >= req and len(idx) < got:
+                    got = len(idx)
+                    break
+            self._min_aff[req] = got
+        return got
 
     def numa_count(self, cpus: int) -> int:
         """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (§10)."""
@@ -371,10 +424,18 @@ class ContainerDecision:
     hint, admit, and the CPUs the plugin would assign."""
 
     name: str
-    hints: list[Hint] | None
+    hints_key: tuple | None  # (free counts per NUMA node, request) or None when the provider gave no map
     best: Hint | None
     admit: bool
     cpus: int = 0
+    model: NumaModel | None = None
+
+    @property
+    def hints(self) -> list[Hint] | None:
+        """The provider's hint list, generated on demand (explanations) from the cached counts."""
+        if self.hints_key is None or self.model is None:
+            return None
+        return self.model.hints_for(*self.hints_key)
 
     def to_dict(self) -> dict:
         from .cpuset import CPUSet
@@ -469,17 +530,18 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
     for name, milli in task.containers:
         req = guaranteed_cpus(milli)
         if milli is None or req == 0 or cur is None:
-            hints = None
+            key = None
             avail = 0 if cur is None else cur & ~model.reserved
+            best, admit = _single_list_predicate(policy, default, None)
         else:
             avail = cur & ~model.reserved
-            hints = model.hints(avail, req)
-        best, admit = _single_list_predicate(policy, default, hints)
+            key = (model.free_counts(avail), req)
+            best, admit = model.best_hint(key[0], req, policy)
         if not admit:
-            decisions.append(ContainerDecision(name, hints, best, False))
+            decisions.append(ContainerDecision(name, key, best, False, 0, model))
             return Verdict(REJECT, UNSCHEDULABLE_AND_UNRESOLVABLE, reason_container(name), decisions)
         got = allocate_container(model, best, avail, req) if req else 0
-        decisions.append(ContainerDecision(name, hints, best, True, got))
+        decisions.append(ContainerDecision(name, key, best, True, got, model))
         total |= got
         if cur is not None:
             cur &= ~got
