@@ -548,9 +548,6 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
             for name, snap in saved.items():
                 cluster.restore(name, snap)
                 s.classes.update(name)
-            for record in job_records:
-                if record.status == "unschedulable" and record.message:
-                    record.message = f"{record.message} (gang of {job.min_available} not satisfied)"
         job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
                             "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
                             "committed": committed})
