@@ -124,4 +124,7 @@ def _looks_lscpu_parse(text: str) -> bool:
             return "CPU" in cols and "," in s
         cols = s.upper().split()
         return bool(cols) and cols[0] == "CPU" and any(c in cols for c in ("NODE", "SOCKET", "CORE"))
+    if header is not None:  # a header and no rows: still lscpu, so its importer can say what is missing
+        cols = [c.strip().upper() for c in header.lstrip("#").split(",")]
+        return "CPU" in cols and len(cols) > 1
     return False

@@ -69,7 +69,8 @@ def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
                     continue
                 files[m.group(1)] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise FormatError(f"{name}: not a readable tar archive: {exc}") from None
+        first = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
+        raise FormatError(f"{name}: not a readable tar archive ({first})") from None
     return files, links
 
 
