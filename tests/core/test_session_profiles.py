@@ -1,0 +1,125 @@
+"""The three profiles: `aligned` never gets a TopologyAffinityError from the kubelet (property test),
+`unaware` does on a workload built to show it, and the counts of all three are compared."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.jobs import Job, Task
+from scheduler_core.kubelet import KubeletConfig
+from scheduler_core.node import Node
+from scheduler_core.pods import Container, Pod
+from scheduler_core.session import PROFILES, Cluster, run_session
+from scheduler_core.topology import CPU, Topology, synthetic
+
+GiB = 2**30
+GPU = "nvidia.com/gpu"
+
+
+def upstream_8cpu() -> Topology:
+    return Topology([CPU(i, i // 2, i // 4, i // 4, i // 4) for i in range(8)])
+
+
+def fragmenting_workload() -> tuple[list[Node], list[Job]]:
+    """Two single-numa-node nodes of 2 NUMA × 4 CPUs; pods of 3, 3 and 2 CPUs. By CPU count alone
+    the 2-CPU pod fits next to the two 3-CPU pods (6 of 8 CPUs used), but the 2 free CPUs are on
+    different NUMA nodes, so the kubelet rejects it there."""
+    kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="single-numa-node")
+    nodes = [Node(f"n{i}", upstream_8cpu(), kubelet) for i in range(2)]
+    jobs = []
+    for i, cpus in enumerate((3, 3, 2)):
+        pod = Pod("t", (Container.guaranteed("app", cpus * 1000, GiB),))
+        jobs.append(Job(f"j{i}", (Task("t", pod, 1, "single-numa-node"),), min_available=1, submitted=i))
+    return nodes, jobs
+
+
+def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not():
+    counts = {}
+    for profile in PROFILES:
+        nodes, jobs = fragmenting_workload()
+        result = run_session(Cluster(nodes), jobs, profile=profile)
+        counts[profile] = result.counts["topology_affinity_errors"]
+        if profile == "unaware":
+            rejected = result.pod("j2-t-0")
+            assert rejected.node == "n0" and rejected.status == "rejected"
+            assert rejected.kubelet_reason == "TopologyAffinityError"
+        else:
+            assert result.pod("j2-t-0").node == "n1"
+            assert result.counts["admitted"] == 3
+    assert counts == {"volcano": 0, "aligned": 0, "unaware": 1}
+
+
+def test_volcano_misses_device_alignment_that_aligned_sees():
+    """Volcano aligns CPUs only: a restricted node whose only free GPU sits on the other NUMA node
+    passes its predicate, and the kubelet then rejects the pod; `aligned` sends it elsewhere."""
+    kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="restricted")
+    topo = synthetic(1, 2, 4, 2, devices_per_numa={GPU: 1})
+    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.node import Allocation
+
+    busy_gpu0 = Allocation("default/other", "app", CPUSet(), devices={GPU: ("gpu0",)}, origin="imported")
+    busy_numa1 = Allocation("default/cpus", "app", CPUSet.parse("4-7,12-15"), origin="imported")
+    counts = {}
+    for profile in PROFILES:
+        nodes = [Node("a", topo, kubelet, [busy_gpu0, busy_numa1]), Node("b", topo, kubelet)]
+        pod = Pod("t", (Container.guaranteed("app", 2000, GiB, devices={GPU: 1}),))
+        job = Job("gpu", (Task("t", pod, 1, "restricted"),))
+        result = run_session(Cluster(nodes), [job], profile=profile)
+        counts[profile] = (result.pods[0].node, result.counts["topology_affinity_errors"])
+    assert counts["volcano"] == ("a", 1)
+    assert counts["aligned"] == ("b", 0)
+    assert counts["unaware"] == ("a", 1)
+
+
+POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+@st.composite
+def clusters_and_jobs(draw):
+    shapes = [(1, 2, 2, 2), (2, 1, 3, 2), (1, 2, 4, 1), (2, 2, 2, 2)]
+    nodes = []
+    for i in range(draw(st.integers(1, 3))):
+        shape = draw(st.sampled_from(shapes))
+        gpus = draw(st.integers(0, 1))
+        topo = synthetic(*shape, memory_per_numa=8 * GiB, devices_per_numa={GPU: gpus} if gpus else None)
+        kubelet = KubeletConfig(cpu_manager_policy="static",
+                                topology_manager_policy=draw(st.sampled_from(POLICIES)),
+                                topology_manager_scope=draw(st.sampled_from(("container", "pod"))))
+        nodes.append(Node(f"n{i}", topo, kubelet))
+    jobs = []
+    for j in range(draw(st.integers(1, 8))):
+        containers = []
+        for c in range(draw(st.integers(1, 2))):
+            cpus = draw(st.integers(1, 6))
+            gpu = draw(st.integers(0, 1))
+            guaranteed = draw(st.booleans())
+            if guaranteed:
+                containers.append(Container.guaranteed(f"c{c}", cpus * 1000, GiB, devices={GPU: gpu} if gpu else None))
+            else:
+                containers.append(Container(f"c{c}", {"cpu": cpus * 500}, {"cpu": cpus * 1000}))
+        init = ()
+        if draw(st.booleans()):
+            init = (Container.guaranteed("init", draw(st.integers(1, 4)) * 1000, GiB, kind="init"),)
+        pod = Pod("t", tuple(containers), init)
+        replicas = draw(st.integers(1, 3))
+        jobs.append(Job(f"j{j}", (Task("t", pod, replicas, draw(st.sampled_from((None, *POLICIES[1:])))),),
+                        min_available=draw(st.integers(0, replicas)), submitted=j))
+    return nodes, jobs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters_and_jobs())
+def test_aligned_profile_never_gets_a_topology_affinity_error(case):
+    nodes, jobs = case
+    cluster = Cluster(nodes)
+    result = run_session(cluster, jobs, profile="aligned")
+    assert result.counts["topology_affinity_errors"] == 0
+    assert result.counts["admission_errors"] == 0
+    for p in result.pods:
+        if p.status in ("admitted", "rejected"):
+            assert p.status == "admitted", p.message
+    # whatever stayed placed holds exactly the admitted allocations
+    placed = {p.uid for p in result.pods if p.status == "admitted"}
+    held = {a.pod for n in cluster for a in n.allocations}
+    assert held <= placed
