@@ -31,8 +31,9 @@ from scheduler_core.topology import Topology
 JSON_OBJECT = {"type": "object", "additionalProperties": True}
 
 
-class ClusterSerializer(serializers.HyperlinkedModelSerializer):
+class ClusterSerializer(serializers.ModelSerializer):
     node_count = serializers.IntegerField(read_only=True, required=False)
+    url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail")
 
     class Meta:
         model = Cluster
@@ -222,10 +223,10 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def validate_template(self, value: dict) -> dict:
         try:
-            pod = job_services.pod_from_template("template", value)
+            job_services.pod_from_template("template", value)
         except (EngineError, TypeError, AttributeError) as exc:
             raise serializers.ValidationError(_engine_error(exc)) from exc
-        return job_services.template_of(pod)
+        return value  # still in Kubernetes quantities: the job is built from it once, in validate()
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -254,6 +255,10 @@ class JobSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
             if len(jobs) != 1:
                 raise serializers.ValidationError({"manifest": [f"expected one job, found {len(jobs)}"]})
+            try:
+                job_services.check_policy_cpus(jobs[0])
+            except EngineError as exc:
+                raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
             attrs["_engine"], attrs["_format"] = jobs[0], "yaml"
         else:
             if not attrs.get("name"):
@@ -263,6 +268,7 @@ class JobSerializer(serializers.ModelSerializer):
             data = {**attrs, "tasks": [dict(t) for t in attrs["tasks"]]}
             try:
                 attrs["_engine"] = job_services.engine_job_from_data(data)
+                job_services.check_policy_cpus(attrs["_engine"])
             except EngineError as exc:
                 message = str(exc)
                 field = "min_available" if "minAvailable" in message else (

@@ -25,23 +25,23 @@ SHAPES = [
     ("node-1", (2, 1, 16, 1), 0, {"topology_manager_policy": "single-numa-node"}),
     ("node-2", (2, 1, 16, 1), 0, {"topology_manager_policy": "best-effort"}),
     ("node-3", (2, 1, 20, 1), 0, {"topology_manager_policy": "best-effort"}),
-    ("gpu-1", (2, 2, 8, 2), 1, {"topology_manager_policy": "restricted", "topology_manager_scope": "pod",
+    ("srv-gpu-1", (2, 2, 8, 2), 1, {"topology_manager_policy": "restricted", "topology_manager_scope": "pod",
                                 "reserved_cpus": "0,32"}),
-    ("gpu-2", (2, 2, 8, 2), 1, {"topology_manager_policy": "restricted", "topology_manager_scope": "pod",
+    ("srv-gpu-2", (2, 2, 8, 2), 1, {"topology_manager_policy": "restricted", "topology_manager_scope": "pod",
                                 "reserved_cpus": "0,32"}),
-    ("gpu-3", (2, 2, 8, 2), 2, {"topology_manager_policy": "single-numa-node",
+    ("srv-gpu-3", (2, 2, 8, 2), 2, {"topology_manager_policy": "single-numa-node",
                                 "cpu_manager_options": {"full-pcpus-only": "true"}}),
-    ("big-1", (2, 4, 12, 2), 0, {"topology_manager_policy": "best-effort",
+    ("srv-big-1", (2, 4, 12, 2), 0, {"topology_manager_policy": "best-effort",
                                  "topology_manager_options": {"prefer-closest-numa-nodes": "true"},
                                  "cpu_manager_options": {"distribute-cpus-across-numa": "true"}}),
-    ("plain-1", (1, 1, 8, 2), 0, {"topology_manager_policy": "none"}),
+    ("srv-plain-1", (1, 1, 8, 2), 0, {"topology_manager_policy": "none"}),
 ]
 REAL = [("xml-24em64t", "24em64t-2n6c2t-pci.xml", {"topology_manager_policy": "best-effort"}),
         ("xml-96em64t", "96em64t-4n4d3ca2co-pci.xml", {"topology_manager_policy": "restricted"})]
 
 # the seed's cpu_manager_state example: two containers on node-2's shape
-SEED_ALLOCATIONS = [("gpu-1", "default/fb15e10a-b6a5-4aaa-8fcd-76c1aa64e6fd", "container-1", "1-9"),
-                    ("gpu-1", "default/777870b5-c64f-42f5-9296-688b9dc212ba", "container-1", "16-24")]
+SEED_ALLOCATIONS = [("srv-gpu-1", "default/fb15e10a-b6a5-4aaa-8fcd-76c1aa64e6fd", "container-1", "1-9"),
+                    ("srv-gpu-1", "default/777870b5-c64f-42f5-9296-688b9dc212ba", "container-1", "16-24")]
 
 
 def _cpu(n: str, mem: str = "") -> dict:

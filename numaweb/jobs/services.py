@@ -103,6 +103,21 @@ def engine_job_from_data(data: Mapping) -> EngineJob:
                      str(data.get("queue") or "default"), namespace)
 
 
+def check_policy_cpus(job: EngineJob) -> None:
+    """Input rule from the Volcano guide (seed 001): a task with a NUMA topology policy asks for whole
+    CPUs (exclusive CPUs are whole). A fractional CPU there is refused at submission, naming the
+    container, rather than silently left unaligned."""
+    for task in job.tasks:
+        policy = task.policy
+        if not policy or policy == "none":
+            continue
+        for c in task.template.all_containers():
+            milli = c.requests.get("cpu", 0)
+            if milli % 1000:
+                raise RequestError(f"task {task.name}: container {c.name} asks for {milli}m CPU, but topology "
+                                   f"policy {policy} needs a whole number of CPUs")
+
+
 def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:
     """Volcano Job / Pod / Deployment YAML (or their JSON) → engine Jobs, through the engine's reader.
 
@@ -126,8 +141,7 @@ def to_engine(job: Job, submitted: int | None = None) -> EngineJob:
 def save_job(engine_job: EngineJob, manifest: str = "", source_format: str = "json",
              explicit_min: bool = True) -> Job:
     """Store a validated engine Job as rows."""
-    total = sum(t.replicas for t in engine_job.tasks)
-    min_available = engine_job.min_available if explicit_min and engine_job.min_available != total else None
+    min_available = engine_job.min_available if explicit_min else None
     job = Job.objects.create(name=engine_job.name, namespace=engine_job.namespace, queue=engine_job.queue,
                              priority=engine_job.priority, min_available=min_available,
                              source_format=source_format, manifest=manifest)

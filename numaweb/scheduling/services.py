@@ -67,41 +67,54 @@ def enqueue(session_id: int) -> None:
                                 "can be started again when the broker is back") from exc
 
 
+def _queue(session_id: int) -> None:
+    """Queue now when the row is committed; inside an outer transaction, queue after its commit (a
+    broker failure then marks the session failed instead of raising into someone else's commit)."""
+    if not transaction.get_connection().in_atomic_block:
+        try:
+            enqueue(session_id)
+        except BrokerUnavailable as exc:
+            exc.session_id = session_id
+            SchedulingSession.objects.filter(pk=session_id).update(
+                status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
+            raise
+        return
+
+    def later() -> None:
+        try:
+            enqueue(session_id)
+        except BrokerUnavailable as exc:
+            SchedulingSession.objects.filter(pk=session_id).update(
+                status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
+
+    transaction.on_commit(later)
+
+
 def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = False,
                   jobs: Iterable[Job] | None = None) -> SchedulingSession:
-    """Create a session (every pending job unless `jobs` is given) and queue it after commit.
+    """Create a session (every pending job unless `jobs` is given) and queue its id once committed.
 
-    Raises BrokerUnavailable (after marking the session failed, so it can be re-run) when the
-    broker is down."""
+    Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
+    lost) when the broker is down."""
     if profile not in SchedulingSession.PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of: {', '.join(SchedulingSession.PROFILES)}")
-    try:
-        with transaction.atomic():
-            session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
-            chosen = list(jobs) if jobs is not None else list(Job.objects.filter(status=Job.PENDING))
-            session.jobs.set(chosen)
-            transaction.on_commit(lambda: enqueue(session.pk))
-    except BrokerUnavailable as exc:
-        exc.session_id = session.pk
-        SchedulingSession.objects.filter(pk=session.pk).update(status=SchedulingSession.FAILED, error=str(exc),
-                                                               finished_at=timezone.now())
-        raise
+    with transaction.atomic():
+        session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
+        chosen = list(jobs) if jobs is not None else list(Job.objects.filter(status=Job.PENDING))
+        session.jobs.set(chosen)
+    _queue(session.pk)
     return session
 
 
 def rerun_session(session: SchedulingSession) -> SchedulingSession:
-    """Queue a failed (or never-started) session again."""
+    """Queue a failed (or never-started) session again; its earlier attempt wrote nothing."""
     updated = SchedulingSession.objects.filter(
         pk=session.pk, status__in=(SchedulingSession.FAILED, SchedulingSession.PENDING)
     ).update(status=SchedulingSession.PENDING, error="", progress_done=0, finished_at=None)
     if not updated:
         raise SessionNotRunnable(f"session {session.pk} is {session.status}; only failed or pending sessions "
                                  "can be run again")
-    try:
-        transaction.on_commit(lambda: enqueue(session.pk))
-    except BrokerUnavailable as exc:
-        SchedulingSession.objects.filter(pk=session.pk).update(status=SchedulingSession.FAILED, error=str(exc))
-        raise
+    _queue(session.pk)
     session.refresh_from_db()
     return session
 

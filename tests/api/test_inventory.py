@@ -1,0 +1,115 @@
+"""Clusters, nodes (JSON and file upload) and allocations through the API; the engine validates."""
+
+from pathlib import Path
+
+import pytest
+
+from numaweb.inventory.models import Allocation, Node
+from scheduler_core.topology import synthetic
+from tests.web.helpers import allocated_cpus, make_node
+
+FIXTURES = Path(__file__).resolve().parents[2] / "numaweb" / "inventory" / "fixtures"
+
+
+def node_body(cluster, name="n1", **extra):
+    return {"cluster": cluster.pk, "name": name, "topology": synthetic(2, 1, 4, 2).to_dict(),
+            "topology_manager_policy": "single-numa-node", **extra}
+
+
+def test_reads_are_open_writes_need_credentials(anon, cluster):
+    assert anon.get("/api/clusters/").status_code == 200
+    assert anon.post("/api/clusters/", {"name": "x"}, format="json").status_code == 401
+    anon.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert anon.get("/api/clusters/").status_code == 401
+    assert anon.post("/api/clusters/", {"name": "x"}, format="json").status_code == 401
+
+
+def test_cluster_crud(api):
+    r = api.post("/api/clusters/", {"name": "prod"}, format="json")
+    assert r.status_code == 201, r.content
+    pk = r.json()["id"]
+    assert api.get(f"/api/clusters/{pk}/").json()["name"] == "prod"
+    assert api.get("/api/clusters/999999/").status_code == 404
+    assert api.delete(f"/api/clusters/{pk}/").status_code == 204
+
+
+def test_node_from_engine_json(api, cluster):
+    r = api.post("/api/nodes/", node_body(cluster), format="json")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert (body["num_cpus"], body["num_numa_nodes"], body["num_sockets"]) == (16, 2, 2)
+    assert body["generation"] == 1 and body["source_format"] == "json"
+    r = api.patch(f"/api/nodes/{body['id']}/", {"topology_manager_scope": "pod"}, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["generation"] == 2
+    assert api.get("/api/nodes/424242/").status_code == 404
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"topology": {"cpus": "nope"}}, "topology", "'cpus' must be a list"),
+    ({"topology_manager_policy": "sometimes"}, "topology_manager_policy", "sometimes"),
+    ({"cpu_manager_options": {"fast-please": "true"}}, "cpu_manager_options", "unknown CPU Manager Policy option"),
+    ({"reserved_cpus": "0-"}, "reserved_cpus", "0-"),
+    ({"reserved_cpus": "64"}, "non_field_errors", "64"),
+    ({"topology_manager_options": {"max-allowable-numa-nodes": "3"}}, "topology_manager_options", "minimum"),
+])
+def test_node_errors_are_the_engines_per_field(api, cluster, change, field, words):
+    r = api.post("/api/nodes/", node_body(cluster, **change), format="json")
+    assert r.status_code == 400
+    assert words in " ".join(r.json()[field])
+    assert not Node.objects.exists()
+
+
+def test_duplicate_node_name(api, cluster):
+    assert api.post("/api/nodes/", node_body(cluster), format="json").status_code == 201
+    r = api.post("/api/nodes/", node_body(cluster), format="json")
+    assert r.status_code == 400 and "already has a node" in r.json()["name"][0]
+
+
+def test_upload_hwloc_xml(api, cluster):
+    with open(FIXTURES / "24em64t-2n6c2t-pci.xml", "rb") as fh:
+        r = api.post("/api/nodes/upload/", {"cluster": cluster.pk, "name": "xml", "file": fh,
+                                            "topology_manager_policy": "restricted"}, format="multipart")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert body["source_format"] == "hwloc-xml"
+    assert (body["num_cpus"], body["num_numa_nodes"]) == (24, 2)
+    assert body["topology_manager_policy"] == "restricted" and body["imported_at"]
+
+
+def test_upload_refuses_garbage_and_never_reads_server_paths(api, cluster, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("CPU(s): 4\n")
+    for content in (b"this is not a topology\x00\x01", str(secret).encode()):
+        upload = tmp_path / "up.txt"
+        upload.write_bytes(content)
+        with open(upload, "rb") as fh:
+            r = api.post("/api/nodes/upload/", {"cluster": cluster.pk, "name": "bad", "file": fh}, format="multipart")
+        assert r.status_code == 400, r.content
+        assert r.json()["file"]
+    assert not Node.objects.exists()
+
+
+def test_allocations_checked_by_engine(api, cluster):
+    node = make_node(cluster, "n1", shape=(1, 2, 4, 1))
+    r = api.post("/api/allocations/", {"node": node.pk, "pod": "default/a", "cpus": "0-2"}, format="json")
+    assert r.status_code == 201, r.content
+    node.refresh_from_db()
+    assert node.generation == 2
+    r = api.post("/api/allocations/", {"node": node.pk, "pod": "default/b", "cpus": "2-3"}, format="json")
+    assert r.status_code == 400
+    assert "already allocated" in r.json()["non_field_errors"][0]
+    r = api.post("/api/allocations/", {"node": node.pk, "pod": "default/c", "cpus": "99"}, format="json")
+    assert r.status_code == 400 and "not on the machine" in r.json()["non_field_errors"][0]
+    assert allocated_cpus(node) == [0, 1, 2]
+    pk = Allocation.objects.get().pk
+    assert api.delete(f"/api/allocations/{pk}/").status_code == 204
+    node.refresh_from_db()
+    assert node.generation == 3
+
+
+def test_list_filter_params_are_validated(api, cluster):
+    make_node(cluster, "n1")
+    assert api.get(f"/api/nodes/?cluster={cluster.pk}").json()["count"] == 1
+    assert api.get("/api/nodes/?cluster=abc").status_code == 400
+    assert api.get("/api/allocations/?node=-1").status_code == 400

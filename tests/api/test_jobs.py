@@ -1,0 +1,93 @@
+"""Job submission: the API's JSON form and Volcano Job YAML; bad input → 400 naming the field."""
+
+import pytest
+
+from numaweb.jobs.models import Job
+
+VOLCANO_JOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: vj-test
+spec:
+  schedulerName: volcano
+  minAvailable: 1
+  tasks:
+    - replicas: 1
+      name: "test"
+      topologyPolicy: best-effort
+      template:
+        spec:
+          containers:
+            - image: alpine
+              name: running
+              resources:
+                limits:
+                  cpu: 20
+                  memory: "100Mi"
+"""
+
+
+def job_body(**extra):
+    res = {"cpu": "2", "memory": "1Gi"}
+    body = {"name": "j1", "tasks": [{"name": "t", "replicas": 2, "topology_policy": "single-numa-node",
+                                     "template": {"containers": [{"name": "c", "requests": res, "limits": res}]}}]}
+    body.update(extra)
+    return body
+
+
+def test_submit_json_job(api):
+    r = api.post("/api/jobs/", job_body(), format="json")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert body["status"] == "pending" and body["source_format"] == "json"
+    task = body["tasks"][0]
+    assert task["replicas"] == 2
+    assert task["template"]["containers"][0]["requests"] == {"cpu": 2000, "memory": 2**30}
+    assert api.get(f"/api/jobs/{body['id']}/").status_code == 200
+    assert api.get("/api/jobs/999/").status_code == 404
+
+
+def test_submit_volcano_yaml(api):
+    r = api.post("/api/jobs/", {"manifest": VOLCANO_JOB}, format="json")
+    assert r.status_code == 201, r.content
+    body = r.json()
+    assert body["name"] == "vj-test" and body["min_available"] == 1 and body["source_format"] == "yaml"
+    assert body["tasks"][0]["topology_policy"] == "best-effort"
+    assert body["tasks"][0]["template"]["containers"][0]["requests"]["cpu"] == 20000
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ({"manifest": "kind: Job\nspec: [unclosed"}, "manifest", ""),
+    (job_body(tasks=[{"name": "t", "topology_policy": "sometimes",
+                      "template": {"containers": [{"name": "c"}]}}]), "tasks", "sometimes"),
+    (job_body(min_available=5), "min_available", "minAvailable"),
+    (job_body(tasks=[{"name": "t", "topology_policy": "single-numa-node",
+                      "template": {"containers": [{"name": "c", "requests": {"cpu": "1500m"},
+                                                   "limits": {"cpu": "1500m"}}]}}]), "tasks", "whole number"),
+    (job_body(tasks=[{"name": "t", "template": {"containers": [{"name": "c", "requests": {"cpu": "lots"}}]}}]),
+     "tasks", "lots"),
+    (job_body(tasks=[]), "tasks", "at least one task"),
+])
+def test_malformed_jobs_are_400_with_field(api, body, field, words):
+    r = api.post("/api/jobs/", body, format="json")
+    assert r.status_code == 400, r.content
+    errors = r.json()
+    assert field in errors, errors
+    assert words in str(errors[field])
+    assert not Job.objects.exists()
+
+
+def test_yaml_fractional_cpu_under_policy(api):
+    r = api.post("/api/jobs/", {"manifest": VOLCANO_JOB.replace("cpu: 20", "cpu: 1.5")}, format="json")
+    assert r.status_code == 400 and "whole number" in r.json()["manifest"][0]
+
+
+def test_duplicate_job_name(api):
+    assert api.post("/api/jobs/", job_body(), format="json").status_code == 201
+    r = api.post("/api/jobs/", job_body(), format="json")
+    assert r.status_code == 400 and "already exists" in r.json()["name"][0]
+
+
+def test_anonymous_cannot_submit(anon):
+    assert anon.post("/api/jobs/", job_body(), format="json").status_code == 401

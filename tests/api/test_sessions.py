@@ -1,0 +1,116 @@
+"""Sessions through the API: 202 + URL, progress/status, paginated results, dry run, broker down."""
+
+import socket
+
+import pytest
+
+from numaweb.inventory.models import Allocation
+from numaweb.jobs.models import Job
+from numaweb.scheduling.models import SchedulingSession
+from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker
+
+
+@pytest.fixture
+def eager(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from numaweb.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def seed_cluster(cluster):
+    """Seed 001: node-1 single-numa-node 16+16, node-2 best-effort 16+16, node-3 best-effort 20+20."""
+    make_node(cluster, "node-1", (2, 1, 16, 1), "single-numa-node")
+    make_node(cluster, "node-2", (2, 1, 16, 1), "best-effort")
+    make_node(cluster, "node-3", (2, 1, 20, 1), "best-effort")
+    make_job("numa-test", cpus="2", policy="single-numa-node", memory="2048Mi")
+    make_job("vj-test", cpus="20", policy="best-effort", memory="100Mi")
+    return cluster
+
+
+def start(api, cluster, django_capture_on_commit_callbacks, **extra):
+    with django_capture_on_commit_callbacks(execute=True):
+        return api.post("/api/sessions/", {"cluster": cluster.pk, **extra}, format="json")
+
+
+def test_session_places_seed_pods(api, seed_cluster, eager, django_capture_on_commit_callbacks):
+    r = start(api, seed_cluster, django_capture_on_commit_callbacks, profile="volcano")
+    assert r.status_code == 202, r.content
+    url = r.headers["Location"]
+    assert url.endswith(f"/api/sessions/{r.json()['id']}/")
+    session = api.get(url).json()
+    assert session["status"] == "done", session["error"]
+    assert (session["pods_placed"], session["pods_total"], session["jobs_placed"]) == (2, 2, 2)
+    assert session["progress_done"] == session["progress_total"] == 2
+    results = api.get(session["results_url"]).json()
+    assert results["count"] == 2
+    where = {p["job"]: p for p in results["results"]}
+    assert where["numa-test"]["node_name"] == "node-1"
+    assert where["vj-test"]["node_name"] == "node-3"
+    assert where["vj-test"]["admitted"] is True and where["vj-test"]["detail"]["groups"]
+    # the 20 CPUs sit on one NUMA node of node-3 and are now allocated there
+    node3 = seed_cluster.nodes.get(name="node-3")
+    cpus = allocated_cpus(node3)
+    assert len(cpus) == len(set(cpus)) == 20
+    assert {c < 20 for c in cpus} in ({True}, {False})
+    assert set(Job.objects.values_list("status", flat=True)) == {"scheduled"}
+    # a finished session is not run twice
+    assert api.post(f"{url}rerun/").status_code == 409
+
+
+def test_dry_run_allocates_nothing(api, seed_cluster, eager, django_capture_on_commit_callbacks):
+    r = start(api, seed_cluster, django_capture_on_commit_callbacks, profile="aligned", dry_run=True)
+    session = api.get(r.headers["Location"]).json()
+    assert session["status"] == "done" and session["pods_placed"] == 2
+    assert not Allocation.objects.exists()
+    assert set(Job.objects.values_list("status", flat=True)) == {"pending"}
+
+
+def test_results_pagination_and_filters(api, seed_cluster, eager, django_capture_on_commit_callbacks):
+    make_job("too-big", cpus="64", policy="best-effort")
+    r = start(api, seed_cluster, django_capture_on_commit_callbacks)
+    results_url = r.json()["results_url"]
+    page = api.get(results_url + "?page_size=1").json()
+    assert page["count"] == 3 and len(page["results"]) == 1 and page["next"]
+    unplaced = api.get(results_url + "?placed=false").json()["results"]
+    assert [p["job"] for p in unplaced] == ["too-big"]
+    assert "Insufficient cpu" in unplaced[0]["reason"]
+    assert api.get(results_url + "?placed=maybe").status_code == 400
+    assert api.get("/api/sessions/9999/results/").status_code == 404
+
+
+def test_start_validation(api, seed_cluster):
+    assert api.post("/api/sessions/", {"cluster": seed_cluster.pk, "profile": "greedy"}, format="json"
+                    ).status_code == 400
+    assert api.post("/api/sessions/", {"cluster": 12345}, format="json").status_code == 400
+    assert api.get("/api/sessions/777/").status_code == 404
+
+
+def test_anonymous_cannot_start(anon, seed_cluster):
+    assert anon.post("/api/sessions/", {"cluster": seed_cluster.pk}, format="json").status_code == 401
+    assert not SchedulingSession.objects.exists()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_broker_down_is_503_and_nothing_lost(transactional_db, api, seed_cluster):
+    with use_broker(f"redis://127.0.0.1:{_closed_port()}/0"):
+        r = api.post("/api/sessions/", {"cluster": seed_cluster.pk}, format="json")
+    assert r.status_code == 503
+    body = r.json()
+    assert "unavailable" in body["detail"]
+    session = SchedulingSession.objects.get()
+    assert body["session"].endswith(f"/api/sessions/{session.pk}/")
+    assert session.status == "failed" and "can be started again" in session.error
+    assert session.jobs.count() == 2 and Job.objects.filter(status="pending").count() == 2
+    # the broker is back (the embedded queue): the same session can be queued again
+    again = api.post(f"/api/sessions/{session.pk}/rerun/")
+    assert again.status_code == 202 and again.json()["status"] == "pending"
+    assert again.json()["error"] == ""

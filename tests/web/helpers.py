@@ -1,0 +1,73 @@
+"""Builders shared by the web, API and worker tests (real engine objects, real rows)."""
+
+from __future__ import annotations
+
+from numaweb.inventory import services
+from numaweb.inventory.models import Cluster, Node
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from scheduler_core.kubelet import KubeletConfig
+from scheduler_core.topology import synthetic
+
+GiB = 2**30
+
+
+def make_node(cluster: Cluster, name: str, shape=(2, 1, 4, 1), policy: str = "best-effort", **kubelet) -> Node:
+    """A node of synthetic shape (sockets, numa per socket, cores per numa, threads), CPU Manager static."""
+    node = Node(cluster=cluster, name=name)
+    services.set_topology(node, synthetic(*shape, memory_per_numa=16 * GiB), "synthetic")
+    services.set_kubelet(node, KubeletConfig.from_dict(
+        {"cpu_manager_policy": "static", "topology_manager_policy": policy, **kubelet}))
+    node.save()
+    return node
+
+
+def make_job(name: str, cpus: str = "2", replicas: int = 1, policy: str = "best-effort", memory: str = "1Gi",
+             min_available: int | None = None) -> Job:
+    res = {"cpu": cpus, "memory": memory}
+    data = {"name": name, "tasks": [{"name": "t", "replicas": replicas, "topology_policy": policy,
+                                     "template": {"containers": [{"name": "c", "requests": res,
+                                                                  "limits": dict(res)}]}}]}
+    if min_available is not None:
+        data["min_available"] = min_available
+    return job_services.save_job(job_services.engine_job_from_data(data), explicit_min=min_available is not None)
+
+
+def allocated_cpus(node: Node) -> list[int]:
+    """Every CPU id held on the node, one entry per holder (duplicates mean double booking)."""
+    from scheduler_core.cpuset import CPUSet
+
+    out: list[int] = []
+    for a in node.allocations.all():
+        out.extend(CPUSet.parse(a.cpus))
+    return out
+
+
+class use_broker:
+    """Point the Celery app at another broker for a block (the app reads settings once, so the
+    connection pool is reset on the way in and out)."""
+
+    def __init__(self, url: str, transport_options: dict | None = None) -> None:
+        self.url, self.options = url, transport_options or {}
+
+    def _switch(self, url: str, options: dict) -> None:
+        from numaweb.celery import app
+
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+        app.conf.broker_url = url
+        app.conf.broker_transport_options = options
+        app.conf.broker_write_url = None
+        app.conf.broker_read_url = None
+
+    def __enter__(self):
+        from numaweb.celery import app
+
+        self.saved = (app.conf.broker_url, dict(app.conf.broker_transport_options))
+        self._switch(self.url, self.options)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._switch(*self.saved)
