@@ -72,18 +72,14 @@ class Node:
             self.allocate(alloc)
 
     def _reserved(self) -> CPUSet:
+        """The CPU Manager's reserved CPUs: `reservedSystemCPUs`, else ceil(reserved milli / 1000)
+        CPUs picked the kubelet's way; none when neither is set."""
         k = self.kubelet
-        if k.reserved_cpus is not None:
-            extra = k.reserved_cpus - self.topology.cpuset()
-            if extra:
-                raise TopologyError(f"node {self.name}: reserved CPUs {extra} are not on the machine")
-            return k.reserved_cpus
-        count = -(-k.reserved_cpu_milli // 1000)
-        if not count:
+        if k.reserved_cpus is None and not k.reserved_cpu_milli:
             return CPUSet()
-        from .cpu import take_by_topology
+        from .cpu import reserved_cpu_set
 
-        return take_by_topology(self.topology, self.topology.cpuset(), count, k.cpu_manager_options)
+        return reserved_cpu_set(self.topology, k.reserved_cpus, k.reserved_cpu_milli, k.cpu_manager_options)
 
     # -- state changes ---------------------------------------------------------------------------
     def allocate(self, alloc: Allocation) -> None:
