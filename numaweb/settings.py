@@ -126,6 +126,9 @@ else:
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=10000; PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
             },
+            # tests use a file too (not shared-cache memory, whose table locks ignore the busy timeout),
+            # so a worker thread or process and the test see one database the way the product does
+            "TEST": {"NAME": os.environ.get("DATABASE_TEST_PATH", str(DATA_DIR / f"test-{os.getpid()}.sqlite3"))},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

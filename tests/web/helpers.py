@@ -51,12 +51,15 @@ class use_broker:
         self.url, self.options = url, transport_options or {}
 
     def _switch(self, url: str, options: dict) -> None:
+        import kombu.pools
+
         from numaweb.celery import app
 
         if app._pool is not None:
             app._pool.force_close_all()
         app._pool = None
         app.amqp._producer_pool = None
+        kombu.pools.reset()
         app.conf.broker_url = url
         app.conf.broker_transport_options = options
         app.conf.broker_write_url = None
@@ -71,3 +74,10 @@ class use_broker:
 
     def __exit__(self, *exc) -> None:
         self._switch(*self.saved)
+
+
+def filesystem_broker(folder) -> use_broker:
+    """The embedded file-system queue in `folder` (tests never write into the product's var/broker)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return use_broker("filesystem://", {"data_folder_in": str(folder), "data_folder_out": str(folder),
+                                        "store_processed": False, "polling_interval": 0.05})

@@ -1,0 +1,94 @@
+"""A real Redis server (started here on a free port) and a real Celery worker consuming it (not
+eager mode): sessions submitted through the API are run by the worker and finish with placements."""
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+from celery.contrib.testing.worker import start_worker
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from numaweb.celery import app
+from numaweb.inventory.models import Cluster
+from numaweb.scheduling.models import SchedulingSession
+from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker
+
+pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server is required (apt-get install -y redis-server)"
+    port = _free_port()
+    log = tmp_path_factory.mktemp("redis") / "redis.log"
+    proc = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+                             "--daemonize", "no", "--logfile", str(log)])
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        for _ in range(100):
+            try:
+                if client.ping():
+                    break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError(f"redis-server did not start: {log.read_text()}")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def worker(redis_url, transactional_db):
+    with use_broker(redis_url), start_worker(app, pool="solo", concurrency=1, perform_ping_check=False,
+                                             shutdown_timeout=20):
+        yield redis_url
+
+
+def wait_done(client, url, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(url).json()
+        if body["status"] in ("done", "failed"):
+            return body
+        time.sleep(0.05)
+    raise AssertionError(f"session not finished after {timeout}s: {body}")
+
+
+def test_sessions_run_on_a_real_worker_over_redis(worker):
+    user = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    cluster = Cluster.objects.create(name="redis")
+    node1 = make_node(cluster, "node-1", (2, 1, 16, 1), "single-numa-node")
+    make_node(cluster, "node-3", (2, 1, 20, 1), "best-effort")
+    make_job("numa-test", cpus="2", policy="single-numa-node")
+    r = client.post("/api/sessions/", {"cluster": cluster.pk, "profile": "volcano"}, format="json")
+    assert r.status_code == 202, r.content
+    assert SchedulingSession.objects.get().status in ("pending", "running", "done")
+    body = wait_done(client, r.headers["Location"])
+    assert body["status"] == "done", body["error"]
+    assert body["pods_placed"] == 1 and body["runs"] == 1
+    placement = client.get(body["results_url"]).json()["results"][0]
+    assert placement["node_name"] == "node-1" and placement["admitted"] is True
+    assert len(allocated_cpus(node1)) == 2
+
+    # a second session on the same worker sees the first one's allocations
+    make_job("vj-test", cpus="20", policy="best-effort")
+    second = client.post("/api/sessions/", {"cluster": cluster.pk, "profile": "aligned"}, format="json")
+    body = wait_done(client, second.headers["Location"])
+    assert body["status"] == "done" and body["pods_placed"] == 1
+    assert client.get(body["results_url"]).json()["results"][0]["node_name"] == "node-3"
