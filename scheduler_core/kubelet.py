@@ -157,6 +157,12 @@ class KubeletConfig:
                 if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
                     raise PolicyError(f"reserved {res} on NUMA node {nid} must be a non-negative byte count")
 
+    def __hash__(self) -> int:
+        # reserved_memory is a mapping; hash the canonical JSON so node classes can key on settings
+        import json
+
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
     @property
     def static_cpus(self) -> bool:
         return self.cpu_manager_policy == "static"

@@ -55,3 +55,10 @@ def test_json_round_trip():
     again = Node.from_dict(node.to_dict())
     assert again.to_dict() == node.to_dict()
     assert again.state_key() == node.state_key()
+
+
+def test_state_key_is_hashable_with_reserved_memory():
+    t = synthetic(1, 2, 2, 2, memory_per_numa=8 * GiB)
+    a = Node("a", t, KubeletConfig(reserved_memory={0: {"memory": GiB}}))
+    b = Node("b", synthetic(1, 2, 2, 2, memory_per_numa=8 * GiB), KubeletConfig(reserved_memory={0: {"memory": GiB}}))
+    assert {a.state_key(): "class"}[b.state_key()] == "class"
