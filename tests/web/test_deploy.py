@@ -1,0 +1,41 @@
+"""docker-compose.yml, the Dockerfile and .env.example agree with the settings (Docker cannot run
+here, so the compose file is checked as data, the way `docker-compose config -q` would)."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_compose_services_and_health_checks():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"web", "worker", "redis", "postgres"}
+    for name, service in services.items():
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no health check"
+    for name in ("web", "worker"):
+        env = services[name]["environment"]
+        assert env["REDIS_URL"].startswith("redis://redis:")
+        assert env["DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert "gunicorn numaweb.wsgi" in services["web"]["command"]
+    assert "migrate" in services["web"]["command"]
+    assert services["worker"]["command"].startswith("celery -A numaweb worker")
+    assert "pgdata" in compose["volumes"]
+
+
+def test_env_example_lists_every_variable_the_settings_read():
+    settings_text = (ROOT / "numaweb" / "settings.py").read_text()
+    read = set(re.findall(r'(?:environ\.get|envbool|envint|envlist)\(\s*"([A-Z_]+)"', settings_text))
+    example = (ROOT / ".env.example").read_text()
+    missing = sorted(v for v in read if v not in example)
+    assert read and not missing, missing
+
+
+def test_dockerfile_copies_what_the_product_needs():
+    text = (ROOT / "Dockerfile").read_text()
+    for part in ("scheduler_core", "numaweb", "manage.py", "templates", "static", "collectstatic", "gunicorn"):
+        assert part in text
