@@ -1,0 +1,39 @@
+"""Schemathesis against the OpenAPI schema, in process (WSGI), with a token: no request makes a 500,
+and responses match the schema's status codes. Examples are bounded to keep the suite fast."""
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+
+from numaweb.wsgi import application
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+
+
+@pytest.fixture
+def seeded(db, token):
+    """A cluster with a node, an allocation and a job, so ids 1 exist and reads return data. Requests
+    go through the real WSGI handler, so (as Django's test client does) keep it from closing the
+    test's database connection at the end of each request."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    from numaweb.inventory.models import Allocation, Cluster
+    from tests.web.helpers import make_job, make_node
+
+    node = make_node(Cluster.objects.create(name="fuzz"), "n1")
+    Allocation.objects.create(node=node, pod="default/a", cpus="0")
+    make_job("j1")
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield token
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@schema.parametrize()
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+def test_api_never_errors(case, seeded):
+    response = case.call(headers={"Authorization": f"Token {seeded.key}"})
+    case.validate_response(response, checks=[not_a_server_error])
