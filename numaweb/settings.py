@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "numaweb.jobs",
     "numaweb.scheduling",
     "numaweb.api",
+    "numaweb.pages",
 ]
 
 MIDDLEWARE = [

@@ -1,17 +1,20 @@
-"""URL map: the pages (home for now), the admin, the REST API and its offline docs."""
+"""URL map: the pages (numaweb.pages; the dashboard is home), the admin, the REST API and its offline docs."""
 
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from numaweb.pages import views as pages
+
 from . import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", pages.dashboard, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("api/", include("numaweb.api.urls")),
+    path("", include("numaweb.pages.urls")),
 ]

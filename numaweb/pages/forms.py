@@ -1,0 +1,187 @@
+"""Forms of the pages. Validation is the engine's (through the jobs services): its messages are
+placed next to the field they name."""
+
+from __future__ import annotations
+
+from django import forms
+
+from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, Cluster
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from numaweb.scheduling.models import SchedulingSession
+from scheduler_core.errors import EngineError
+
+POLICY_CHOICES = [("", "(none / from the template)"), *TOPOLOGY_POLICY_CHOICES]
+
+
+def parse_devices(text: str) -> dict[str, str]:
+    """`nvidia.com/gpu=1, example.com/fpga=2` → {resource: count text} (the engine checks counts)."""
+    out: dict[str, str] = {}
+    for part in (text or "").replace("\n", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        resource, sep, amount = part.partition("=")
+        if not sep or not resource.strip() or not amount.strip():
+            raise forms.ValidationError(f"{part!r}: write devices as resource=count, e.g. nvidia.com/gpu=1")
+        out[resource.strip()] = amount.strip()
+    return out
+
+
+def _field_for(message: str) -> str | None:
+    """Which form field an engine message is about (None: the whole form)."""
+    text = message.lower()
+    for needle, name in ((".cpu", "cpu"), ("cpu", "cpu"), (".memory", "memory"), ("minavailable", "min_available"),
+                         ("replicas", "replicas"), ("topology policy", "topology_policy"),
+                         ("requests.", "devices"), ("limits.", "devices"), ("name", "name")):
+        if needle in text:
+            return name
+    return None
+
+
+class ResourcesMixin(forms.Form):
+    cpu = forms.CharField(required=False, max_length=32, help_text='CPUs, e.g. "4" or "500m"',
+                          widget=forms.TextInput(attrs={"placeholder": "4", "inputmode": "decimal"}))
+    memory = forms.CharField(required=False, max_length=32, help_text='e.g. "8Gi"',
+                             widget=forms.TextInput(attrs={"placeholder": "8Gi"}))
+    devices = forms.CharField(required=False, max_length=1000, help_text="resource=count, comma separated",
+                              widget=forms.TextInput(attrs={"placeholder": "nvidia.com/gpu=1"}))
+
+    def clean_devices(self) -> dict[str, str]:
+        return parse_devices(self.cleaned_data.get("devices") or "")
+
+    def resources(self) -> dict[str, str]:
+        res = {}
+        if self.cleaned_data.get("cpu"):
+            res["cpu"] = self.cleaned_data["cpu"]
+        if self.cleaned_data.get("memory"):
+            res["memory"] = self.cleaned_data["memory"]
+        res.update(self.cleaned_data.get("devices") or {})
+        return res
+
+
+class JobForm(ResourcesMixin):
+    """A job from a pasted manifest (Volcano Job / Pod YAML or JSON) or from the fields."""
+
+    manifest = forms.CharField(required=False, max_length=1_000_000, widget=forms.Textarea(attrs={"rows": 10}),
+                               help_text="Volcano Job or Pod YAML; leave empty to use the fields")
+    name = forms.CharField(required=False, max_length=253)
+    namespace = forms.CharField(required=False, max_length=253, initial="default")
+    task = forms.CharField(required=False, max_length=253, initial="main", label="task name")
+    replicas = forms.IntegerField(required=False, min_value=0, max_value=100_000, initial=1)
+    topology_policy = forms.ChoiceField(required=False, choices=POLICY_CHOICES)
+    min_available = forms.IntegerField(required=False, min_value=0, max_value=10_000_000)
+    guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
+
+    def _engine_error(self, exc: EngineError, field: str | None) -> None:
+        message = str(exc)
+        target = field if field is not None else _field_for(message)
+        self.add_error(target if target in self.fields else None, message)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        manifest = (data.get("manifest") or "").strip()
+        if manifest:
+            try:
+                jobs = job_services.engine_jobs_from_manifest(manifest)
+            except EngineError as exc:
+                self._engine_error(exc, "manifest")
+                return data
+            if len(jobs) != 1:
+                self.add_error("manifest", f"expected one job, found {len(jobs)}")
+                return data
+            engine, fmt = jobs[0], "yaml"
+            check_field = "manifest"
+        else:
+            if not data.get("name"):
+                self.add_error("name", "a job needs a name (or paste a manifest)")
+                return data
+            resources = self.resources()
+            if not resources:
+                self.add_error("cpu", "ask for at least one resource (cpu, memory or a device)")
+                return data
+            container = {"name": data.get("task") or "main", "requests": resources}
+            if data.get("guaranteed"):
+                container["limits"] = dict(resources)
+            job_data = {"name": data["name"], "namespace": data.get("namespace") or "default",
+                        "tasks": [{"name": data.get("task") or "main",
+                                   "replicas": 1 if data.get("replicas") is None else data["replicas"],
+                                   "topology_policy": data.get("topology_policy") or None,
+                                   "template": {"containers": [container]}}]}
+            if data.get("min_available") is not None:
+                job_data["min_available"] = data["min_available"]
+            try:
+                engine = job_services.engine_job_from_data(job_data)
+            except EngineError as exc:
+                self._engine_error(exc, None)
+                return data
+            fmt, check_field = "json", "cpu"
+        try:
+            job_services.check_policy_cpus(engine)
+        except EngineError as exc:
+            self._engine_error(exc, check_field)
+            return data
+        if Job.objects.filter(namespace=engine.namespace, name=engine.name).exists():
+            self.add_error("manifest" if manifest else "name", f"job {engine.namespace}/{engine.name} already exists")
+            return data
+        data["engine"], data["format"] = engine, fmt
+        return data
+
+    def save(self) -> Job:
+        data = self.cleaned_data
+        explicit = data["format"] == "yaml" or data.get("min_available") is not None
+        return job_services.save_job(data["engine"], data.get("manifest") or "", data["format"], explicit_min=explicit)
+
+
+class WhatIfForm(ResourcesMixin):
+    """A pod to try on one node: pasted YAML (Pod or Job: its first pod) or CPU/memory/device fields."""
+
+    manifest = forms.CharField(required=False, max_length=200_000, widget=forms.Textarea(attrs={"rows": 6}),
+                               help_text="Pod YAML (or a Volcano Job: its first pod); or use the fields")
+    guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        manifest = (data.get("manifest") or "").strip()
+        try:
+            if manifest:
+                jobs = job_services.engine_jobs_from_manifest(manifest)
+                data["pod"] = jobs[0].pods()[0][1]
+            else:
+                resources = self.resources()
+                if not resources:
+                    self.add_error("cpu", "ask for at least one resource (cpu, memory or a device)")
+                    return data
+                container = {"name": "what-if", "requests": resources}
+                if data.get("guaranteed"):
+                    container["limits"] = dict(resources)
+                data["pod"] = job_services.pod_from_template("what-if", {"containers": [container]})
+        except EngineError as exc:
+            message = str(exc)
+            target = "manifest" if manifest else _field_for(message)
+            self.add_error(target if target in self.fields else None, message)
+        except IndexError:
+            self.add_error("manifest", "the manifest has no pod (zero replicas?)")
+        return data
+
+
+class SessionForm(forms.Form):
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), empty_label=None)
+    profile = forms.ChoiceField(choices=SchedulingSession.PROFILE_CHOICES, initial="volcano")
+    dry_run = forms.BooleanField(required=False, initial=True, label="dry run (place without allocating)")
+    jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
+                                          widget=forms.CheckboxSelectMultiple,
+                                          help_text="none ticked: every pending job")
+
+
+class NodeFilterForm(forms.Form):
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), required=False, empty_label="all clusters")
+    policy = forms.ChoiceField(required=False, choices=[("", "any policy"), *TOPOLOGY_POLICY_CHOICES],
+                               label="topology policy")
+    min_free = forms.IntegerField(required=False, min_value=0, max_value=1_000_000, label="free CPUs ≥")
+    min_numa_free = forms.IntegerField(required=False, min_value=0, max_value=1_000_000,
+                                       label="free CPUs on one NUMA node ≥")

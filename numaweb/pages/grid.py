@@ -1,0 +1,266 @@
+"""What the pages draw for a node: its engine state (built by the inventory services, never by a
+rule of our own) and the socket → NUMA node → core → thread grid as HTML.
+
+The grid is built here in Python rather than in a template loop: a 512-thread machine is 512 cells,
+and a template loop with per-cell tags costs several times more. Every dynamic value goes through
+`escape`; the result is marked safe only after that."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from numaweb.inventory import services as inventory
+from numaweb.inventory.models import Allocation, Node
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.errors import EngineError
+from scheduler_core.quantity import format_bytes
+
+PALETTE = 12  # owner colours o0..o11 in numaweb.css; the number in the cell tells owners apart too
+
+
+@dataclass
+class Owner:
+    """A pod holding CPUs (or memory/devices) on the node; `number` is its legend number."""
+
+    number: int
+    pod: str
+    containers: list[str] = field(default_factory=list)
+    cpus: int = 0
+    origin: str = ""
+    session_id: int | None = None
+
+    @property
+    def colour(self) -> int:
+        return zlib.crc32(self.pod.encode()) % PALETTE
+
+    @property
+    def cpu_text(self) -> str:
+        return str(CPUSet(self.cpus)) if self.cpus else "-"
+
+    @property
+    def cpu_count(self) -> int:
+        return self.cpus.bit_count()
+
+
+@dataclass
+class NodeState:
+    """A node row with its engine view: free/reserved CPUs, owners, memory and device use."""
+
+    row: Node
+    engine: object | None  # scheduler_core.node.Node
+    error: str = ""
+    owners: list[Owner] = field(default_factory=list)
+    owner_of: dict[int, Owner] = field(default_factory=dict)
+
+    @property
+    def topology(self):
+        return self.engine.topology if self.engine is not None else None
+
+    @property
+    def reserved(self) -> int:
+        return self.engine.reserved_cpus.mask if self.engine is not None else 0
+
+    @property
+    def free(self) -> int:
+        return self.engine.free_cpus if self.engine is not None else 0
+
+    @property
+    def free_count(self) -> int:
+        return self.free.bit_count()
+
+    def free_per_numa(self) -> list[tuple[int, int, int]]:
+        """(NUMA id, free CPUs, CPUs) for each NUMA node."""
+        if self.engine is None:
+            return []
+        topo = self.topology
+        return [(n, (m & self.free).bit_count(), m.bit_count()) for n, m in topo.numa_cpus.items()]
+
+
+def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> NodeState:
+    """Build the engine node from the row and its allocations (the inventory service does it)."""
+    allocs = list(row.allocations.all() if allocations is None else allocations)
+    try:
+        engine = inventory.to_engine(row, allocs)
+    except (EngineError, KeyError, TypeError, ValueError) as exc:
+        return NodeState(row, None, inventory.topology_error(exc))
+    state = NodeState(row, engine)
+    by_pod: dict[str, Owner] = {}
+    for a in allocs:
+        owner = by_pod.get(a.pod)
+        if owner is None:
+            owner = by_pod[a.pod] = Owner(0, a.pod, origin=a.origin, session_id=a.session_id)
+        if a.container:
+            owner.containers.append(a.container)
+        owner.cpus |= CPUSet.parse(a.cpus or "").mask
+    # legend order: by first CPU held, then by name (pods holding only memory/devices last)
+    owners = sorted(by_pod.values(), key=lambda o: ((o.cpus & -o.cpus).bit_length() if o.cpus else 1 << 20, o.pod))
+    for i, owner in enumerate(owners, 1):
+        owner.number = i
+        mask = owner.cpus
+        while mask:
+            low = mask & -mask
+            state.owner_of[low.bit_length() - 1] = owner
+            mask ^= low
+    state.owners = owners
+    return state
+
+
+def states_for(rows: Iterable[Node]) -> list[NodeState]:
+    """Node states for many rows with one allocation query."""
+    rows = list(rows)
+    by_node: dict[int, list[Allocation]] = {r.pk: [] for r in rows}
+    for a in Allocation.objects.filter(node_id__in=list(by_node)).order_by("id"):
+        by_node[a.node_id].append(a)
+    return [node_state(r, by_node[r.pk]) for r in rows]
+
+
+def layout(topology) -> list[tuple[int, list[tuple[int, list[tuple[int, list]]]]]]:
+    """[(socket, [(numa, [(core, [CPU, ...]), ...]), ...]), ...] in id order (hwloc's nesting).
+    A NUMA node spanning sockets appears inside each socket it has CPUs in."""
+    tree: dict[int, dict[int, dict[int, list]]] = {}
+    for cpu in topology.cpus:  # sorted by id
+        tree.setdefault(cpu.socket, {}).setdefault(cpu.numa, {}).setdefault(cpu.core, []).append(cpu)
+    return [(s, [(n, sorted(cores.items())) for n, cores in sorted(numas.items())])
+            for s, numas in sorted(tree.items())]
+
+
+def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, grid_id: str = "",
+                oob: bool = False) -> SafeString:
+    """The thread grid. `highlight` is a CPU mask to mark (what-if result, a pod's new CPUs).
+
+    Each cell carries data-cpu/core/numa/socket/state/owner; the state is also a pattern in CSS
+    and, in the full grid, a text mark (owner number, R for reserved) so colour is never the only cue."""
+    topo = state.topology
+    if topo is None:
+        return mark_safe(f'<p class="error">{escape(state.error)}</p>')
+    reserved, free, owners = state.reserved, state.free, state.owner_of
+    n_threads = len(topo.cpus)
+    size = "dense" if n_threads > 128 else ""
+    classes = " ".join(c for c in ("grid", "compact" if compact else "full", size) if c)
+    attrs = f' id="{escape(grid_id)}"' if grid_id else ""
+    if oob:
+        attrs += ' hx-swap-oob="true"'
+    label = f"{escape(state.row.name)}: {n_threads} CPU threads, {free.bit_count()} free"
+    out = [f'<div class="{classes}"{attrs} role="img" aria-label="{label}" data-node="{escape(state.row.name)}" '
+           f'data-threads="{n_threads}" data-highlighted="{highlight.bit_count()}">']
+    for socket, numas in layout(topo):
+        out.append(f'<div class="pkg" data-socket="{socket}">')
+        if not compact:
+            out.append(f'<span class="lbl">Package {socket}</span>')
+        out.append('<div class="numas">')
+        for numa, cores in numas:
+            numa_mask = topo.numa_cpus[numa]
+            out.append(f'<div class="numa" data-numa="{numa}">')
+            if not compact:
+                out.append(f'<span class="lbl">NUMA {numa} · {(numa_mask & free).bit_count()}/'
+                           f'{numa_mask.bit_count()} free</span>')
+            out.append('<div class="cores">')
+            for core, cpus in cores:
+                out.append(f'<div class="core" data-core="{core}">')
+                for cpu in cpus:
+                    out.append(_cell(cpu, reserved, owners, highlight, compact))
+                out.append("</div>")
+            out.append("</div></div>")
+        out.append("</div></div>")
+    out.append("</div>")
+    return mark_safe("".join(out))  # every dynamic value above went through escape()
+
+
+def _cell(cpu, reserved: int, owners: dict[int, Owner], highlight: int, compact: bool) -> str:
+    bit = 1 << cpu.id
+    owner = owners.get(cpu.id)
+    classes = ["t"]
+    if bit & reserved:
+        state, mark, who = "reserved", "R", ""
+        classes.append("reserved")
+    elif owner is not None:
+        state, mark, who = "used", str(owner.number), owner.pod
+        classes.append(f"used o{owner.colour}")
+    else:
+        state, mark, who = "free", "", ""
+        classes.append("free")
+    extra = ""
+    if bit & highlight:
+        classes.append("hl")
+        extra = ' data-highlight="1"'
+        if state == "free":
+            mark = "+"
+    title = f"CPU {cpu.id} · core {cpu.core} · NUMA {cpu.numa} · package {cpu.socket} · {state}"
+    if who:
+        title += f" by {who}"
+    if bit & highlight:
+        title += " · highlighted"
+    text = "" if compact else escape(mark)
+    return (f'<span class="{" ".join(classes)}" data-cpu="{cpu.id}" data-core="{cpu.core}" data-numa="{cpu.numa}" '
+            f'data-socket="{cpu.socket}" data-state="{state}" data-owner="{escape(who)}"{extra} '
+            f'title="{escape(title)}">{text}</span>')
+
+
+# -- memory, devices, distances --------------------------------------------------------------------
+@dataclass
+class Bar:
+    label: str
+    total: int
+    reserved: int
+    used: int
+
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self.reserved - self.used)
+
+    def pct(self, part: int) -> float:
+        return round(100 * part / self.total, 1) if self.total else 0.0
+
+    @property
+    def reserved_pct(self) -> float:
+        return self.pct(self.reserved)
+
+    @property
+    def used_pct(self) -> float:
+        return self.pct(self.used)
+
+    @property
+    def text(self) -> str:
+        return (f"{format_bytes(self.used)} used, {format_bytes(self.reserved)} reserved, "
+                f"{format_bytes(self.free)} free of {format_bytes(self.total)}")
+
+
+def memory_bars(state: NodeState) -> list[tuple[int, list[Bar]]]:
+    """Per NUMA node: memory then each hugepage size, as capacity / reserved / used."""
+    if state.engine is None:
+        return []
+    engine, out = state.engine, []
+    for numa in state.topology.numa_nodes:
+        reserved = engine.kubelet.reserved_memory.get(numa.id, {})
+        used = engine.memory_used.get(numa.id, {})
+        bars = [Bar("memory", numa.memory, reserved.get("memory", 0), used.get("memory", 0))]
+        for size, amount in sorted(numa.hugepages.items()):
+            bars.append(Bar(size, amount, reserved.get(size, 0), used.get(size, 0)))
+        out.append((numa.id, bars))
+    return out
+
+
+def devices_by_numa(state: NodeState) -> list[tuple[str, list[dict]]]:
+    """[(NUMA label, [{id, resource, used, healthy}])]; devices without locality under 'no NUMA'."""
+    if state.engine is None:
+        return []
+    used = state.engine.used_devices
+    groups: dict[str, list[dict]] = {}
+    for d in state.topology.devices:
+        where = "NUMA " + ",".join(map(str, d.numa)) if d.numa else "no NUMA affinity"
+        groups.setdefault(where, []).append({"id": d.id, "resource": d.resource, "healthy": d.healthy,
+                                             "used": (d.resource, d.id) in used})
+    return sorted(groups.items())
+
+
+def distance_matrix(state: NodeState) -> tuple[list[int], list[tuple[int, list[int]]]]:
+    topo = state.topology
+    if topo is None or not topo.distances:
+        return [], []
+    ids = list(topo.numa_ids)
+    return ids, [(n, list(topo.distances[n])) for n in ids]

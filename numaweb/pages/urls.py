@@ -1,0 +1,22 @@
+"""URLs of the pages (namespace `pages`); the dashboard is also the site's home."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "pages"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("nodes/<int:pk>/", views.node_detail, name="node"),
+    path("nodes/<int:pk>/what-if", views.node_whatif, name="node-whatif"),
+    path("nodes/<int:pk>/cpu", views.cpu_detail, name="node-cpu"),
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("sessions/", views.session_list, name="sessions"),
+    path("sessions/start", views.session_start, name="session-start"),
+    path("sessions/<int:pk>/", views.session_detail, name="session"),
+    path("sessions/<int:pk>/progress", views.session_progress, name="session-progress"),
+    path("sessions/<int:pk>/pods/<int:index>/", views.session_pod, name="session-pod"),
+    path("sessions/<int:pk>/pods/<int:index>/hints", views.session_hints, name="session-hints"),
+]

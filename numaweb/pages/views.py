@@ -1,0 +1,328 @@
+"""The pages (function views). Full pages for plain requests, `_fragment` templates for HTMX ones.
+
+Every decision shown comes from the engine: node state from the inventory services, what-if from
+`scheduler_core.admission.admit_pod(commit=False)`, session results from the rows the Celery task
+wrote (the engine's explain records)."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from numaweb.inventory import services as inventory
+from numaweb.inventory.models import Allocation, Node
+from numaweb.jobs.models import Job
+from numaweb.scheduling import services as scheduling
+from numaweb.scheduling.models import Placement, SchedulingSession
+from scheduler_core.admission import admit_pod
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.errors import EngineError
+
+from . import grid, tables
+from .forms import JobForm, NodeFilterForm, SessionForm, WhatIfForm
+
+NODES_PER_PAGE = 48
+PODS_PER_PAGE = 50
+ROWS_PER_PAGE = 50
+POLL = "every 500ms"
+
+
+def _int(value: str | None, default: int, low: int = 1, high: int = 10**9) -> int:
+    try:
+        return min(high, max(low, int(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+# -- dashboard --------------------------------------------------------------------------------------
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Every node as a compact NUMA map, filterable by policy and free capacity (HTMX)."""
+    form = NodeFilterForm(request.GET or None)
+    rows = Node.objects.select_related("cluster").order_by("cluster__name", "name")
+    filters = form.cleaned_data if form.is_valid() else {}
+    if filters.get("cluster"):
+        rows = rows.filter(cluster=filters["cluster"])
+    if filters.get("policy"):
+        rows = rows.filter(topology_manager_policy=filters["policy"])
+    states = grid.states_for(rows)
+    if filters.get("min_free") is not None:
+        states = [s for s in states if s.free_count >= filters["min_free"]]
+    if filters.get("min_numa_free") is not None:
+        states = [s for s in states if max((f for _n, f, _t in s.free_per_numa()), default=0)
+                  >= filters["min_numa_free"]]
+    page = Paginator(states, NODES_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    ctx = {"form": form, "page": page, "cards": [(s, grid.render_grid(s, compact=True)) for s in page],
+           "total": len(states), "query": query.urlencode()}
+    if request.htmx and request.htmx.target == "node-list":
+        return render(request, "pages/_node_list.html", ctx)
+    ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
+    ctx["node_count"] = Node.objects.count()
+    return render(request, "home.html", ctx)
+
+
+# -- node page --------------------------------------------------------------------------------------
+def _node_context(node: Node, highlight: int = 0) -> dict:
+    state = grid.node_state(node)
+    return {
+        "node": node, "state": state, "grid": grid.render_grid(state, highlight, grid_id="grid"),
+        "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
+        "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
+        "free_numa": state.free_per_numa(),
+    }
+
+
+@require_GET
+def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+    ctx = _node_context(node)
+    ctx["whatif"] = WhatIfForm(initial={"cpu": "4", "memory": "4Gi", "guaranteed": True})
+    return render(request, "pages/node.html", ctx)
+
+
+@require_POST
+def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
+    """This node's hint table for a pasted pod (admit_pod with commit=False), and the CPUs it would
+    get highlighted on the grid (an out-of-band swap of the grid)."""
+    node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+    form = WhatIfForm(request.POST)
+    ctx: dict = {"node": node, "form": form}
+    highlight = 0
+    if form.is_valid():
+        state = grid.node_state(node)
+        if state.engine is None:
+            form.add_error(None, state.error)
+        else:
+            try:
+                result = admit_pod(state.engine, form.cleaned_data["pod"], commit=False)
+            except EngineError as exc:
+                form.add_error(None, str(exc))
+            else:
+                ctx["result"] = tables.admission_view(result)
+                highlight = result.cpus.mask
+                ctx["highlight_count"] = highlight.bit_count()
+    if not request.htmx:
+        full = _node_context(node, highlight)
+        full.update(ctx, whatif=form)
+        return render(request, "pages/node.html", full)
+    state = grid.node_state(node)
+    ctx["grid_oob"] = grid.render_grid(state, highlight, grid_id="grid", oob=True)
+    return render(request, "pages/_whatif.html", ctx)
+
+
+@require_GET
+def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    node = get_object_or_404(Node, pk=pk)
+    state = grid.node_state(node)
+    cpu_id = _int(request.GET.get("cpu"), -1, low=-1)
+    topo = state.topology
+    if topo is None or cpu_id not in topo.cpu_info:
+        return HttpResponseBadRequest("no such CPU on this node")
+    cpu = topo.cpu_info[cpu_id]
+    bit = 1 << cpu_id
+    owner = state.owner_of.get(cpu_id)
+    allocations = [a for a in node.allocations.all() if owner is not None and a.pod == owner.pod]
+    return render(request, "pages/_cpu_detail.html", {
+        "node": node, "cpu": cpu, "owner": owner, "allocations": allocations,
+        "reserved": bool(bit & state.reserved), "free": bool(bit & state.free),
+        "siblings": str(CPUSet(topo.core_cpus[cpu.core])),
+    })
+
+
+# -- jobs --------------------------------------------------------------------------------------------
+def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
+    jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
+    return {"jobs": jobs, "form": form or JobForm(initial={"namespace": "default", "task": "main", "replicas": 1,
+                                                          "guaranteed": True}),
+            "session_form": session_form or SessionForm(initial={"profile": "volcano", "dry_run": True})}
+
+
+@require_http_methods(["GET", "POST"])
+def job_list(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = JobForm(request.POST)
+        if form.is_valid():
+            job = form.save()
+            url = reverse("pages:job", args=[job.pk])
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = url
+                return response
+            return redirect(url)
+        if request.htmx:
+            return render(request, "pages/_job_form.html", {"form": form}, status=422)
+        return render(request, "pages/jobs.html", _jobs_context(request, form), status=422)
+    return render(request, "pages/jobs.html", _jobs_context(request))
+
+
+@require_GET
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(Job.objects.prefetch_related("tasks"), pk=pk)
+    uids = {}
+    for t in job.tasks.all():
+        for i in range(t.replicas):
+            name = f"{job.name}-{t.name}-{i}"
+            uids[f"{job.namespace}/{name}"] = (t, name)
+    held = Allocation.objects.filter(pod__in=list(uids)).select_related("node")
+    by_pod: dict[str, list[Allocation]] = {}
+    for a in held:
+        by_pod.setdefault(a.pod, []).append(a)
+    latest = {}
+    for p in Placement.objects.filter(job=job.name, pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
+        latest[p.pod] = p
+    states: dict[int, grid.NodeState] = {}
+    pods = []
+    for uid, (task, name) in uids.items():
+        allocs = by_pod.get(uid, [])
+        placement = latest.get(name)
+        node = allocs[0].node if allocs else (placement.node if placement else None)
+        mask = 0
+        for a in allocs:
+            mask |= CPUSet.parse(a.cpus or "").mask
+        if not allocs and placement is not None:
+            mask = CPUSet.parse(placement.cpus or "").mask
+        mini = None
+        if node is not None:
+            if node.pk not in states:
+                states[node.pk] = grid.node_state(node)
+            mini = grid.render_grid(states[node.pk], mask, compact=True)
+        pods.append({"name": name, "uid": uid, "task": task, "node": node, "cpus": str(CPUSet(mask)) if mask else "",
+                     "held": bool(allocs), "placement": placement, "grid": mini})
+    return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods,
+                                              "sessions": job.sessions.order_by("-id")[:10]})
+
+
+# -- sessions -----------------------------------------------------------------------------------------
+@require_POST
+def session_start(request: HttpRequest) -> HttpResponse:
+    form = SessionForm(request.POST)
+    if not form.is_valid():
+        if request.htmx:
+            return render(request, "pages/_session_form.html", {"session_form": form}, status=422)
+        return render(request, "pages/jobs.html", _jobs_context(request, session_form=form), status=422)
+    data = form.cleaned_data
+    jobs = list(data["jobs"]) or None
+    error = ""
+    try:
+        session = scheduling.start_session(data["cluster"], data["profile"], data["dry_run"], jobs)
+    except scheduling.BrokerUnavailable as exc:
+        error = str(exc)
+        session = SchedulingSession.objects.get(pk=exc.session_id) if exc.session_id else None
+    if session is None:
+        return render(request, "pages/_session_form.html", {"session_form": form, "error": error}, status=503)
+    url = reverse("pages:session", args=[session.pk])
+    if not request.htmx:
+        return redirect(url)
+    session.refresh_from_db()
+    response = render(request, "pages/_session.html", _session_context(request, session, error))
+    response["HX-Push-Url"] = url
+    return response
+
+
+def _session_context(request: HttpRequest, session: SchedulingSession, error: str = "") -> dict:
+    ctx: dict = {"session": session, "error": error or session.error, "poll": POLL,
+                 "percent": round(100 * session.progress_done / session.progress_total)
+                 if session.progress_total else 0}
+    if session.status != SchedulingSession.DONE:
+        return ctx
+    placements = session.placements.order_by("index")
+    page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
+                                     "admitted", "reason", "session_id"), PODS_PER_PAGE).get_page(
+        request.GET.get("pods_page"))
+    ctx["pods"] = page
+    index = _int(request.GET.get("pod"), -1, low=-1)
+    chosen = None
+    if index >= 0:
+        chosen = placements.filter(index=index).first()
+    if chosen is None:  # default: the first pod that was not admitted, else the first pod
+        chosen = placements.exclude(admitted=True).first() or placements.first()
+    if chosen is not None:
+        ctx.update(_pod_context(request, session, chosen))
+    return ctx
+
+
+@require_GET
+def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    return render(request, "pages/session.html", _session_context(request, session))
+
+
+@require_GET
+def session_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """The polled fragment: progress while pending/running; results (no hx-trigger) once finished."""
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    return render(request, "pages/_session.html", _session_context(request, session))
+
+
+def _pod_context(request: HttpRequest, session: SchedulingSession, placement: Placement) -> dict:
+    detail = placement.detail or {}
+    predicted = detail.get("predicted") or {}
+    node_grid = None
+    if placement.node_id is not None:
+        node = Node.objects.filter(pk=placement.node_id).first()
+        if node is not None:
+            state = grid.node_state(node)
+            node_grid = grid.render_grid(state, CPUSet.parse(placement.cpus or "").mask, grid_id="pod-grid")
+    groups = detail.get("groups") or []
+    ctx = {
+        "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
+        "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
+        "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
+        "omitted": detail.get("groups_omitted") or {},
+        "summary_line": tables.summary_line(groups, placement.node_name, placement.reason),
+    }
+    ctx.update(_hint_context(request, session, placement, groups))
+    return ctx
+
+
+def _hint_context(request: HttpRequest, session: SchedulingSession, placement: Placement, groups: list) -> dict:
+    show = request.GET.get("show") if request.GET.get("show") in ("all", "failed", "passed") else "all"
+    reason = request.GET.get("reason") or ""
+    sort = request.GET.get("sort") if request.GET.get("sort") in tables.SORTS else "outcome"
+    size = _int(request.GET.get("size"), ROWS_PER_PAGE, 10, 500)
+    picked = tables.sort_groups(tables.filter_groups(groups, show, reason), sort)
+    if sort == "outcome" and placement.node_name:  # the chosen node's row first
+        picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
+    page = Paginator(picked, size).get_page(request.GET.get("page"))
+    verdicts = (session.summary or {}).get("verdicts") or {}
+    names = {g["nodes"][0] for g in page if g.get("nodes")}
+    widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
+                  .values_list("name", "num_numa_nodes"))
+    rows = [tables.build_row(g, verdicts.get(str(g.get("verdict"))),
+                             widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
+    return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
+            "size": size, "rows_total": len(picked), "groups_total": len(groups), "reasons": tables.reasons_of(groups),
+            "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
+
+
+@require_GET
+def session_pod(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    placement = get_object_or_404(Placement, session=session, index=index)
+    if not request.htmx:
+        return redirect(f"{reverse('pages:session', args=[pk])}?pod={index}")
+    ctx = {"session": session, **_pod_context(request, session, placement)}
+    return render(request, "pages/_pod.html", ctx)
+
+
+@require_GET
+def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """The hint table alone: sorted, filtered (failed only, by reason) and paginated."""
+    session = get_object_or_404(SchedulingSession, pk=pk)
+    placement = get_object_or_404(Placement, session=session, index=index)
+    ctx = {"session": session, "placement": placement,
+           **_hint_context(request, session, placement, (placement.detail or {}).get("groups") or [])}
+    return render(request, "pages/_hint_table.html", ctx)
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(SchedulingSession.objects.select_related("cluster").order_by("-id"), 50).get_page(
+        request.GET.get("page"))
+    return render(request, "pages/sessions.html", {"page": page})
