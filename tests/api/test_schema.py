@@ -16,4 +16,5 @@ def test_schema_and_docs_served(client, db):
     assert r.status_code == 200
     assert "tokenAuth" in r.content.decode()
     docs = client.get("/api/docs/").content.decode()
-    assert "cdn" not in docs.lower() and "/static/drf_spectacular_sidecar/" in docs
+    assert "/static/drf_spectacular_sidecar/" in docs
+    assert "jsdelivr" not in docs and "unpkg" not in docs and 'src="http' not in docs

@@ -1,5 +1,5 @@
 """Management commands: demo, import_topology (all-or-nothing, engine errors → non-zero exit),
-run_session, and the home page over the demo data."""
+run_session; and the health check."""
 
 from pathlib import Path
 
@@ -62,8 +62,6 @@ def test_run_session_command(db, capsys, _private_queue):
         call_command("run_session", "--job", "nope")
 
 
-def test_home_page_lists_clusters(client, db):
-    call_command("demo")
-    page = client.get("/").content.decode()
-    assert "demo" in page and 'data-cluster="' in page
+def test_health_check(client, db):
     assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.post("/healthz").status_code == 405
