@@ -501,26 +501,26 @@ def merge_hints(policy: str, providers_hints: Sequence[ProviderHints], numa_node
 
 _AFFINITY = attrgetter("affinity")
 _PREFERRED = attrgetter("preferred")
-_LANE = 64                  # bits per mask lane in the counting transforms
-_LANE_LIMIT = 1 << 62       # products of counts must stay below this (no carry between lanes)
+_LANE_LIMIT = 1 << 62       # products of counts must stay below this (no carry between 64-bit lanes)
 ZETA_MAX_NODES = 16         # beyond this the 2^n lanes get too big; the set product is used instead
 #: Pairs a set-product step may cost before the counting transforms take over (None: by NUMA count).
 #: Tests set it to 0 or to a huge value to drive each path on its own.
 SET_PRODUCT_BUDGET: int | None = None
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)
 
 
-@lru_cache(maxsize=2)
-def _lane_masks(n: int) -> tuple[list[int], int, int]:
-    """For 2^n lanes of 64 bits: per bit b the all-ones lanes whose index lacks b; the lanes of 1;
-    and the lanes of 2^63-1 (to turn counts into 0/1 flags)."""
-    size = 1 << n
-    lane = b"\xff" * 8
+@lru_cache(maxsize=4)
+def _lane_masks(n: int, width: int) -> tuple[list[int], int, int]:
+    """For 2^n lanes of `width` bits: per bit b the all-ones lanes whose index lacks b; the lanes
+    of 1; and the lanes of 2^(width-1)-1 (adding it sets a lane's top bit iff the lane is non-zero)."""
+    size, step = 1 << n, width // 8
+    lane = b"\xff" * step
     selectors = []
     for b in range(n):
         block = 1 << b
-        selectors.append(int.from_bytes((lane * block + bytes(8 * block)) * (size // (2 * block)), "little"))
-    ones = int.from_bytes((b"\x01" + bytes(7)) * size, "little")
-    half = int.from_bytes((b"\xff" * 7 + b"\x7f") * size, "little")
+        selectors.append(int.from_bytes((lane * block + bytes(step * block)) * (size // (2 * block)), "little"))
+    ones = int.from_bytes((b"\x01" + bytes(step - 1)) * size, "little")
+    half = int.from_bytes((b"\xff" * (step - 1) + b"\x7f") * size, "little")
     return selectors, ones, half
 
 
@@ -533,23 +533,26 @@ def _masks_by_count(n: int) -> list[list[int]]:
     return groups
 
 
-def _superset_sums(f: int, n: int, selectors: list[int]) -> int:
+def _superset_sums(f: int, n: int, width: int) -> int:
+    """Lane S becomes the sum of lanes T ⊇ S (zeta transform over supersets)."""
+    selectors = _lane_masks(n, width)[0]
     for b in range(n):
-        f += (f >> (_LANE << b)) & selectors[b]
+        f += (f >> (width << b)) & selectors[b]
     return f
 
 
-def _exact_from_superset(f: int, n: int, selectors: list[int]) -> int:
-    # Every intermediate lane is a count (tuples whose AND matches on the bits done so far), never
-    # negative, so the lane-wise subtraction never borrows across lanes.
+def _exact_from_superset(f: int, n: int, width: int) -> int:
+    """Inverse of `_superset_sums` (Möbius). Every intermediate lane is a count (tuples whose AND
+    matches on the bits done so far), never negative, so subtracting never borrows across lanes."""
+    selectors = _lane_masks(n, width)[0]
     for b in range(n):
-        f -= (f >> (_LANE << b)) & selectors[b]
+        f -= (f >> (width << b)) & selectors[b]
     return f
 
 
-def _lanes_to_array(f: int, size: int) -> array:
-    out = array("Q")
-    out.frombytes(f.to_bytes(8 * size, "little"))
+def _lanes_to_array(f: int, size: int, code: str) -> array:
+    out = array(code)
+    out.frombytes(f.to_bytes(out.itemsize * size, "little"))
     if sys.byteorder != "little":
         out.byteswap()
     return out
@@ -557,45 +560,58 @@ def _lanes_to_array(f: int, size: int) -> array:
 
 def _array_to_lanes(values: array) -> int:
     if sys.byteorder != "little":
-        values = array("Q", values)
+        values = array(values.typecode, values)
         values.byteswap()
     return int.from_bytes(values.tobytes(), "little")
 
 
-def _indicator(masks: Iterable[int], size: int) -> int:
-    flags = bytearray(8 * size)
-    for z in masks:
-        flags[z << 3] = 1
+@lru_cache(maxsize=2)
+def _every_mask(size: int) -> frozenset[int]:
+    return frozenset(range(size))
+
+
+def _indicator32(masks: set[int] | bytes, size: int) -> int:
+    """32-bit lanes holding 1 for the given masks (a set of masks, or one flag byte per mask)."""
+    if isinstance(masks, bytes):
+        byte_flags = masks
+    elif len(masks) > size // 2:  # mostly full (capacity-generated lists): clear the few missing
+        byte_flags = bytearray(b"\x01") * size
+        for z in _every_mask(size).difference(masks):
+            byte_flags[z] = 0
+    else:
+        byte_flags = bytearray(size)
+        for z in masks:
+            byte_flags[z] = 1
+    flags = bytearray(4 * size)
+    flags[::4] = byte_flags
     return int.from_bytes(flags, "little")
 
 
 def _reachable_flags(sets: list[set[int]], n: int) -> bytes:
-    """flags[z] = 1 iff z = x1 & ... & xk for some choice x_i in sets[i] (masks of n bits)."""
+    """flags[z] = 1 iff z = x1 & ... & xk for some choice x_i in sets[i] (masks of n <= 16 bits).
+
+    Per list, the superset sums of its indicator (32-bit lanes: at most 2^n each) count its masks
+    containing S; their lane-wise product (64-bit) counts the tuples whose AND contains S, and the
+    Möbius inversion of that counts the tuples whose AND is exactly S. Lists are grouped so the
+    product stays below 2^62; a group's result becomes a 0/1 list for the next group."""
     size = 1 << n
-    selectors, ones, half = _lane_masks(n)
-    current: int | None = None  # 0/1 lanes of the masks reachable so far
-    current_bound = 1
+    _, ones, half = _lane_masks(n, 64)
+    flags: bytes | None = None  # one byte per mask: reachable so far
     i = 0
     while i < len(sets):
-        # Group lists while the product of their counts fits a lane.
-        group: list[int] = []
-        bound = current_bound if current is not None else 1
-        if current is not None:
-            group.append(current)
-        while i < len(sets) and (not group or bound * max(1, len(sets[i])) < _LANE_LIMIT):
-            bound *= max(1, len(sets[i]))
-            group.append(_indicator(sets[i], size))
+        group: list[Iterable[int] | bytes] = [] if flags is None else [flags]
+        bound = 1 if flags is None else size
+        while i < len(sets) and (not group or bound * len(sets[i]) < _LANE_LIMIT):
+            bound *= len(sets[i])
+            group.append(sets[i])
             i += 1
-        total = None
-        for lanes in group:
-            counts = _lanes_to_array(_superset_sums(lanes, n, selectors), size)
-            total = counts if total is None else array("Q", map(mul, total, counts))
-        exact = _exact_from_superset(_array_to_lanes(total), n, selectors)
-        current = ((exact + half) >> (_LANE - 1)) & ones
-        current_bound = size
-    if current is None:
-        return bytes(size)
-    return current.to_bytes(8 * size, "little")[::8]
+        total: array | None = None
+        for member in group:
+            counts = _lanes_to_array(_superset_sums(_indicator32(member, size), n, 32), size, _U32)
+            total = array("Q", counts) if total is None else array("Q", map(mul, total, counts))
+        exact = _exact_from_superset(_array_to_lanes(total), n, 64)
+        flags = (((exact + half) >> 63) & ones).to_bytes(8 * size, "little")[::8]
+    return flags if flags is not None else bytes(size)
 
 
 class _Packing:
@@ -699,22 +715,24 @@ def _best_fast(lists: list[list[TopologyHint]], info: NUMAInfo, closest: bool) -
     contiguous = default == (1 << default.bit_length()) - 1
     n = len(info.nodes)
     for lst in lists:
-        affinities = list(map(_AFFINITY, lst))
-        masks = set(affinities)
-        preferred = set(compress(affinities, map(_PREFERRED, lst)))
-        nil_preferred = None in preferred
-        preferred.discard(None)
+        if common is None or common:
+            affinities = list(map(_AFFINITY, lst))
+            masks = set(affinities)
+            preferred = set(compress(affinities, map(_PREFERRED, lst)))
+            if None in preferred:
+                preferred.discard(None)
+                offered |= preferred
+            else:
+                all_nil_preferred = False
+                common = preferred if common is None else common & preferred
+        else:
+            masks = set(map(_AFFINITY, lst))  # no preferred merge is possible any more
         has_nil = None in masks
         masks.discard(None)
         inside = contiguous and (not masks or max(masks) <= default)
         if masks:
             big = inside and n <= ZETA_MAX_NODES and len(masks) > 256
             b = max(b, _fewest_bits(masks, n) if big else min(map(int.bit_count, masks)))
-        if nil_preferred:
-            offered |= preferred
-        else:
-            all_nil_preferred = False
-            common = preferred if common is None else common & preferred
         if inside:
             restricted = masks  # already inside D
         else:
@@ -738,9 +756,9 @@ def _best_fast(lists: list[list[TopologyHint]], info: NUMAInfo, closest: bool) -
 
     # 2. Non-preferred: the set of reachable merged masks, then the best by count class.
     choices.sort(key=len)
-    reached = choices[0]  # = {D & x for x in the first list}
+    reached = choices[0] if choices else {default}  # = {D & x for x in the first list}
     budget = max(2048, (n << n) // 2) if SET_PRODUCT_BUDGET is None else SET_PRODUCT_BUDGET
-    i = 1
+    i = 1 if choices else 0
     while i < len(choices) and (len(reached) * len(choices[i]) <= budget or n > ZETA_MAX_NODES):
         options = choices[i]
         reached = {r & t for r in reached for t in options}
@@ -832,10 +850,10 @@ def bench_merge() -> list[tuple[str, float]]:
     realistic = [{"gpu": dev}, {"cpu": cpu}, {"memory": mem}]
     label = f"merge 16 NUMA, CPU/device/memory lists of {len(cpu)}/{len(dev)}/{len(mem)} hints"
     out.append((label + " (best-effort)", _timed(lambda: merge_hints("best-effort", realistic, nodes16, opts16), 3)))
-    out.append((label + " (restricted)", _timed(lambda: merge_hints("restricted", realistic, nodes16, opts16), 3)))
+    out.append((label + " (restricted)", _timed(lambda: merge_hints("restricted", realistic, nodes16, opts16), 5)))
     full = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 1 << 16)]} for i in range(3)]
     out.append(("merge 16 NUMA, 3x65535 masks, none preferred (worst case)",
-                _timed(lambda: merge_hints("best-effort", full, nodes16, opts16), 3)))
+                _timed(lambda: merge_hints("best-effort", full, nodes16, opts16), 5)))
     small = [{"cpu": [TopologyHint(1, True), TopologyHint(2, True), TopologyHint(3, False)]},
              {"gpu": [TopologyHint(2, True)]}, None]
     out.append(("merge 2 NUMA, seed-style small lists (restricted)",

@@ -167,6 +167,22 @@ def test_zero_providers_is_default_preferred_and_empty_list_is_default_not_prefe
     assert merge_hints("best-effort", [None, {}], four).hint == TopologyHint(0b1111, True)
 
 
+@pytest.mark.parametrize("budget", [None, 0, 1 << 60])
+def test_machine_without_numa_nodes(budget, monkeypatch) -> None:
+    """D = 0: every merge is empty and skipped, so the result is (0, NP) -- also with no providers."""
+    import scheduler_core.hints as hints_module
+
+    monkeypatch.setattr(hints_module, "SET_PRODUCT_BUDGET", budget)
+    cases = [[], [{"a": [TopologyHint(1, True), TopologyHint(None, False)]}, {"b": [TopologyHint(3, False)]}],
+             [{"a": [TopologyHint(None, True)]}], [{"a": []}]]
+    for providers in cases:
+        for policy in ("best-effort", "restricted", "single-numa-node"):
+            fast, slow = merge_hints(policy, providers, []), merge_hints_reference(policy, providers, [])
+            assert fast == slow
+            assert fast.hint.preferred is False
+            assert fast.hint.affinity == (None if policy == "single-numa-node" else 0)
+
+
 def test_single_numa_machine_aligned_hint_becomes_nil() -> None:
     result = merge_hints("single-numa-node", [{"cpu": [TopologyHint(1, True)]}], [0])
     assert result.hint == TopologyHint(None, True)
