@@ -125,6 +125,19 @@ def _explain(row: HintRow, numa_count: int | None) -> str:
     return f"needs {len(row.numa)} NUMA nodes ({where}){merged}" + (f", CPUs {row.cpus}" if row.cpus else "")
 
 
+def expand_groups(groups: Sequence[Mapping]) -> list[Mapping]:
+    """One row per node instead of per class: every listed name becomes a row sharing its class's
+    verdict; nodes the record did not name (beyond explain_names) stay one summary row."""
+    out: list[Mapping] = []
+    for g in groups:
+        names = list(g.get("nodes") or [])
+        out.extend({**g, "nodes": [name], "node_count": 1} for name in names)
+        rest = int(g.get("node_count") or 0) - len(names)
+        if rest > 0:
+            out.append({**g, "nodes": [], "node_count": rest})
+    return out
+
+
 def filter_groups(groups: Sequence[Mapping], show: str = "all", reason: str = "") -> list[Mapping]:
     out = list(groups)
     if show == "failed":

@@ -286,7 +286,9 @@ def _hint_context(request: HttpRequest, session: SchedulingSession, placement: P
     reason = request.GET.get("reason") or ""
     sort = request.GET.get("sort") if request.GET.get("sort") in tables.SORTS else "outcome"
     size = _int(request.GET.get("size"), ROWS_PER_PAGE, 10, 500)
-    picked = tables.sort_groups(tables.filter_groups(groups, show, reason), sort)
+    expand = request.GET.get("expand") == "1"
+    picked = tables.filter_groups(tables.expand_groups(groups) if expand else groups, show, reason)
+    picked = tables.sort_groups(picked, sort)
     if sort == "outcome" and placement.node_name:  # the chosen node's row first
         picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
     page = Paginator(picked, size).get_page(request.GET.get("page"))
@@ -298,6 +300,7 @@ def _hint_context(request: HttpRequest, session: SchedulingSession, placement: P
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
             "size": size, "rows_total": len(picked), "groups_total": len(groups), "reasons": tables.reasons_of(groups),
+            "expand": expand,
             "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
 
 

@@ -1,0 +1,125 @@
+"""Dashboard and node page through the test client: every demo node, the grid's cells against the
+engine's topology, owners and reserved CPUs, the what-if box against the engine's admission."""
+
+import pytest
+from django.urls import reverse
+
+from numaweb.inventory import services as inventory
+from numaweb.inventory.demo import SEED_ALLOCATIONS
+from numaweb.inventory.models import Node
+from scheduler_core.admission import admit_pod
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.pods import Container, Pod
+from tests.pages.helpers import grid_cells, parse
+
+pytestmark = pytest.mark.django_db
+
+
+def test_dashboard_lists_every_node_with_one_cell_per_thread(client, demo):
+    response = client.get(reverse("home"))
+    assert response.status_code == 200
+    cards = [a for tag, a in parse(response.content).elements if tag == "li" and "data-node-id" in a]
+    nodes = {n.name: n for n in Node.objects.all()}
+    assert sorted(a["data-node"] for a in cards) == sorted(nodes)
+    for card in cards:
+        node = nodes[card["data-node"]]
+        state = inventory.to_engine(node, node.allocations.all())
+        assert int(card["data-free"]) == state.free_cpus.bit_count()
+    html = response.content.decode()
+    for node in nodes.values():  # compact maps: one cell per thread per node
+        start = html.index(f'data-node-id="{node.pk}"')
+        end = html.find("</li>", start)
+        assert len(parse(html[start:end]).cells) == node.num_cpus
+    assert "imported" in html and "ago" in html  # freshness
+
+
+def test_dashboard_filters_by_policy_and_free_capacity(client, demo):
+    response = client.get(reverse("home"), {"policy": "best-effort"}, headers={"HX-Request": "true",
+                                                                               "HX-Target": "node-list"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="node-list"')  # the fragment only
+    shown = {a["data-node"] for tag, a in parse(html).elements if tag == "li" and "data-node-id" in a}
+    assert shown == set(Node.objects.filter(topology_manager_policy="best-effort").values_list("name", flat=True))
+    big = client.get(reverse("home"), {"min_numa_free": 20}).content.decode()
+    shown = {a["data-node"] for tag, a in parse(big).elements if tag == "li" and "data-node-id" in a}
+    assert "node-3" in shown and "node-1" not in shown and "node-2" not in shown
+
+
+@pytest.mark.parametrize("name", ["srv-gpu-1", "xml-96em64t", "srv-big-1"])
+def test_node_grid_has_one_cell_per_thread_with_engine_attributes(client, demo, name):
+    node = Node.objects.get(name=name)
+    response = client.get(reverse("pages:node", args=[node.pk]))
+    assert response.status_code == 200
+    cells = grid_cells(response.content, "grid")
+    engine = inventory.to_engine(node, node.allocations.all())
+    topo = engine.topology
+    assert len(cells) == len(topo.cpus)
+    assert sorted(int(c["data-cpu"]) for c in cells) == sorted(topo.cpu_info)
+    owner_of = {}
+    for a in node.allocations.all():
+        for cpu in CPUSet.parse(a.cpus):
+            owner_of[cpu] = a.pod
+    for c in cells:
+        cpu = topo.cpu_info[int(c["data-cpu"])]
+        assert (int(c["data-core"]), int(c["data-numa"]), int(c["data-socket"])) == (cpu.core, cpu.numa, cpu.socket)
+        assert c["data-owner"] == owner_of.get(cpu.id, "")
+        expected = ("reserved" if cpu.id in engine.reserved_cpus else "used" if cpu.id in owner_of else "free")
+        assert c["data-state"] == expected
+
+
+def test_node_page_marks_reserved_and_seed_owners(client, demo):
+    node = Node.objects.get(name="srv-gpu-1")
+    html = client.get(reverse("pages:node", args=[node.pk])).content.decode()
+    cells = {int(c["data-cpu"]): c for c in grid_cells(html, "grid")}
+    assert cells[0]["data-state"] == cells[32]["data-state"] == "reserved"
+    for node_name, pod, _container, cpus in SEED_ALLOCATIONS:
+        assert node_name == "srv-gpu-1"
+        assert {cells[c]["data-owner"] for c in CPUSet.parse(cpus)} == {pod}
+    assert html.count('<tr data-owner="') == 2  # legend: the two seed pods
+    assert "NUMA distances" in html and "Kubelet settings" in html and "nvidia.com/gpu" in html
+
+
+def test_cpu_detail_fragment(client, demo):
+    node = Node.objects.get(name="srv-gpu-1")
+    html = client.get(reverse("pages:node-cpu", args=[node.pk]), {"cpu": 3},
+                      headers={"HX-Request": "true"}).content.decode()
+    assert 'data-cpu="3"' in html and SEED_ALLOCATIONS[0][1] in html
+    assert client.get(reverse("pages:node-cpu", args=[node.pk]), {"cpu": 999}).status_code == 400
+
+
+def _engine_admit(node: Node, cpus: int, memory: int):
+    engine = inventory.to_engine(node, node.allocations.all())
+    pod = Pod("what-if", (Container.guaranteed("what-if", cpus * 1000, memory),))
+    return admit_pod(engine, pod, commit=False)
+
+
+def test_whatif_shows_hints_and_highlights_the_engines_cpus(client, demo):
+    node = Node.objects.get(name="node-2")
+    response = client.post(reverse("pages:node-whatif", args=[node.pk]),
+                           {"cpu": "4", "memory": "4Gi", "guaranteed": "on"}, headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-admitted="true"' in html and "merged best hint" in html
+    expected = _engine_admit(node, 4, 4 * 2**30)
+    assert expected.admitted
+    lit = [int(c["data-cpu"]) for c in grid_cells(html, "grid") if c.get("data-highlight") == "1"]
+    assert sorted(lit) == list(expected.cpus) and len(lit) == 4
+    assert 'hx-swap-oob="true"' in html
+    assert "{01: T}" in html  # NUMA 0 alone, in the seeds' notation
+    assert node.allocations.count() == 0  # commit=False: nothing held
+
+
+def test_whatif_rejection_names_the_kubelet_reason(client, demo):
+    node = Node.objects.get(name="node-1")  # single-numa-node, 16 CPUs per NUMA node
+    html = client.post(reverse("pages:node-whatif", args=[node.pk]), {"cpu": "20", "memory": "1Gi", "guaranteed": "on"},
+                       headers={"HX-Request": "true"}).content.decode()
+    assert not _engine_admit(node, 20, 2**30).admitted
+    assert 'data-admitted="false"' in html and "TopologyAffinityError" in html
+    assert 'data-highlight="1"' not in html
+
+
+def test_whatif_bad_quantity_is_an_inline_error(client, demo):
+    node = Node.objects.get(name="node-1")
+    html = client.post(reverse("pages:node-whatif", args=[node.pk]), {"cpu": "lots"},
+                       headers={"HX-Request": "true"}).content.decode()
+    assert 'data-field="cpu"' in html and "is not a quantity" in html
