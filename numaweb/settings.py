@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -113,7 +114,11 @@ TEMPLATES = [
 ]
 
 # -- database ----------------------------------------------------------------------------------
-DATABASE_URL = os.environ.get("DATABASE_URL", "")
+# A pytest run always uses its own SQLite file, whatever DATABASE_URL says: a developer's or CI's server must
+# never receive the test run. (The PostgreSQL test starts a throwaway server and runs manage.py against it in
+# subprocesses, which do honour DATABASE_URL.)
+UNDER_PYTEST = "pytest" in sys.modules
+DATABASE_URL = "" if UNDER_PYTEST else os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"))}
 else:
