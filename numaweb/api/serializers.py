@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """DRF serializers. Validation is the engine's: its EngineError messages become field errors."""
 
 from __future__ import annotations

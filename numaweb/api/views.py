@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """REST API under /api/: clusters, nodes (+ topology upload), allocations, jobs, sessions (+ results).
 
 Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEWORK)."""

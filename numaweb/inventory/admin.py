@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """Admin for the inventory: kubelet settings as choices, topology and allocations checked by the
 engine on save (its message becomes the form error)."""
 

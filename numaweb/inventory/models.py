@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """The inventory: clusters, their nodes (topology as the engine serialises it + kubelet settings)
 and who holds what on each node (allocations). Rows only; conversion to the engine lives in services."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """Admin for jobs and their tasks."""
 
 from django.contrib import admin

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """Jobs as submitted: a job of tasks, each a pod template with replicas and a topology policy.
 
 The pod template is stored in the engine's units (CPU in millicores, bytes, device counts) as

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """Sessions are read-only in the admin (they are written by the worker); failed ones can be re-run."""
 
 from django.contrib import admin, messages

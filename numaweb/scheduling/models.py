@@ -1,4 +1,3 @@
-# ruff: noqa: RUF012  (Django/DRF declare options as class-level lists)
 """Scheduling sessions and their results.
 
 Results are stored compactly: one `Placement` row per pod (where it went, what it holds, predicted
