@@ -120,7 +120,10 @@ def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
 def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node, pk=pk)
     state = grid.node_state(node)
-    cpu_id = _int(request.GET.get("cpu"), -1, low=-1)
+    raw = request.GET.get("cpu") or ""
+    if not raw.isdigit():  # a click beside the cells: nothing to show, nothing to swap
+        return HttpResponse(status=204)
+    cpu_id = int(raw)
     topo = state.topology
     if topo is None or cpu_id not in topo.cpu_info:
         return HttpResponseBadRequest("no such CPU on this node")
@@ -155,8 +158,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 response["HX-Redirect"] = url
                 return response
             return redirect(url)
-        if request.htmx:
-            return render(request, "pages/_job_form.html", {"form": form}, status=422)
+        if request.htmx:  # htmx swaps 2xx responses only: the form comes back with its errors as a 200
+            return render(request, "pages/_job_form.html", {"form": form})
         return render(request, "pages/jobs.html", _jobs_context(request, form), status=422)
     return render(request, "pages/jobs.html", _jobs_context(request))
 
@@ -204,7 +207,7 @@ def session_start(request: HttpRequest) -> HttpResponse:
     form = SessionForm(request.POST)
     if not form.is_valid():
         if request.htmx:
-            return render(request, "pages/_session_form.html", {"session_form": form}, status=422)
+            return _form_back(request, form, "")
         return render(request, "pages/jobs.html", _jobs_context(request, session_form=form), status=422)
     data = form.cleaned_data
     jobs = list(data["jobs"]) or None
@@ -215,6 +218,8 @@ def session_start(request: HttpRequest) -> HttpResponse:
         error = str(exc)
         session = SchedulingSession.objects.get(pk=exc.session_id) if exc.session_id else None
     if session is None:
+        if request.htmx:
+            return _form_back(request, form, error)
         return render(request, "pages/_session_form.html", {"session_form": form, "error": error}, status=503)
     url = reverse("pages:session", args=[session.pk])
     if not request.htmx:
@@ -222,6 +227,14 @@ def session_start(request: HttpRequest) -> HttpResponse:
     session.refresh_from_db()
     response = render(request, "pages/_session.html", _session_context(request, session, error))
     response["HX-Push-Url"] = url
+    return response
+
+
+def _form_back(request: HttpRequest, form: SessionForm, error: str) -> HttpResponse:
+    """The session form again with its errors, swapped in place of itself (not into the panel)."""
+    response = render(request, "pages/_session_form.html", {"session_form": form, "error": error})
+    response["HX-Retarget"] = "#session-form"
+    response["HX-Reswap"] = "outerHTML"
     return response
 
 

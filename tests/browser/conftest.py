@@ -1,0 +1,44 @@
+"""Playwright on Debian's Chromium (never a downloaded browser) against pytest-django's live server.
+
+The sync Playwright API runs an event loop in the test thread, so Django's async-safety check must
+be relaxed for these tests only."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True, "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1366, "height": 900}}
+
+
+@pytest.fixture
+def demo(transactional_db):
+    from numaweb.inventory.demo import build_demo
+
+    return build_demo("demo")
+
+
+@pytest.fixture
+def worker(transactional_db, tmp_path):
+    """A real Celery worker thread consuming a private file-system queue (the embedded transport)."""
+    from celery.contrib.testing.worker import start_worker
+
+    from numaweb.celery import app
+    from tests.web.helpers import filesystem_broker
+
+    with filesystem_broker(tmp_path / "broker"), start_worker(app, pool="solo", concurrency=1,
+                                                              perform_ping_check=False, shutdown_timeout=20):
+        yield app
