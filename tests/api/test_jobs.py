@@ -91,3 +91,30 @@ def test_duplicate_job_name(api):
 
 def test_anonymous_cannot_submit(anon):
     assert anon.post("/api/jobs/", job_body(), format="json").status_code == 401
+
+
+@pytest.mark.parametrize("policy, containers, inits, error", [
+    # the engine's webhook rule: index counts app containers, then init containers
+    ("single-numa-node", [{"name": "a", "requests": {"cpu": "2"}}, {"name": "b", "requests": {"cpu": "250m"}}], [],
+     "container b asks for 250m CPU, but topology policy single-numa-node needs a whole number of CPUs "
+     "(the cpu request isn't an integer in spec.task[1] container[1].)"),
+    ("restricted", [{"name": "a", "requests": {"cpu": "2"}}], [{"name": "setup", "requests": {"cpu": "0.5"}}],
+     "container setup asks for 500m CPU, but topology policy restricted needs a whole number of CPUs "
+     "(the cpu request isn't an integer in spec.task[1] container[1].)"),
+    # requests empty: the limits decide; no cpu at all is 0 CPUs, which is not a whole number of CPUs either
+    ("best-effort", [{"name": "a", "limits": {"cpu": "1100m"}}], [], "spec.task[1] container[0]."),
+    ("best-effort", [{"name": "a", "requests": {"memory": "1Gi"}}], [], "spec.task[1] container[0]."),
+    ("none", [{"name": "a", "requests": {"cpu": "250m"}}], [], None),
+    ("", [{"name": "a", "requests": {"cpu": "250m"}}], [], None),
+])
+def test_fractional_cpu_under_policy_is_the_engines_webhook_rule(api, policy, containers, inits, error):
+    plain = {"name": "plain", "template": {"containers": [{"name": "p", "requests": {"cpu": "100m"}}]}}
+    task = {"name": "t", "topology_policy": policy, "template": {"containers": containers, "init_containers": inits}}
+    r = api.post("/api/jobs/", job_body(tasks=[plain, task]), format="json")
+    if error is None:
+        assert r.status_code == 201, r.content
+        return
+    assert r.status_code == 400, r.content
+    assert r.json() == {"tasks": [r.json()["tasks"][0]]} and error in r.json()["tasks"][0]
+    assert r.json()["tasks"][0].startswith("task t: ")
+    assert not Job.objects.exists()
