@@ -182,6 +182,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_TIME_LIMIT = envint("NUMAWEB_SESSION_TIME_LIMIT", "3600")
+# a pool child that dies mid-session: the session task's message is put back (acks_late,
+# reject_on_worker_lost) after this wait for a result (default 10 s); results live on the session row
+CELERY_WORKER_LOST_WAIT = 1.0
 CELERY_TASK_ALWAYS_EAGER = envbool("NUMAWEB_EAGER", "false")
 
 # -- REST API ---------------------------------------------------------------------------------
@@ -224,6 +227,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
+# a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown
+# failed ("worker lost") and can be re-run; a worker process found dead on this host counts as lost at once
+NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
+# a session whose worker died is re-run automatically (message re-delivered) until it has been started this
+# many times; after that it is marked failed, so a session that kills its worker cannot loop forever
+NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 
 LOGGING = {
     "version": 1,

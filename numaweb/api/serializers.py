@@ -295,9 +295,9 @@ class SessionSerializer(serializers.ModelSerializer):
     class Meta:
         model = SchedulingSession
         fields = ["id", "url", "results_url", "cluster", "jobs", "profile", "dry_run", "status", "progress_done",
-                  "progress_total", "attempts", "runs", "created_at", "started_at", "finished_at", "engine_ms",
-                  "commit_ms", "pods_total", "pods_placed", "pods_admitted", "jobs_total", "jobs_placed",
-                  "nodes_total", "error", "summary"]
+                  "progress_total", "attempts", "runs", "created_at", "started_at", "heartbeat_at", "worker",
+                  "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed", "pods_admitted", "jobs_total",
+                  "jobs_placed", "nodes_total", "error", "summary"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
     def get_url(self, obj: SchedulingSession) -> str:

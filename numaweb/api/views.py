@@ -136,10 +136,16 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         body = self.get_serializer(session).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        """A session with its progress; a running one whose worker is lost is shown failed with the reason."""
+        session = self.get_object()
+        scheduling.expire_if_lost(session)
+        return Response(self.get_serializer(session).data)
+
     @extend_schema(request=None, responses={202: s.SessionSerializer, 409: ERROR, 503: ERROR})
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
-        """Run a failed session again (its earlier attempt wrote nothing)."""
+        """Run a failed session (or a running one whose worker is lost) again; its earlier run wrote nothing."""
         session = self.get_object()
         try:
             session = scheduling.rerun_session(session)

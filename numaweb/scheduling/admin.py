@@ -1,4 +1,5 @@
-"""Sessions are read-only in the admin (they are written by the worker); failed ones can be re-run."""
+"""Sessions are read-only in the admin (they are written by the worker); failed ones, and running ones
+whose worker is lost, can be re-run."""
 
 from django.contrib import admin, messages
 
@@ -9,7 +10,7 @@ from .models import Placement, SchedulingSession
 @admin.register(SchedulingSession)
 class SchedulingSessionAdmin(admin.ModelAdmin):
     list_display = ["id", "cluster", "profile", "dry_run", "status", "progress_done", "progress_total",
-                    "pods_placed", "pods_total", "attempts", "engine_ms", "created_at"]
+                    "pods_placed", "pods_total", "attempts", "engine_ms", "created_at", "heartbeat_at", "worker"]
     list_filter = ["status", "profile", "dry_run", "cluster"]
     actions = ["rerun"]
 
@@ -19,13 +20,17 @@ class SchedulingSessionAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
-    @admin.action(description="Run the selected failed sessions again")
+    @admin.action(description="Run the selected failed sessions (or running ones whose worker is lost) again")
     def rerun(self, request, queryset) -> None:
+        queued = []
         for session in queryset:
             try:
                 services.rerun_session(session)
+                queued.append(str(session.pk))
             except (services.SessionNotRunnable, services.BrokerUnavailable) as exc:
                 self.message_user(request, str(exc), messages.ERROR)
+        if queued:
+            self.message_user(request, f"queued again: session {', '.join(queued)}", messages.SUCCESS)
 
 
 @admin.register(Placement)

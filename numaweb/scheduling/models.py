@@ -34,6 +34,10 @@ class SchedulingSession(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="last sign of life from the worker running it (progress writes)")
+    worker = models.CharField(max_length=255, blank=True, default="",
+                              help_text="host:pid of the process running (or last running) it")
     engine_ms = models.FloatField(null=True, blank=True, help_text="time inside the engine")
     commit_ms = models.FloatField(null=True, blank=True, help_text="time writing results")
     pods_total = models.PositiveIntegerField(default=0)

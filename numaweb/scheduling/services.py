@@ -6,13 +6,23 @@ callback that writes (throttled) to the row, then writes every placement and all
 transaction. The commit first advances each node it allocates on from the generation it read
 (`UPDATE ... WHERE generation = read`); if another writer got there first, nothing is written and
 the session runs again on fresh state. Any failure leaves the database as it was, with the session
-marked failed and its reason; a failed session can be run again."""
+marked failed and its reason; a failed session can be run again.
+
+A worker that dies mid-session (killed, out of memory) never commits, so it too leaves nothing. Each
+run claims the row (status running, `runs` + 1, `worker` = host:pid) with a conditional update, and
+its progress writes are its heartbeat. A running session counts as lost when its worker process is
+gone from this host or its heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
+failed ("worker lost") and can be re-run; a re-delivered message (acks_late, reject_on_worker_lost)
+runs it again from scratch. The commit only lands if its run still owns the row."""
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -46,6 +56,10 @@ class StaleNodes(RuntimeError):
 
 class SessionNotRunnable(RuntimeError):
     pass
+
+
+class Superseded(RuntimeError):
+    """This run no longer owns the session row (it was declared lost and run again): write nothing."""
 
 
 def checkpoint(stage: str, session: SchedulingSession) -> None:
@@ -107,24 +121,98 @@ def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = Fa
 
 
 def rerun_session(session: SchedulingSession) -> SchedulingSession:
-    """Queue a failed (or never-started) session again; its earlier attempt wrote nothing."""
+    """Queue a failed (or never-started) session again; its earlier attempt wrote nothing. A running
+    session whose worker is lost (see `lost_reason`) is first marked failed with that reason."""
+    session.refresh_from_db()
+    if session.status == SchedulingSession.RUNNING and not expire_if_lost(session):
+        age = (timezone.now() - (session.heartbeat_at or session.started_at or session.updated_at)).total_seconds()
+        raise SessionNotRunnable(
+            f"session {session.pk} is running on {session.worker or 'a worker'} (last heartbeat {age:.0f} s ago); "
+            f"it can be run again once it fails or sends no heartbeat for {settings.NUMAWEB_SESSION_STALE_SECONDS} s")
     updated = SchedulingSession.objects.filter(
         pk=session.pk, status__in=(SchedulingSession.FAILED, SchedulingSession.PENDING)
     ).update(status=SchedulingSession.PENDING, error="", progress_done=0, finished_at=None)
     if not updated:
         raise SessionNotRunnable(f"session {session.pk} is {session.status}; only failed or pending sessions "
-                                 "can be run again")
+                                 "(or running ones whose worker is lost) can be run again")
     _queue(session.pk)
     session.refresh_from_db()
     return session
 
 
+# -- lost workers ----------------------------------------------------------------------------------
+def worker_id() -> str:
+    """This process as the session row names its runner: host:pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:  # killed but not yet reaped by its parent
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def worker_gone(worker: str) -> bool:
+    """True when `worker` (host:pid) ran on this host and that process no longer exists. A worker on
+    another host is never judged here: only its heartbeat tells."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    return _process_gone(int(pid))
+
+
+def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
+    """Why a running session's worker counts as lost ("" when it may still be working on it)."""
+    if session.status != SchedulingSession.RUNNING:
+        return ""
+    if session.worker and worker_gone(session.worker):
+        return (f"worker lost: {session.worker} died during the session (killed or crashed); nothing was "
+                "written, run it again")
+    beat = session.heartbeat_at or session.started_at or session.updated_at
+    limit = settings.NUMAWEB_SESSION_STALE_SECONDS
+    if beat is None or ((now or timezone.now()) - beat).total_seconds() > limit:
+        since = f" since {beat:%Y-%m-%d %H:%M:%S} UTC" if beat else ""
+        return (f"worker lost: no heartbeat from {session.worker or 'its worker'}{since} (over {limit} s); "
+                "nothing was written, run it again")
+    return ""
+
+
+def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:
+    """Mark a running session whose worker is lost as failed, with the reason; True when it did. The
+    update is conditional on the row being unchanged, so a heartbeat or commit that lands first wins."""
+    reason = lost_reason(session, now)
+    if not reason:
+        return False
+    done = SchedulingSession.objects.filter(
+        pk=session.pk, status=SchedulingSession.RUNNING, runs=session.runs, heartbeat_at=session.heartbeat_at
+    ).update(status=SchedulingSession.FAILED, error=reason, finished_at=timezone.now())
+    if done:
+        log.warning("session %s: %s", session.pk, reason)
+    session.refresh_from_db()
+    return bool(done)
+
+
+def expire_lost_sessions(now: datetime | None = None) -> list[int]:
+    """Every running session whose worker is lost → failed (run when a worker starts)."""
+    return [s.pk for s in SchedulingSession.objects.filter(status=SchedulingSession.RUNNING)
+            if expire_if_lost(s, now)]
+
+
 # -- running ---------------------------------------------------------------------------------------
 class _Progress:
-    """The engine's progress callback: writes done/total to the row at most every PROGRESS_INTERVAL."""
+    """The engine's progress callback: writes done/total and the heartbeat to the row at most every
+    PROGRESS_INTERVAL, only while this run still owns it."""
 
-    def __init__(self, session_id: int) -> None:
-        self.session_id = session_id
+    def __init__(self, session: SchedulingSession) -> None:
+        self.session_id, self.run = session.pk, session.runs
         self.last = 0.0
 
     def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
@@ -132,25 +220,51 @@ class _Progress:
         if done < total and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
-        SchedulingSession.objects.filter(pk=self.session_id).update(progress_done=done, progress_total=total)
+        SchedulingSession.objects.filter(pk=self.session_id, runs=self.run, status=SchedulingSession.RUNNING).update(
+            progress_done=done, progress_total=total, heartbeat_at=timezone.now())
+
+
+def _beat(session: SchedulingSession) -> None:
+    SchedulingSession.objects.filter(pk=session.pk, runs=session.runs, status=SchedulingSession.RUNNING).update(
+        heartbeat_at=timezone.now())
 
 
 def execute_session(session_id: int) -> SchedulingSession:
-    """Run the session now (in the worker). Never raises for a session-level failure: the row says it."""
+    """Run the session now (in the worker). Never raises for a session-level failure: the row says it.
+
+    A done session, or one running on a live worker, is left alone (e.g. a duplicate delivery); one
+    whose worker is lost is run again from scratch, up to NUMAWEB_SESSION_MAX_RUNS starts."""
     session = SchedulingSession.objects.select_related("cluster").get(pk=session_id)
-    if session.status in (SchedulingSession.DONE, SchedulingSession.RUNNING):
-        log.info("session %s is already %s; not running it twice", session_id, session.status)
+    if session.status == SchedulingSession.DONE:
+        log.info("session %s is already done; not running it twice", session_id)
         return session
-    SchedulingSession.objects.filter(pk=session_id).update(
-        status=SchedulingSession.RUNNING, started_at=timezone.now(), finished_at=None, error="",
-        progress_done=0, runs=session.runs + 1)
+    if session.status == SchedulingSession.RUNNING:
+        reason = lost_reason(session)
+        if not reason:
+            log.info("session %s is already running on %s; not running it twice", session_id, session.worker)
+            return session
+        if session.runs >= settings.NUMAWEB_SESSION_MAX_RUNS:
+            expire_if_lost(session)
+            log.warning("session %s was started %s times; not re-running it automatically", session_id, session.runs)
+            return session
+        log.warning("session %s: %s; running it again from scratch", session_id, reason)
+    now = timezone.now()
+    claimed = SchedulingSession.objects.filter(pk=session_id, status=session.status, runs=session.runs).update(
+        status=SchedulingSession.RUNNING, started_at=now, heartbeat_at=now, worker=worker_id(), finished_at=None,
+        error="", progress_done=0, runs=session.runs + 1)
     session.refresh_from_db()
+    if not claimed:
+        log.info("session %s was claimed by %s first", session_id, session.worker)
+        return session
+    run = session.runs
     try:
         _run_with_retries(session)
+    except Superseded as exc:
+        log.warning("session %s run %s: %s", session_id, run, exc)
     except Exception as exc:
         reason = str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}"
         log.exception("session %s failed", session_id)
-        SchedulingSession.objects.filter(pk=session_id).update(
+        SchedulingSession.objects.filter(pk=session_id, runs=run, status=SchedulingSession.RUNNING).update(
             status=SchedulingSession.FAILED, error=reason or type(exc).__name__, finished_at=timezone.now())
     session.refresh_from_db()
     return session
@@ -166,15 +280,16 @@ def _run_with_retries(session: SchedulingSession) -> None:
         job_rows = list(session.jobs.prefetch_related("tasks").order_by("id"))
         jobs = [job_services.to_engine(j) for j in job_rows]
         started = time.perf_counter()
-        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session.pk))
+        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session))
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
+        _beat(session)
         try:
             _commit(session, result.to_dict(), seen, job_rows, len(nodes), engine_ms, attempt)
             return
         except StaleNodes as exc:
             log.info("session %s attempt %s: %s; retrying on fresh state", session.pk, attempt, exc)
-            SchedulingSession.objects.filter(pk=session.pk).update(attempts=attempt)
+            SchedulingSession.objects.filter(pk=session.pk, runs=session.runs).update(attempts=attempt)
     raise StaleNodes(f"nodes kept changing during {retries} attempts; run the session again")
 
 
@@ -243,6 +358,10 @@ def _commit(session: SchedulingSession, result: dict, seen: Mapping[str, tuple[i
     names = {nid: name for name, (nid, _g) in seen.items()}
     committed = {str(j.get("job")) for j in result.get("jobs") or () if j.get("committed") and j.get("placed")}
     with transaction.atomic():
+        # first: this run must still own the row (the update also locks it until the commit)
+        if not SchedulingSession.objects.filter(pk=session.pk, runs=session.runs,
+                                                status=SchedulingSession.RUNNING).update(heartbeat_at=timezone.now()):
+            raise Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
         for node_id in touched:
             generation = seen[names[node_id]][1]
             if not Node.objects.filter(pk=node_id, generation=generation).update(generation=generation + 1):

@@ -114,3 +114,37 @@ def test_broker_down_is_503_and_nothing_lost(transactional_db, api, seed_cluster
     again = api.post(f"/api/sessions/{session.pk}/rerun/")
     assert again.status_code == 202 and again.json()["status"] == "pending"
     assert again.json()["error"] == ""
+
+
+def test_running_session_whose_heartbeat_stopped_is_failed_and_rerun(api, seed_cluster, settings):
+    """A worker on another host (its process cannot be checked from here) that stops sending
+    heartbeats: after NUMAWEB_SESSION_STALE_SECONDS the session shows failed and can be re-run."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.NUMAWEB_SESSION_STALE_SECONDS = 120
+    now = timezone.now()
+    session = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1, started_at=now,
+                                               heartbeat_at=now - timedelta(seconds=100), worker="elsewhere:4242")
+    url = f"/api/sessions/{session.pk}/"
+    assert api.get(url).json()["status"] == "running"  # 100 s without a heartbeat: maybe still working
+    busy = api.post(f"{url}rerun/")
+    assert busy.status_code == 409 and "running on elsewhere:4242 (last heartbeat 100 s ago)" in busy.json()["detail"]
+
+    SchedulingSession.objects.filter(pk=session.pk).update(heartbeat_at=now - timedelta(seconds=121))
+    body = api.get(url).json()
+    assert body["status"] == "failed" and body["finished_at"]
+    assert body["error"].startswith("worker lost: no heartbeat from elsewhere:4242 since ")
+    assert "(over 120 s)" in body["error"]
+    again = api.post(f"{url}rerun/")
+    assert again.status_code == 202 and again.json()["status"] == "pending" and again.json()["error"] == ""
+
+
+def test_rerun_of_a_running_session_whose_worker_is_lost_marks_it_failed_first(api, seed_cluster):
+    from django.utils import timezone
+
+    session = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1,
+                                               heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
+    r = api.post(f"/api/sessions/{session.pk}/rerun/")
+    assert r.status_code == 202 and r.json()["status"] == "pending"

@@ -79,3 +79,25 @@ def test_sessions_are_read_only(admin_client):
     assert admin_client.get("/admin/scheduling/schedulingsession/add/").status_code == 403
     page = admin_client.get(f"/admin/scheduling/schedulingsession/{session.pk}/change/")
     assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+
+
+def test_admin_reruns_a_session_whose_worker_is_lost(admin_client, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.NUMAWEB_SESSION_STALE_SECONDS = 60
+    cluster = Cluster.objects.create(name="c")
+    now = timezone.now()
+    live = SchedulingSession.objects.create(cluster=cluster, status="running", runs=1, heartbeat_at=now,
+                                            worker="other-host:7")
+    lost = SchedulingSession.objects.create(cluster=cluster, status="running", runs=1, worker="other-host:8",
+                                            heartbeat_at=now - timedelta(seconds=61))
+    r = admin_client.post("/admin/scheduling/schedulingsession/", {
+        "action": "rerun", "_selected_action": [live.pk, lost.pk]}, follow=True)
+    text = r.content.decode()
+    assert f"Session {live.pk} is running on other-host:7" in text
+    assert f"Queued again: session {lost.pk}" in text
+    live.refresh_from_db()
+    lost.refresh_from_db()
+    assert live.status == "running" and lost.status == "pending"

@@ -112,3 +112,78 @@ def test_a_done_session_is_not_run_twice(small):
     services.execute_session(session.pk)
     services.execute_session(session.pk)  # e.g. a redelivered message
     assert len(allocated_cpus(node)) == 2
+
+
+def _stale(session, seconds=600, worker="other-host:99", runs=1):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    SchedulingSession.objects.filter(pk=session.pk).update(
+        status="running", runs=runs, worker=worker, heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_heartbeat_is_written_while_running(small, monkeypatch):
+    cluster, _node = small
+    session = new_session(cluster, make_job("a", cpus="1"), make_job("b", cpus="1"))
+    beats = []
+
+    def checkpoint(stage, s):
+        beats.append(SchedulingSession.objects.values_list("status", "heartbeat_at", "worker").get(pk=s.pk))
+
+    monkeypatch.setattr(services, "checkpoint", checkpoint)
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "done" and session.worker == services.worker_id()
+    (status, computed, worker), (_, written, _) = beats
+    assert status == "running" and worker == services.worker_id()
+    assert session.started_at <= computed <= written <= session.heartbeat_at <= session.finished_at
+
+
+def test_redelivered_message_leaves_a_live_run_alone_and_takes_over_a_lost_one(small, settings):
+    cluster, node = small
+    settings.NUMAWEB_SESSION_STALE_SECONDS = 120
+    session = new_session(cluster, make_job("a", cpus="2"))
+    _stale(session, seconds=30)  # another host's worker, heartbeat 30 s ago: still working
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert (session.status, session.runs, session.worker) == ("running", 1, "other-host:99")
+    assert not Placement.objects.exists()
+
+    _stale(session, seconds=121)  # silent too long: lost; the re-delivered message runs it from scratch
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert (session.status, session.runs, session.worker) == ("done", 2, services.worker_id())
+    assert sorted(allocated_cpus(node)) == [0, 1]
+
+
+def test_automatic_reruns_stop_at_max_runs(small, settings):
+    cluster, _node = small
+    settings.NUMAWEB_SESSION_MAX_RUNS = 3
+    session = new_session(cluster, make_job("a", cpus="2"))
+    _stale(session, runs=3)  # a session whose worker died three times (e.g. it runs out of memory)
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "failed" and session.runs == 3 and session.error.startswith("worker lost: ")
+    assert not Allocation.objects.exists()
+    services.rerun_session(session)  # a person may still run it again
+    assert services.execute_session(session.pk).status == "done"
+
+
+def test_a_run_declared_lost_meanwhile_writes_nothing(small, monkeypatch):
+    cluster, node = small
+    session = new_session(cluster, make_job("a", cpus="2"))
+    generation = node.generation
+
+    def checkpoint(stage, s):
+        if stage == "computed":  # seen from elsewhere, this run went silent for too long
+            _stale(s, worker=services.worker_id(), runs=s.runs)
+            assert services.expire_if_lost(SchedulingSession.objects.get(pk=s.pk))
+
+    monkeypatch.setattr(services, "checkpoint", checkpoint)
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "failed" and session.error.startswith("worker lost: no heartbeat from ")
+    assert not Placement.objects.exists() and not Allocation.objects.exists()
+    node.refresh_from_db()
+    assert node.generation == generation

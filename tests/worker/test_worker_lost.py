@@ -1,0 +1,169 @@
+"""A worker killed in the middle of a session, for real: a Celery worker process (the product's, on the
+embedded file-system queue and the test's SQLite file) pauses inside the session's commit transaction,
+after writing its placement and allocation rows, and is killed with SIGKILL.
+
+- Whole worker killed (solo pool, as `manage.py serve` runs it): nothing was committed; the next worker to
+  start marks the session failed ("worker lost"), the API re-runs it and it completes.
+- Pool child killed (prefork, as docker-compose runs it): acks_late + reject_on_worker_lost put the message
+  back, a fresh child takes the session over from scratch and it completes, with no double booking."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.jobs.models import Job
+from numaweb.scheduling import services
+from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.tasks import run_scheduling_session
+from tests.web.helpers import allocated_cpus, filesystem_broker, make_job, make_node
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def worker_process(data: Path, pool: str, name: str, pause_at: str = "never") -> Iterator[subprocess.Popen]:
+    """A Celery worker process on `data`/broker and the test's database file. On the way out it is idle
+    (the test waited for its session) and is killed with its pool children: a warm shutdown on the
+    file-system queue takes seconds, and this queue is thrown away."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(NUMAWEB_DATA_DIR=str(data), DATABASE_PATH=str(connection.settings_dict["NAME"]), PYTHONUNBUFFERED="1",
+               NUMAWEB_TEST_PAUSE_AT=pause_at, NUMAWEB_TEST_PAUSE_MARKER=str(data / "paused.json"))
+    args = [sys.executable, "-m", "tests.worker.pausing_worker", f"--pool={pool}", "--concurrency=1",
+            "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h"]
+    with open(data / f"{name}.log", "wb") as log:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+
+
+def wait_for(what: str, check: Callable[[], object], proc: subprocess.Popen, log: Path, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        if proc.poll() is not None:
+            raise AssertionError(f"worker exited ({proc.returncode}) before {what}:\n{log.read_text(errors='replace')}")
+        time.sleep(0.05)
+    raise AssertionError(f"no {what} after {timeout}s:\n{log.read_text(errors='replace')}")
+
+
+def paused(marker: Path) -> Callable[[], dict | None]:
+    return lambda: json.loads(marker.read_text()) if marker.exists() else None
+
+
+def session_in(pk: int, *statuses: str) -> Callable[[], SchedulingSession | None]:
+    return lambda: SchedulingSession.objects.filter(pk=pk, status__in=statuses).first()
+
+
+@pytest.fixture
+def cluster(db) -> Cluster:
+    cluster = Cluster.objects.create(name="lost")
+    make_node(cluster, "n1", (2, 1, 4, 1), "single-numa-node")
+    make_node(cluster, "n2", (2, 1, 4, 1), "best-effort")
+    make_job("a", cpus="2", replicas=2, policy="single-numa-node")
+    make_job("b", cpus="3", policy="best-effort")
+    return cluster
+
+
+def assert_nothing_written(cluster: Cluster, generations: dict[str, int]) -> None:
+    assert not Placement.objects.exists()
+    assert not Allocation.objects.exists()
+    assert dict(Node.objects.filter(cluster=cluster).values_list("name", "generation")) == generations
+    assert set(Job.objects.values_list("status", flat=True)) == {"pending"}
+
+
+def assert_completed_once(session: SchedulingSession, cluster: Cluster) -> None:
+    assert session.status == "done", session.error
+    assert session.pods_total == 3 and session.pods_placed == 3 and session.error == ""
+    assert Placement.objects.filter(session=session).count() == 3
+    assert Allocation.objects.filter(session=session).count() == 3  # one run's allocations, not two
+    for node in Node.objects.filter(cluster=cluster):
+        cpus = allocated_cpus(node)
+        assert len(cpus) == len(set(cpus)), f"{node.name}: a CPU held twice: {sorted(cpus)}"
+    assert sum(len(allocated_cpus(n)) for n in Node.objects.filter(cluster=cluster)) == 2 + 2 + 3
+    assert set(Job.objects.values_list("status", flat=True)) == {"scheduled"}
+
+
+def test_session_task_is_acked_late_and_rejected_when_its_worker_is_lost():
+    assert run_scheduling_session.acks_late is True
+    assert run_scheduling_session.reject_on_worker_lost is True
+
+
+def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_path):
+    generations = dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
+    marker = tmp_path / "paused.json"
+    user = get_user_model().objects.create_user("ops", password="pw-ops-12345")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    with filesystem_broker(tmp_path / "broker"):
+        with worker_process(tmp_path, "solo", "first", pause_at="written") as first:
+            session = services.start_session(cluster, "volcano")
+            seen = wait_for("a paused session", paused(marker), first, tmp_path / "first.log")
+            row = SchedulingSession.objects.get(pk=session.pk)
+            assert (seen["pid"], seen["session"]) == (first.pid, session.pk)
+            assert row.status == "running" and row.runs == 1 and row.worker.endswith(f":{first.pid}")
+            assert row.heartbeat_at is not None and row.heartbeat_at >= row.started_at
+            # inside its open transaction the worker had already written every row of the session
+            assert (seen["placements"], seen["allocations"]) == (3, 3)
+            os.kill(first.pid, signal.SIGKILL)
+            assert first.wait(timeout=10) == -signal.SIGKILL
+        assert_nothing_written(cluster, generations)
+        row.refresh_from_db()
+        assert row.status == "running"  # nobody has noticed yet
+
+        # the next worker to start (e.g. `./dev run` again) marks it failed with the reason
+        with worker_process(tmp_path, "solo", "second") as second:
+            row = wait_for("the lost session marked failed", session_in(session.pk, "failed"), second,
+                           tmp_path / "second.log", timeout=30)
+            assert row.error.startswith("worker lost:") and f":{first.pid} died" in row.error
+            assert_nothing_written(cluster, generations)
+            body = api.get(f"/api/sessions/{session.pk}/").json()
+            assert body["status"] == "failed" and "worker lost" in body["error"]
+
+            r = api.post(f"/api/sessions/{session.pk}/rerun/")
+            assert r.status_code == 202, r.content
+            row = wait_for("the re-run to finish", session_in(session.pk, "done", "failed"), second,
+                           tmp_path / "second.log")
+        assert row.runs == 2 and row.worker.endswith(f":{second.pid}")
+        assert_completed_once(row, cluster)
+
+
+def test_pool_child_killed_mid_commit_is_redelivered_and_rerun_from_scratch(cluster, tmp_path):
+    marker = tmp_path / "paused.json"
+    log = tmp_path / "pool.log"
+    with filesystem_broker(tmp_path / "broker"), worker_process(tmp_path, "prefork", "pool", "written") as pool:
+        session = services.start_session(cluster, "aligned")
+        seen = wait_for("a paused session", paused(marker), pool, log)
+        child = seen["pid"]
+        assert child != pool.pid and (seen["placements"], seen["allocations"]) == (3, 3)
+        row = SchedulingSession.objects.get(pk=session.pk)
+        assert row.status == "running" and row.runs == 1 and row.worker.endswith(f":{child}")
+        os.kill(child, signal.SIGKILL)
+        row = wait_for("the re-delivered session to finish", session_in(session.pk, "done", "failed"), pool, log)
+        assert row.runs == 2 and not row.worker.endswith(f":{child}")
+        assert_completed_once(row, cluster)
+        text = log.read_text(errors="replace")
+        assert f"{child} died during the session" in text and "running it again from scratch" in text
