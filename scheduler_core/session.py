@@ -264,6 +264,23 @@ class Cluster:
 # ------------------------------------------------------------------------------------------------
 
 
+def _group_rows(rows: list, scores: dict[int, int] | None, limit: int) -> list[tuple[int, int | None, int, list[str]]]:
+    """A pod's explanation rows merged by (verdict, score) as they are made, keeping only the `limit`
+    smallest node names of each group (each class's members are sorted), so a pod costs memory per
+    distinct verdict, not per node class."""
+    merged: dict[tuple[int, int | None], list] = {}
+    for cid, verdict, members in rows:
+        key = (verdict.sig, None if scores is None else scores.get(cid))
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [len(members), members[:limit]]
+        else:
+            entry[0] += len(members)
+            if limit and (len(entry[1]) < limit or members[0] < entry[1][-1]):
+                entry[1] = sorted(entry[1] + members[:limit])[:limit]
+    return [(sig, score, count, names) for (sig, score), (count, names) in merged.items()]
+
+
 class _Classes:
     """Nodes grouped by (profile-specific) state key; each class keeps its members sorted by name."""
 
@@ -450,9 +467,7 @@ class _Session:
                 best_key, best = key, (cid, verdict, members[0])
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
                            policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
-        limit = self.explain_names
-        record.rows = [(verdict.sig, scores.get(cid) if scored else None, len(members), members[:limit])
-                       for cid, verdict, members in rows]
+        record.rows = _group_rows(rows, scores if scored else None, self.explain_names)
         self.t_eval += time.perf_counter() - t0
         if best is None:
             reasons: dict[str, int] = {}
