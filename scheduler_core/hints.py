@@ -17,9 +17,10 @@ and two merges that give the same answer:
      set product while that stays small, or by counting: with F_i(S) = #{x in list i : x ⊇ S}
      (a superset-sum "zeta" transform), the product of the F_i counts the tuples whose AND contains
      S, and the Möbius inversion of that product counts the tuples whose AND *is* S. Both transforms
-     run on Python big ints holding one 64-bit lane per mask, so they cost a few dozen big-int
-     operations. The best reachable mask under the non-preferred ranking is then read off by
-     count class.
+     run on Python big ints holding one lane per mask (32 bits for a list's sums, 64 bits for the
+     products), so they cost a few dozen big-int operations (up to 16 NUMA nodes; beyond that the
+     set product is used). The best reachable mask under the non-preferred ranking is then read
+     off by count class: count == B, then B-1 down to 1, then B+1 up, ties by the mask comparator.
 
 Masks are ints (bit i = NUMA node i); `None` is the kubelet's nil mask ("any NUMA node").
 """
@@ -854,6 +855,10 @@ def bench_merge() -> list[tuple[str, float]]:
     full = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 1 << 16)]} for i in range(3)]
     out.append(("merge 16 NUMA, 3x65535 masks, none preferred (worst case)",
                 _timed(lambda: merge_hints("best-effort", full, nodes16, opts16), 5)))
+    two = non_pref[:2]
+    out.append(("cross-product reference, 8 NUMA, 2x255 masks (65,025 permutations)",
+                _timed(lambda: merge_hints_reference("best-effort", two, nodes8), 1)))
+    out.append(("fast merge of the same", _timed(lambda: merge_hints("best-effort", two, nodes8), 20)))
     small = [{"cpu": [TopologyHint(1, True), TopologyHint(2, True), TopologyHint(3, False)]},
              {"gpu": [TopologyHint(2, True)]}, None]
     out.append(("merge 2 NUMA, seed-style small lists (restricted)",
