@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 
+from .bitmask import bits_of as _bits
 from .cpuset import CPUSet
 from .errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
 from .hints import TopologyHint
@@ -94,15 +95,6 @@ def _as_options(options: CPUOptions | Mapping[str, object] | None) -> CPUOptions
     if not isinstance(options, Mapping):
         raise PolicyError(f"CPU Manager options must be a mapping of option names, not {options!r}")
     return CPUOptions.parse({str(k).replace("_", "-"): v for k, v in options.items()})
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def _numa_mask(value: int | Iterable[int] | None) -> int | None:

@@ -61,20 +61,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .bitmask import bits_of as _bits
 from .cpuset import CPUSet
 
 SCHEMA = "numaweb.session/1"
 PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = "passed", "skipped", "filtered", "unschedulable"
 _RANK = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def unavailable_message(reasons: dict[str, int]) -> str:

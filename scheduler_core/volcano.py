@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from itertools import combinations, product
 from typing import NamedTuple
 
+from .bitmask import bits_of as _bits
 from .errors import EngineError, PolicyError
 from .pods import GUARANTEED, Container, Pod, qos_class
 from .quantity import cpu_milli
@@ -69,15 +70,6 @@ class Hint(NamedTuple):
 
     def to_dict(self) -> dict:
         return {"affinity": None if self.affinity is None else _bits(self.affinity), "preferred": self.preferred}
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def has_policy(policy: str | None) -> bool:

@@ -8,6 +8,7 @@ import pathlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..bitmask import bits_of as bits
 from ..cpuset import MAX_CPU_ID, CPUSet
 from ..errors import EngineError, FormatError
 from ..topology import CPU, Device, NUMANode, Topology
@@ -180,15 +181,6 @@ def parse_hex_mask(text: str, what: str) -> int:
     if mask.bit_length() > MAX_CPU_ID + 1:
         raise FormatError(f"{what}: mask {s[:40]!r} sets bit {mask.bit_length() - 1}, above {MAX_CPU_ID}")
     return mask
-
-
-def bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def parse_int(text: object, what: str, minimum: int | None = 0) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..bitmask import bits_of as _bits
 from ..errors import FormatError
 from ._common import CPURecord, Draft, parse_cpulist, parse_int
 
@@ -100,15 +101,6 @@ def load(text: str) -> Draft:
         draft.cpus.append(CPURecord(cpu, ("core", core), socket_of[cpu_numa[cpu]], cpu_numa[cpu]))
     draft.inferred.update(("cores", "sockets"))
     return draft
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def _socket_groups(nodes: list[int], distances: dict | None) -> dict[int, int]:
