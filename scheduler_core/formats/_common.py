@@ -3,6 +3,7 @@ place where per-CPU records become a `Topology` (core ids = smallest thread id o
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from collections.abc import Iterable, Mapping
@@ -323,3 +324,16 @@ def numa_of_cpus(numa_cpus: Mapping[int, int]) -> dict[int, int]:
 
 def unique(items: Iterable) -> list:
     return list(dict.fromkeys(items))
+
+
+def json_object(text: str, what: str) -> dict:
+    """Parse JSON that must be an object, with the line and column of a syntax error."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{what}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise FormatError(f"{what}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{what}: must be a JSON object")
+    return data

@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from ..errors import FormatError
-from ._common import Source, check_text
+from ._common import Source, check_text, json_object
 
 FORMATS = (
     "hwloc-xml", "lscpu-text", "lscpu-parse", "sysfs", "sysfs-tar", "numactl-hardware", "synthetic",
@@ -86,14 +85,7 @@ def detect_source(src: Source) -> str:
 
 
 def _detect_json(text: str, name: str) -> str:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise FormatError(f"{name}: JSON nested too deeply") from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{name}: a JSON topology must be an object")
+    data = json_object(text, name)
     keys = {k.lower() for k in data}
     if data.get("kind") == "numaweb.topology" or isinstance(data.get("cpus"), list) or "topology" in keys:
         return "engine-json"

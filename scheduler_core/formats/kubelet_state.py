@@ -15,24 +15,10 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
-import json
-
 from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
 from ..node import IMPORTED, Allocation
-from ._common import CPURecord, Draft, build_topology, parse_int
-
-
-def _json(text: str, what: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{what}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise FormatError(f"{what}: JSON nested too deeply") from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{what}: must be a JSON object")
-    return data
+from ._common import CPURecord, Draft, build_topology, json_object, parse_int
 
 
 def _get(data: dict, key: str):
@@ -55,7 +41,7 @@ def _cpus(text: object, what: str) -> CPUSet:
 def cpu_state(text: str) -> dict:
     """Parsed cpu_manager_state: policy, default cpuset, checksum, {(pod, container): CPUSet}."""
     what = "cpu_manager_state"
-    data = _json(text, what)
+    data = json_object(text, what)
     policy = _get(data, "policyName")
     if not isinstance(policy, str):
         raise FormatError(f"{what}: 'policyName' must be a string")
@@ -81,7 +67,7 @@ def cpu_state(text: str) -> dict:
 
 def memory_state(text: str) -> dict:
     what = "memory_manager_state"
-    data = _json(text, what)
+    data = json_object(text, what)
     policy = _get(data, "policyName")
     machine = _get(data, "machineState") or {}
     if not isinstance(machine, dict):
