@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 
@@ -42,6 +43,8 @@ class Command(BaseCommand):
             build_demo("demo", self.stdout)
         self._admin()
         worker = None
+        # a SIGTERM (docker stop, systemd, kill) unwinds like Ctrl-C, so the worker is stopped too
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         if not no_worker:
             worker = subprocess.Popen(worker_command(), env=os.environ.copy())
             broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
