@@ -1,21 +1,34 @@
 """numaweb's scheduling engine: the kubelet's NUMA alignment and Volcano's numa-aware plugin in
 pure Python (no Django, Celery or web imports anywhere below this package).
 
-Entry points (stable; called from outside the project's own tests):
+Entry points (stable; called from outside the project's own tests). CPU sets may be given as a
+``CPUSet``, an int bitmask, a list of ids or a Linux list string; NUMA masks are ints (bit i = node i):
 
-- ``CPUSet.parse(text)`` / ``str(cpuset)``: Linux cpuset list format (``0-3,8-11``).
-- ``merge_hints(policy, providers_hints, numa_nodes, options=None, distances=None)``
-  → ``MergeResult(hint, admit)``: the Topology Manager merge for ``none``, ``best-effort``,
-  ``restricted`` and ``single-numa-node`` (kubelet-spec §4–6).
-- ``cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)``
-  → list of ``TopologyHint`` (kubelet-spec §9.3).
-- ``take_by_topology(topology, available, count, options=None)`` → ``CPUSet`` (§9.6, §10, §11).
+- ``CPUSet.parse(text)`` / ``str(cpuset)``: Linux cpuset list format (``0-3,8-11``, ``0-62:2``).
+- ``merge_hints(policy, providers_hints, numa_nodes, options=None, distances=None)`` → ``MergeResult``
+  (``.hint``: ``TopologyHint(affinity, preferred)``, ``.admit``): the Topology Manager merge for
+  ``none``, ``best-effort``, ``restricted``, ``single-numa-node``; ``providers_hints`` is one entry per
+  provider, each None, {} or {resource: None | [] | [hints]}; ``options`` the kubelet option strings
+  (``prefer-closest-numa-nodes``, ``max-allowable-numa-nodes``); ``distances[a]`` node a's row
+  (kubelet-spec §4–6).
+- ``cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)`` → list of
+  ``TopologyHint`` in IterateBitMasks order (§9.3).
+- ``take_by_topology(topology, available, count, options=None)`` → ``CPUSet``; ``options`` a
+  ``CPUOptions`` or the CPU Manager option strings (packed, spread, uncore, distributed; §9.6–11).
 - ``device_topology_hints(numa_nodes, devices, available, reusable, request)`` → list of hints (§12).
-- ``filter_by_affinity(devices, available, affinity)`` → ``(aligned, unaligned, no_affinity)`` (§13).
-- ``memory_topology_hints(machine_state, requested)`` → ``{resource: [hints]}`` (§14).
-- ``admit_pod(node, pod)`` → ``AdmitResult`` (admitted, allocations, or ``TopologyAffinityError``).
-- ``run_session(cluster, jobs, profile="volcano", progress=None)`` → ``SessionResult``.
-- ``load_topology(data, format=None)`` → ``Topology`` (format auto-detected).
+- ``filter_by_affinity(devices, available, affinity)`` → ``(aligned, unaligned, no_affinity)`` sets of
+  device ids, with the corrected NUMA ordering (§13.2).
+- ``memory_topology_hints(machine_state, requested=None, *, pod=None, container=None, ...)`` →
+  ``{resource: [hints]}`` or None (§14).
+- ``admit_pod(node, pod, commit=True)`` → ``AdmitResult`` (``admitted``, ``error``: a
+  ``TopologyAffinityError`` or other ``AdmissionError`` naming container and resource, ``allocations``,
+  ``decisions`` with every provider's hints and the merge); a rejected pod never changes the node.
+- ``run_session(cluster, jobs, profile="volcano", progress=None, weight=1, explain_names=10,
+  explain_groups=64)`` → ``SessionResult`` (``.to_dict()`` schema in ``explain``); profiles
+  ``volcano``, ``aligned``, ``unaware``; ``progress(done, total)``; admitted placements are recorded
+  on the given ``Cluster`` (copy it first for a what-if).
+- ``load_topology(data, format=None)`` → ``Topology``: text, bytes or a path (file, sysfs folder or
+  tarball), format detected from the content when None (``scheduler_core.formats``).
 
 Units everywhere: CPU in millicores in requests, CPUs as ids; memory and hugepages in bytes.
 Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming the offending value.
