@@ -65,3 +65,19 @@ def test_run_session_command(db, capsys, _private_queue):
 def test_health_check(client, db):
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.post("/healthz").status_code == 405
+
+
+def test_commands_on_a_database_never_migrated_say_what_to_do(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "NUMAWEB_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    for args in (["import_topology", "missing.xml"], ["demo"], ["run_session"]):
+        out = subprocess.run([sys.executable, "manage.py", *args], cwd=root, env=env, capture_output=True, text=True)
+        assert out.returncode == 1, out.stderr
+        assert "the database is not set up: run `python manage.py migrate` first" in out.stderr
+        assert "Traceback" not in out.stderr

@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
+from numaweb.commands import require_migrated_database
 from numaweb.inventory.demo import build_demo
 
 
@@ -12,4 +13,5 @@ class Command(BaseCommand):
         parser.add_argument("--cluster", default="demo", help="cluster name (default: demo)")
 
     def handle(self, *args, cluster: str, **options):
+        require_migrated_database()
         build_demo(cluster, self.stdout)

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from numaweb.commands import require_migrated_database
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster
 from scheduler_core.errors import EngineError
@@ -24,6 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--cpu-manager-policy", default=None)
 
     def handle(self, *args, files, cluster, format, name, **options):
+        require_migrated_database()
         if name and len(files) > 1:
             raise CommandError("--name needs exactly one file")
         kubelet = {k: options[k] for k in ("topology_manager_policy", "topology_manager_scope", "cpu_manager_policy")

@@ -5,6 +5,7 @@ its outcome; exits non-zero when the session fails."""
 
 from django.core.management.base import BaseCommand, CommandError
 
+from numaweb.commands import require_migrated_database
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
@@ -23,6 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--session", type=int, default=None, help="run this existing (failed/pending) session")
 
     def handle(self, *args, cluster, profile, dry_run, job, queue, session, **options):
+        require_migrated_database()
         if session is not None:
             row = SchedulingSession.objects.filter(pk=session).first()
             if row is None:
