@@ -18,12 +18,30 @@ Rules followed (from hwloc's XML format, not from particular files):
   `indexing` os or gp, values over several `u64values`; v1 `distances` whose objects at
   `relative_depth` below the holder are all the NUMA nodes, in tree order, scaled by
   `latency_base`.
-- Devices: every OSDev of kind gpu, coproc, network or openfabrics becomes a `Device` of resource
-  `hwloc/<kind>` (v1/v2 `osdev_type` enum; v3 bitmask, most specific bit wins), with the NUMA
-  nodes of the nodeset of its first non-I/O ancestor.
+- Devices: one physical device shows up in hwloc as several OS devices (a GPU as cuda0, nvml0,
+  opencl0d0 and card0; an RDMA NIC as eth2, ib0 and mlx4_0), so the engine gets one `Device` per
+  PCI function (PCIDev) that has at least one OSDev of kind gpu, coproc, network or openfabrics
+  below it (v1/v2 `osdev_type` enum; v3 bitmask). Its id is the PCI bus id, its name a label from
+  the PCIVendor/PCIDevice infos (else the OSDev's GPUVendor/GPUModel, else the vendor id) and the
+  OSDev names, e.g. "NVIDIA Corporation Tesla P100-SXM2-16GB (cuda0, nvml0, opencl0d0)". SR-IOV
+  functions without an OS device are not devices. Such an OSDev outside any PCIDev stays one
+  `Device` on its own (id = its name, resource `hwloc/<kind>`).
+- Device resource names are inferred (flagged `device_resources` in `inferred`) from the class and
+  vendor in `pci_type` ("CCSS [VVVV:DDDD] [SSSS:ssss] rr", v3 adds a byte): class 03xx (display)
+  and 12xx (processing accelerator): vendor 10de → `nvidia.com/gpu`, 1002 → `amd.com/gpu`, 8086 →
+  `gpu.intel.com/i915`, any other → `hwloc/gpu`; class 02xx (network, 0207 InfiniBand included)
+  and 0c06 (InfiniBand on the serial-bus class): `hwloc/rdma` when an openfabrics OSDev is below,
+  else `hwloc/nic`; anything else (or no readable `pci_type`): `hwloc/<kind>` of the most specific
+  kind among its OSDevs (openfabrics, gpu, coproc, network, in that order).
+- Device NUMA: the NUMA nodes of the nodeset (else cpuset) of the first non-I/O ancestor.
+- Every OSDev of any kind is listed in `extra["os_devices"]`: name, kind (most specific), kinds (all
+  v3 bits), subtype, pci_busid (of the PCIDev above it, else None), numa (list or None) and device
+  (the id of the engine `Device` it belongs to, else None).
 """
 
 from __future__ import annotations
+
+import re
 
 from ..errors import FormatError
 from ..topology import Device
@@ -35,7 +53,14 @@ MEMORY_ONLY_SUBTYPES = {"MCDRAM", "GPUMemory", "HBM", "NVM", "SPM", "CXL-DRAM", 
 V2_OSDEV = {0: "block", 1: "gpu", 2: "network", 3: "openfabrics", 4: "dma", 5: "coproc"}
 V3_OSDEV_BITS = ((32, "openfabrics"), (4, "gpu"), (8, "coproc"), (16, "network"), (1, "storage"),
                  (2, "memory"), (64, "dma"))
-DEVICE_KINDS = ("gpu", "coproc", "network", "openfabrics")
+#: OSDev kinds that make a schedulable device, most specific first (hwloc v3's bit precedence).
+DEVICE_KINDS = ("openfabrics", "gpu", "coproc", "network")
+#: PCI vendor id → the resource name its GPU device plugin advertises.
+GPU_VENDORS = {"10de": "nvidia.com/gpu", "1002": "amd.com/gpu", "8086": "gpu.intel.com/i915"}
+#: Vendor names for labels when the file carries no PCIVendor info (v3 exports drop it).
+VENDOR_NAMES = {"10de": "NVIDIA", "1002": "AMD", "8086": "Intel", "15b3": "Mellanox", "14e4": "Broadcom",
+                "1137": "Cisco", "1077": "QLogic", "1014": "IBM", "1022": "AMD", "19e5": "Huawei"}
+PCI_TYPE = re.compile(r"\s*([0-9A-Fa-f]{4})?\s*(?:\[\s*([0-9A-Fa-f]{4})\s*:\s*([0-9A-Fa-f]{4})\s*\])?")
 
 
 def parse_xml(text: str):
@@ -98,15 +123,16 @@ def load(text: str, what: str = FORMAT) -> Draft:
     l3_count = 0
     pkg_count = 0
     packages: list[int] = []
-    osdevs: list[tuple[object, object]] = []
+    osdevs: list[tuple[object, object, object]] = []
     v1_distances: list[tuple[object, int]] = []
     depth_objects: dict[int, list] = {}
     counter = 0
 
-    # context: (package id, core element, l3 index, v1 numa, memory-children stack, locality el)
-    stack = [(top, None, None, None, None, (), 0, top)]
+    # context: (package id, core element, l3 index, v1 numa, memory-children stack, depth, locality el,
+    # nearest PCIDev above an OSDev)
+    stack = [(top, None, None, None, None, (), 0, top, None)]
     while stack:
-        el, pkg, core, l3, v1numa, memstack, depth, anchor = stack.pop()
+        el, pkg, core, l3, v1numa, memstack, depth, anchor, pcidev = stack.pop()
         counter += 1
         if counter > 2_000_000:
             raise FormatError("hwloc XML: more than 2,000,000 objects")
@@ -116,6 +142,10 @@ def load(text: str, what: str = FORMAT) -> Draft:
         if t not in IO_TYPES:
             depth_objects.setdefault(depth, []).append(el)
             anchor = el
+        if t == "PCIDev":
+            pcidev = el
+        elif t not in ("OSDev", "Misc"):
+            pcidev = None
         if t == "Package":
             pkg_os = el.get("os_index")
             pkg = parse_int(pkg_os, f"hwloc XML: os_index of {_where(el, counter)}") if pkg_os is not None \
@@ -138,7 +168,7 @@ def load(text: str, what: str = FORMAT) -> Draft:
             cpu = parse_int(os_index, f"hwloc XML: os_index of {_where(el, counter)}")
             pus.append((cpu, core if core is not None else ("pu", cpu), pkg, l3, v1numa, memstack, el))
         elif t == "OSDev":
-            osdevs.append((el, anchor))
+            osdevs.append((el, anchor, pcidev))
         children = [c for c in el if c.tag == "object"]
         mem_children = [c for c in children if _type(c) in ("NUMANode", "MemCache")] if major >= 2 else []
         child_memstack = memstack
@@ -156,7 +186,7 @@ def load(text: str, what: str = FORMAT) -> Draft:
             if c.tag == "distances":
                 v1_distances.append((c, depth))
         for c in reversed(children):
-            stack.append((c, pkg, core, l3, v1numa, child_memstack, depth + 1, anchor))
+            stack.append((c, pkg, core, l3, v1numa, child_memstack, depth + 1, anchor, pcidev))
 
     if not pus:
         raise FormatError("hwloc XML: no PU objects (no CPUs) in the topology")
@@ -202,7 +232,9 @@ def load(text: str, what: str = FORMAT) -> Draft:
 
     draft.distances = _distances_v2(root, numa_info, gp_to_numa) if major >= 2 else \
         _distances_v1(v1_distances, depth_objects)
-    draft.devices = _devices(osdevs, major, numa_info)
+    draft.devices, draft.extra["os_devices"] = _devices(osdevs, major, numa_info)
+    if draft.devices:
+        draft.inferred.add("device_resources")
     draft.description = _description(root, top)
     return draft
 
@@ -322,44 +354,109 @@ def _distances_v1(blocks: list, depth_objects: dict) -> dict[int, dict[int, int]
     return None
 
 
-def _osdev_kind(el, major: int) -> str | None:
+def _osdev_kinds(el, major: int) -> list[str]:
+    """All kinds an OSDev declares, most specific first (v1/v2: one enum value; v3: a bitmask)."""
     raw = el.get("osdev_type")
     if raw is None:
-        return None
+        return []
     value = parse_int(raw, f"hwloc XML: osdev_type of OSDev {el.get('name')!r}")
     if major >= 3:
-        for bit, kind in V3_OSDEV_BITS:
-            if value & bit:
-                return kind
-        return None
-    return V2_OSDEV.get(value)
+        return [kind for bit, kind in V3_OSDEV_BITS if value & bit]
+    return [V2_OSDEV[value]] if value in V2_OSDEV else []
 
 
-def _devices(osdevs: list, major: int, numa_info: dict) -> list[Device]:
+def _locality(anchor, numa_info: dict, cache: dict, name: str) -> tuple[int, ...] | None:
+    """NUMA nodes of an I/O object: the nodeset (else the cpuset) of its first non-I/O ancestor."""
+    key = id(anchor)
+    if key in cache:
+        return cache[key]
+    numa: tuple[int, ...] | None = None
+    if anchor is not None and anchor.get("nodeset") is not None and numa_info:
+        numa = tuple(n for n in bits(parse_hex_mask(anchor.get("nodeset"), f"hwloc XML: nodeset above {name}"))
+                     if n in numa_info) or None
+    elif anchor is not None and anchor.get("cpuset") and numa_info:
+        cpus = parse_hex_mask(anchor.get("cpuset"), f"hwloc XML: cpuset above {name}")
+        numa = tuple(sorted(n for n, info in numa_info.items() if info["cpuset"] & cpus)) or None
+    cache[key] = numa
+    return numa
+
+
+def parse_pci_type(text: str | None) -> tuple[int | None, str | None, str | None]:
+    """(class, vendor, device) from `pci_type` ("CCSS [VVVV:DDDD] [SSSS:ssss] rr", v3 adds a byte);
+    parts that cannot be read are None."""
+    match = PCI_TYPE.match(text or "")
+    if not match:
+        return None, None, None
+    cls, vendor, device = match.groups()
+    return (int(cls, 16) if cls else None), (vendor.lower() if vendor else None), (device.lower() if device else None)
+
+
+def device_resource(pci_class: int | None, vendor: str | None, kinds: set[str]) -> str:
+    """Device-plugin resource name of one PCI function (the rule in the module docstring)."""
+    base = None if pci_class is None else pci_class >> 8
+    if base in (0x03, 0x12):
+        return GPU_VENDORS.get(vendor or "", "hwloc/gpu")
+    if base == 0x02 or pci_class == 0x0C06:
+        return "hwloc/rdma" if "openfabrics" in kinds else "hwloc/nic"
+    return f"hwloc/{next(k for k in DEVICE_KINDS if k in kinds)}"
+
+
+def _infos(el) -> dict[str, str]:
+    return {c.get("name"): c.get("value", "") for c in el if c.tag == "info" and c.get("name")}
+
+
+def _label(pcidev, vendor: str | None, device: str | None, members: list) -> str:
+    infos = _infos(pcidev)
+    for el in members:
+        for k, v in _infos(el).items():
+            infos.setdefault(k, v)
+    who = (infos.get("PCIVendor") or infos.get("GPUVendor") or VENDOR_NAMES.get(vendor or "")
+           or (f"vendor {vendor}" if vendor else "")).strip()
+    what = (infos.get("PCIDevice") or infos.get("GPUModel") or (f"device {device}" if device else "")).strip()
+    head = " ".join(p for p in (who, what) if p) or "PCI device"
+    names = sorted(el.get("name") or "?" for el in members)
+    return f"{head} ({', '.join(names)})"
+
+
+def _devices(osdevs: list, major: int, numa_info: dict) -> tuple[list[Device], list[dict]]:
+    """Engine devices (one per PCI function holding a gpu/coproc/network/openfabrics OSDev; one per
+    such OSDev outside any PCIDev) and the per-OSDev list kept in `extra["os_devices"]`."""
+    cache: dict = {}
+    records = []
+    groups: dict[int, list] = {}
+    for el, anchor, pcidev in osdevs:
+        kinds = _osdev_kinds(el, major)
+        name = el.get("name") or f"osdev{len(records)}"
+        numa = _locality(anchor, numa_info, cache, name)
+        rec = {"name": name, "kind": kinds[0] if kinds else None, "kinds": kinds, "subtype": el.get("subtype"),
+               "pci_busid": pcidev.get("pci_busid") if pcidev is not None else None,
+               "numa": list(numa) if numa is not None else None, "device": None}
+        records.append(rec)
+        if kinds and kinds[0] in DEVICE_KINDS:
+            key = id(pcidev) if pcidev is not None else id(el)
+            groups.setdefault(key, []).append((el, pcidev, rec, numa))
     out = []
     ids: set[str] = set()
-    for el, anchor in osdevs:
-        kind = _osdev_kind(el, major)
-        if kind not in DEVICE_KINDS:
-            continue
-        name = el.get("name") or f"osdev{len(out)}"
-        dev_id = name
+    for members in groups.values():
+        el, pcidev, rec, numa = members[0]
+        if pcidev is not None:
+            pci_class, vendor, device = parse_pci_type(pcidev.get("pci_type"))
+            kinds = {k for _, _, r, _ in members for k in r["kinds"]}
+            resource = device_resource(pci_class, vendor, kinds)
+            base_id = pcidev.get("pci_busid") or rec["name"]
+            label = _label(pcidev, vendor, device, [m[0] for m in members])
+        else:
+            resource, base_id, label = f"hwloc/{rec['kind']}", rec["name"], rec["name"]
+        dev_id = base_id
         n = 1
         while dev_id in ids:
             n += 1
-            dev_id = f"{name}#{n}"
+            dev_id = f"{base_id}#{n}"
         ids.add(dev_id)
-        numa: tuple[int, ...] | None = None
-        if anchor is not None and anchor.get("nodeset") is not None and numa_info:
-            numa = tuple(n for n in bits(parse_hex_mask(anchor.get("nodeset"), f"hwloc XML: nodeset above {name}"))
-                         if n in numa_info)
-            if not numa:
-                numa = None
-        elif anchor is not None and anchor.get("cpuset") and numa_info:
-            cpus = parse_hex_mask(anchor.get("cpuset"), f"hwloc XML: cpuset above {name}")
-            numa = tuple(sorted(n for n, info in numa_info.items() if info["cpuset"] & cpus)) or None
-        out.append(Device(dev_id, f"hwloc/{kind}", numa, True, name))
-    return out
+        for _, _, r, _ in members:
+            r["device"] = dev_id
+        out.append(Device(dev_id, resource, numa, True, label))
+    return out, records
 
 
 def _description(root, top) -> str:

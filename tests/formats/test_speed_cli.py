@@ -96,6 +96,14 @@ def test_cli_summary():
     assert "distances:" in out.stdout and len(out.stdout.splitlines()) < 25
 
 
+def test_cli_summary_counts_physical_devices_under_plugin_names():
+    out = _cli(str(DATA / "hwloc-xml/v2/power8gpudistances.xml"))
+    assert out.returncode == 0, out.stderr
+    assert "NUMA 0: sockets [0] CPUs 0-1,8-9,16-17,24-25" in out.stdout
+    assert out.stdout.count("devices: nvidia.com/gpu×2") == 2 and "coproc" not in out.stdout
+    assert "inferred (not in the file): device_resources" in out.stdout
+
+
 def test_cli_json():
     out = _cli(str(DATA / "numactl/hwbench-numa-2domains.txt"), "--json")
     assert out.returncode == 0
