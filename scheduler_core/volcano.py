@@ -356,33 +356,6 @@ def policy_predicate(policy: str, numa_nodes: Iterable[int],
     return best, best.preferred
 
 
-def _single_list_predicate(policy: str, default: int, hints: list[Hint] | None) -> tuple[Hint, bool]:
-    """Fast path of `policy_predicate` for the one CPU provider with one resource (`hints` None = no map)."""
-    if policy not in ("best-effort", "restricted", "single-numa-node"):
-        return Hint(None, False), True
-    if hints is None:
-        lst = [Hint(None, True)]
-    elif not hints:
-        lst = [Hint(None, False)]
-    else:
-        lst = hints
-    if policy == "single-numa-node":
-        lst = [h for h in lst if h.preferred and (h.affinity is None or h.affinity.bit_count() == 1)]
-    best_mask, best_pref = default, False
-    for affinity, preferred in lst:
-        mask = default if affinity is None else default & affinity
-        if not mask:
-            continue
-        if preferred and not best_pref:
-            best_mask, best_pref = mask, True
-        elif preferred == best_pref:
-            c, bc = mask.bit_count(), best_mask.bit_count()
-            if c < bc or (c == bc and mask < best_mask):
-                best_mask = mask
-    admit = True if policy == "best-effort" else best_pref
-    return Hint(best_mask, best_pref), admit
-
-
 # ------------------------------------------------------------------------------------------------
 # Task side
 # ------------------------------------------------------------------------------------------------
@@ -515,7 +488,6 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
     if model is None:  # unreachable: filter_node_by_policy only fits nodes that have a model
         return Verdict(PASS_SKIPPED)
     policy = model.tm_policy
-    default = model.default_mask
     cur = free
     total = 0
     decisions: list[ContainerDecision] = []
@@ -524,7 +496,7 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
         if milli is None or req == 0 or cur is None:
             key = None
             avail = 0 if cur is None else cur & ~model.reserved
-            best, admit = _single_list_predicate(policy, default, None)
+            best, admit = policy_predicate(policy, model.numa_ids, [None])  # CPU provider: no map
         else:
             avail = cur & ~model.reserved
             key = (model.free_counts(avail), req)
