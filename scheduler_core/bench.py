@@ -90,22 +90,14 @@ def run(nodes: int, pods: int, profile: str, explain: bool = True) -> dict:
 
 
 def _micro() -> None:
-    try:
-        from .hints import bench_merge
-    except ImportError:
-        bench_merge = None
-    if bench_merge is not None:
-        print("hint merge (ms per merge):")
-        for label, ms in bench_merge():
-            print(f"  {ms:10.3f}  {label}")
-    try:
-        from .cpu import bench_take_by_topology
-    except ImportError:
-        bench_take_by_topology = None
-    if bench_take_by_topology is not None:
-        print("take_by_topology (µs per call):")
-        for label, us in bench_take_by_topology():
-            print(f"  {us:10.1f}  {label}")
+    from .cpu import bench_take_by_topology
+    from .hints import bench_merge
+
+    for title, rows, fmt in (("hint merge (ms per merge):", bench_merge(), "10.3f"),
+                             ("take_by_topology (µs per call):", bench_take_by_topology(), "10.1f")):
+        print(title)
+        for label, value in rows:
+            print(f"  {value:{fmt}}  {label}")
 
 
 def main(argv: list[str] | None = None) -> int:
