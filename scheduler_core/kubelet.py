@@ -158,10 +158,14 @@ class KubeletConfig:
                     raise PolicyError(f"reserved {res} on NUMA node {nid} must be a non-negative byte count")
 
     def __hash__(self) -> int:
-        # reserved_memory is a mapping; hash the canonical JSON so node classes can key on settings
-        import json
+        # reserved_memory is a mapping: hash the canonical JSON (once) so node classes key on settings
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            import json
 
-        return hash(json.dumps(self.to_dict(), sort_keys=True))
+            cached = hash(json.dumps(self.to_dict(), sort_keys=True))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def static_cpus(self) -> bool:

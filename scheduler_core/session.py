@@ -40,7 +40,6 @@ Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
 
 from __future__ import annotations
 
-import json
 import time
 from bisect import insort
 from collections.abc import Callable, Iterable, Sequence
@@ -134,7 +133,6 @@ class Cluster:
         self._static_ids: dict[tuple, int] = {}
         self._models: dict[int, NumaModel | None] = {}
         self._alloc_cap: dict[str, tuple[int, int, dict[str, int]]] = {}
-        kubelet_keys: dict[int, str] = {}
         for name, node in self.nodes.items():
             t = Tally()
             for a in node.allocations:
@@ -145,10 +143,7 @@ class Cluster:
                     t.devices[r] = t.devices.get(r, 0) + len(ids)
             self.tally[name] = t
             self.numa_free[name] = self._numa_free_of(node)
-            kid = id(node.kubelet)
-            if kid not in kubelet_keys:
-                kubelet_keys[kid] = json.dumps(node.kubelet.to_dict(), sort_keys=True)
-            skey = (node.topology.fingerprint, kubelet_keys[kid], node.numatopology)
+            skey = (node.topology.fingerprint, node.kubelet, node.numatopology)
             sid = self._static_ids.setdefault(skey, len(self._static_ids))
             self._static[name] = sid
             if sid not in self._models:
