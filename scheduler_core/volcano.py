@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from .bitmask import bits_of as _bits
 from .errors import EngineError, PolicyError
+from .jobs import Job, Task
 from .pods import GUARANTEED, Container, Pod, qos_class
 from .quantity import cpu_milli
 from .topology import CPU, Topology
@@ -626,10 +627,15 @@ def job_pod_annotation(task_policy: str | None, template_annotation: str | None)
     return task_policy if task_policy else template_annotation
 
 
+def _webhook_message(task_index: int, index: int) -> str:
+    return f"the cpu request isn't an integer in spec.task[{task_index}] container[{index}]."
+
+
 def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
                                   init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
-    """The job webhook's check (§4.1): with a policy, every container's cpu request (limits when
-    requests are empty) must be whole CPUs. Returns the rejection message, "" when valid."""
+    """The job webhook's check (§4.1) on a manifest's container dicts: with a policy, every container's
+    cpu request (limits when requests are empty) must be whole CPUs. Returns the rejection message,
+    "" when valid."""
     if not has_policy(policy):
         return ""
     for index, c in enumerate([*containers, *init_containers]):
@@ -637,8 +643,21 @@ def validate_task_topology_policy(policy: str | None, containers: Sequence[Mappi
         cpu = values.get("cpu")
         milli = cpu_milli(cpu, f"container[{index}] cpu") if cpu is not None else 0
         if guaranteed_cpus(milli) == 0:
-            return f"the cpu request isn't an integer in spec.task[{task_index}] container[{index}]."
+            return _webhook_message(task_index, index)
     return ""
+
+
+def job_topology_policy_violation(job: Job) -> tuple[Task, Container, str] | None:
+    """The same check on an engine Job (requests already defaulted from limits): the first task and
+    container the webhook would refuse, with its message; None when the job is valid."""
+    for task_index, task in enumerate(job.tasks):
+        if not has_policy(task.topology_policy):
+            continue
+        pod = task.template
+        for index, c in enumerate([*pod.containers, *pod.init_containers]):
+            if guaranteed_cpus(c.requests.get("cpu", 0)) == 0:
+                return task, c, _webhook_message(task_index, index)
+    return None
 
 
 def validate_node_policy(policy: str) -> str:

@@ -6,7 +6,6 @@ such as "2", "500m", "8Gi"), and manifests (Volcano Job YAML, Pod YAML, or the s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ from scheduler_core.jobs import Job as EngineJob
 from scheduler_core.jobs import Task as EngineTask
 from scheduler_core.pods import APP, Container, Pod
 from scheduler_core.quantity import count, cpu_milli
-from scheduler_core.volcano import validate_task_topology_policy
+from scheduler_core.volcano import job_topology_policy_violation
 
 from .models import Job, Task
 
@@ -105,30 +104,16 @@ def engine_job_from_data(data: Mapping) -> EngineJob:
                      str(data.get("queue") or "default"), namespace)
 
 
-def _quantities(amounts: Mapping[str, int]) -> dict[str, str]:
-    """Engine integers back to Kubernetes quantities (millicores for cpu) for the engine's webhook check."""
-    return {res: f"{v}m" if res == "cpu" else str(v) for res, v in amounts.items()}
-
-
 def check_policy_cpus(job: EngineJob) -> None:
-    """Volcano's job admission rule, decided by the engine (`validate_task_topology_policy`): a task with
+    """Volcano's job admission rule, decided by the engine (`job_topology_policy_violation`): a task with
     a topology policy other than none asks for a whole, non-zero number of CPUs in every container
     (init containers included). Refused at submission with the webhook's message, naming the task and
     container, rather than scheduled and silently left unaligned."""
-    for index, task in enumerate(job.tasks):
-        pod = task.template
-        message = validate_task_topology_policy(
-            task.topology_policy,
-            [{"requests": _quantities(c.requests), "limits": _quantities(c.limits)} for c in pod.containers],
-            [{"requests": _quantities(c.requests), "limits": _quantities(c.limits)} for c in pod.init_containers],
-            task_index=index)
-        if message:
-            where = re.search(r"container\[(\d+)\]", message)
-            ordered = [*pod.containers, *pod.init_containers]
-            c = ordered[int(where.group(1))] if where and int(where.group(1)) < len(ordered) else None
-            what = f"container {c.name} asks for {(c.requests or c.limits).get('cpu', 0)}m CPU" if c else "a container"
-            raise RequestError(f"task {task.name}: {what}, but topology policy {task.topology_policy} needs a "
-                               f"whole number of CPUs ({message})")
+    violation = job_topology_policy_violation(job)
+    if violation:
+        task, c, message = violation
+        raise RequestError(f"task {task.name}: container {c.name} asks for {c.requests.get('cpu', 0)}m CPU, "
+                           f"but topology policy {task.topology_policy} needs a whole number of CPUs ({message})")
 
 
 def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:
