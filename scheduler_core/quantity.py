@@ -73,3 +73,13 @@ def format_bytes(n: int) -> str:
         if n >= size and n % size == 0:
             return f"{n // size}{suffix}"
     return str(n)
+
+
+def human_bytes(n: int) -> str:
+    """Rounded binary units for reading at a glance (16428452Ki → 15.7 GiB); pair it with
+    `format_bytes` where the exact value matters."""
+    for suffix, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {suffix}" if value >= 100 or value == int(value) else f"{value:.1f} {suffix}"
+    return f"{n} B"

@@ -8,7 +8,12 @@ import sys
 
 from ..cpuset import CPUSet
 from ..errors import EngineError
-from ..quantity import format_bytes
+from ..quantity import format_bytes, human_bytes
+
+
+def _size(n: int) -> str:
+    """Human units first, the exact quantity beside them: `15.7 GiB (16428452Ki)`."""
+    return f"{human_bytes(n)} ({format_bytes(n)})" if n else "0"
 
 
 def summary(loaded) -> str:
@@ -27,10 +32,10 @@ def summary(loaded) -> str:
         by_res: dict[str, int] = {}
         for d in devs:
             by_res[d.resource] = by_res.get(d.resource, 0) + 1
-        hp = " ".join(f"{k}={format_bytes(v)}" for k, v in node.hugepages.items() if v)
+        hp = " ".join(f"{k}={_size(v)}" for k, v in node.hugepages.items() if v)
         dev_text = ", ".join(f"{r}×{n}" for r, n in sorted(by_res.items()))
         cpus = str(CPUSet(t.numa_cpus[nid])) or "(no CPUs)"
-        line = f"  NUMA {nid}: sockets {list(t.numa_sockets[nid])} CPUs {cpus}  memory {format_bytes(node.memory)}"
+        line = f"  NUMA {nid}: sockets {list(t.numa_sockets[nid])} CPUs {cpus}  memory {_size(node.memory)}"
         line += f"  {hp}" if hp else ""
         line += f"  devices: {dev_text}" if dev_text else ""
         lines.append(line)

@@ -15,7 +15,8 @@ Rules followed (from hwloc's XML format, not from particular files):
 - Cores: the Core object (a PU without one is its own core); socket: the Package/Socket
   `os_index` (its logical index when absent); uncore: logical index of the L3 cache above the PU.
 - Distances: v2/v3 `distances2` of type NUMANode (prefer name NUMALatency, then latency kind),
-  `indexing` os or gp, values over several `u64values`; v1 `distances` whose objects at
+  `indexing` os or gp, ids over several `indexes` and values over several `u64values`
+  (hwloc writes ten per element); v1 `distances` whose objects at
   `relative_depth` below the holder are all the NUMA nodes, in tree order, scaled by
   `latency_base`.
 - Devices: one physical device shows up in hwloc as several OS devices (a GPU as cuda0, nvml0,
@@ -314,10 +315,11 @@ def _distances_v2(root, numa_info: dict, gp_to_numa: dict) -> dict[int, dict[int
     if n > 4096:
         raise FormatError(f"hwloc XML: distances2 nbobjs={n} is too large")
     indexing = el.get("indexing", "os")
-    idx_el = next((c for c in el if c.tag == "indexes"), None)
-    if idx_el is None:
+    idx_els = [c for c in el if c.tag == "indexes"]
+    if not idx_els:
         raise FormatError("hwloc XML: <distances2> without <indexes>")
-    raw_ids = (idx_el.text or "").split()
+    # hwloc writes ten ids per <indexes> element (as it does ten values per <u64values>)
+    raw_ids = [tok for c in idx_els for tok in (c.text or "").split()]
     if len(raw_ids) != n:
         raise FormatError(f"hwloc XML: <distances2> lists {len(raw_ids)} indexes for nbobjs={n}")
     ids = []

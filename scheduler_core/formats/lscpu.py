@@ -7,7 +7,8 @@ Socket, Book, Drawer and Core columns of every parse section given (logical and 
 together, so a column that is too coarse in one section is refined by the other). Sockets are the
 first section's Socket column. NUMA comes from the Node column, else from the summary's
 `NUMA nodeN CPU(s)` lines (stride notation `0-62:2` accepted, CPUs beyond the online list
-ignored), else one node 0 (`numa_nodes` inferred). Uncore: the L3 column.
+ignored), else one node 0 (`numa_nodes` inferred). A summary line with no CPUs (a memory-only
+node, as on POWER) adds that NUMA node whether or not parse rows are present. Uncore: the L3 column.
 
 Summary only (no rows): the CPUs are `On-line CPU(s) list` (else 0..CPU(s)-1); with `Thread(s) per
 core` T, the siblings of a core are the CPUs at positions p, p+N/T, ... (the usual Linux x86
@@ -73,6 +74,8 @@ def load(text: str, fmt: str = "lscpu-text") -> Draft:
         _from_sections(sections, numa_lists, draft, _declared_cores(summary))
     else:
         _from_summary(summary, numa_lists, draft)
+    for nid in numa_lists:  # a memory-only node (no CPUs) is only in the summary's NUMA lines
+        draft.numa_memory.setdefault(nid, 0)
     return draft
 
 

@@ -10,7 +10,8 @@ Rules:
 - Two CPUs share a core only when they agree on package, drawer, book, die, cluster, core_id,
   NUMA node and thread siblings (`core_cpus_list`, `thread_siblings_list` or the `thread_siblings`
   map): `core_id` alone repeats across dies and clusters, and Bulldozer's thread siblings pair two
-  integer cores that have different core ids. Socket: `physical_package_id` (-1 → 0, flagged).
+  integer cores that have different core ids. Socket: `physical_package_id`; when it is -1 (POWER,
+  s390) the package sibling lists number the sockets by their lowest CPU, as lscpu does (none → 0, flagged).
 - NUMA: `nodeN/cpulist` (else `cpumap`), restricted to online CPUs; node ids may be sparse. An
   online CPU that no node folder lists goes to the node of its `cpuN/nodeM` link (a node folder
   missing from the dump, flagged `numa_nodes`), else node 0.
@@ -22,23 +23,27 @@ Rules:
 
 from __future__ import annotations
 
-import io
 import os
 import pathlib
 import re
-import tarfile
 
 from ..errors import FormatError
+from . import _tar
 from ._common import CPURecord, Draft, Source, bits, hugepage_key, parse_cpulist, parse_hex_mask, parse_int
 
 MAX_MEMBERS = 400_000
 MAX_MEMBER_BYTES = 1 << 20
 MAX_TOTAL_BYTES = 64 << 20
+#: Largest decompressed archive read (a 400-thread dump with caches is a few tens of MiB).
+MAX_TAR_BYTES = 256 << 20
 _WANTED = re.compile(
     r"(?:^|/)(sys/devices/system/(?:cpu/(?:online|possible|present|"
     r"cpu\d+/(?:online|topology/[a-z_]+|cache/index\d+/(?:level|id|shared_cpu_list|shared_cpu_map|type)))|"
     r"node/(?:online|possible|has_cpu|has_memory|node\d+/(?:cpulist|cpumap|distance|meminfo|"
     r"hugepages/hugepages-\d+kB/nr_hugepages)))|proc/cpuinfo)$")
+_CPU_FILE = re.compile(r"sys/devices/system/cpu/cpu(\d+)/(.*)$")
+_NODE_FILE = re.compile(r"sys/devices/system/node/node(\d+)/(.*)$")
+_HUGEPAGES = re.compile(r"hugepages/hugepages-(\d+)kB/nr_hugepages$")
 _CPU_NODE_LINK = re.compile(r"(?:^|/)sys/devices/system/cpu/cpu(\d+)/node(\d+)$")
 
 
@@ -46,32 +51,31 @@ def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
     files: dict[str, str] = {}
     links: dict[int, int] = {}
     total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as tar:
-            for count, member in enumerate(tar, 1):
-                if count > MAX_MEMBERS:
-                    raise FormatError(f"{name}: more than {MAX_MEMBERS} archive members")
-                path = member.name.lstrip("./")
-                link = _CPU_NODE_LINK.search(path)
-                if link:
-                    links[int(link.group(1))] = int(link.group(2))
-                    continue
-                m = _WANTED.search(path)
-                if not m or not member.isfile():
-                    continue
-                if member.size > MAX_MEMBER_BYTES:
-                    raise FormatError(f"{name}: archive member {path} is larger than {MAX_MEMBER_BYTES} bytes")
-                total += member.size
-                if total > MAX_TOTAL_BYTES:
-                    raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
-                fh = tar.extractfile(member)
-                if fh is None:
-                    continue
-                files[m.group(1)] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        first = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
-        raise FormatError(f"{name}: not a readable tar archive ({first})") from None
+    for member, kind, payload in _tar.members(_tar.decompress(raw, name, MAX_TAR_BYTES), name, MAX_MEMBERS):
+        at = member.find("sys/devices/system/")
+        if at < 0 or (at and member[at - 1] != "/"):
+            if kind == "file" and (member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo")):
+                files["proc/cpuinfo"] = _text(payload, name, member)
+            continue
+        path = member[at:]
+        if kind == "link":
+            link = _CPU_NODE_LINK.fullmatch(path)
+            if link:
+                links[int(link.group(1))] = int(link.group(2))
+            continue
+        if not _WANTED.fullmatch(path):
+            continue
+        total += len(payload)
+        if total > MAX_TOTAL_BYTES:
+            raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
+        files[path] = _text(payload, name, member)
     return files, links
+
+
+def _text(payload: bytes, name: str, member: str) -> str:
+    if len(payload) > MAX_MEMBER_BYTES:
+        raise FormatError(f"{name}: archive member {member} is larger than {MAX_MEMBER_BYTES} bytes")
+    return payload.decode("utf-8", "replace")
 
 
 def _read_dir(root: pathlib.Path) -> tuple[dict[str, str], dict[int, int]]:
@@ -129,14 +133,13 @@ def load(src: Source) -> Draft:
     else:
         raise FormatError(f"{src.name}: a sysfs tree must be a folder or an archive")
     cpu_dir = "sys/devices/system/cpu"
-    node_dir = "sys/devices/system/node"
     topo: dict[int, dict[str, str]] = {}
     cache: dict[int, dict[str, dict[str, str]]] = {}
     cpu_online_files: dict[int, str] = {}
     nodes: dict[int, dict[str, str]] = {}
     for path, text in files.items():
         value = _clean(text)
-        m = re.match(rf"{cpu_dir}/cpu(\d+)/(.*)$", path)
+        m = _CPU_FILE.match(path)
         if m:
             cpu, rest = int(m.group(1)), m.group(2)
             if rest == "online":
@@ -147,7 +150,7 @@ def load(src: Source) -> Draft:
                 _, index, fname = rest.split("/")
                 cache.setdefault(cpu, {}).setdefault(index, {})[fname] = value
             continue
-        m = re.match(rf"{node_dir}/node(\d+)/(.*)$", path)
+        m = _NODE_FILE.match(path)
         if m:
             nodes.setdefault(int(m.group(1)), {})[m.group(2)] = text
     if not topo and not cpu_online_files and f"{cpu_dir}/online" not in files:
@@ -181,7 +184,7 @@ def load(src: Source) -> Draft:
         draft.numa_memory[nid] = _memtotal(entry.get("meminfo", ""), f"{where}/meminfo")
         pages = {}
         for key, text in entry.items():
-            hm = re.match(r"hugepages/hugepages-(\d+)kB/nr_hugepages$", key)
+            hm = _HUGEPAGES.match(key)
             if hm:
                 size = int(hm.group(1)) * 1024
                 pages[hugepage_key(size)] = size * parse_int(_clean(text), f"{where}/{key}")
@@ -193,15 +196,18 @@ def load(src: Source) -> Draft:
             draft.inferred.add("numa_nodes")
             draft.numa_memory.setdefault(numa_of[cpu], 0)
     draft.distances = _distances(nodes, files, src.name)
+    package_rank = _packages_from_siblings(topo, online, src.name)
     for cpu in sorted(online):
         t = topo.get(cpu, {})
         where = f"{src.name}: cpu{cpu}/topology"
         pkg_text = t.get("physical_package_id")
-        if pkg_text is None or pkg_text.strip() == "-1":
+        if pkg_text is not None and pkg_text.strip() != "-1":
+            pkg = parse_int(pkg_text, f"{where}/physical_package_id")
+        elif cpu in package_rank:
+            pkg = package_rank[cpu]
+        else:
             pkg = 0
             draft.inferred.add("sockets")
-        else:
-            pkg = parse_int(pkg_text, f"{where}/physical_package_id")
         siblings = None
         if "core_cpus_list" in t:
             siblings = parse_cpulist(t["core_cpus_list"], f"{where}/core_cpus_list").mask
@@ -219,11 +225,37 @@ def load(src: Source) -> Draft:
     return draft
 
 
+def _packages_from_siblings(topo: dict[int, dict[str, str]], online: set[int], name: str) -> dict[int, int]:
+    """Socket per CPU from the package sibling lists (`package_cpus_list`, `core_siblings_list`,
+    `core_siblings`), numbered by their lowest CPU: what lscpu does when `physical_package_id` is -1
+    (POWER, s390), so both importers count the same sockets."""
+    groups: dict[int, int] = {}
+    for cpu in sorted(online):
+        t = topo.get(cpu, {})
+        where = f"{name}: cpu{cpu}/topology"
+        if "package_cpus_list" in t:
+            mask = parse_cpulist(t["package_cpus_list"], f"{where}/package_cpus_list").mask
+        elif "core_siblings_list" in t:
+            mask = parse_cpulist(t["core_siblings_list"], f"{where}/core_siblings_list").mask
+        elif "core_siblings" in t:
+            mask = parse_hex_mask(t["core_siblings"], f"{where}/core_siblings")
+        else:
+            continue
+        if mask:
+            groups[cpu] = mask
+    firsts = sorted({(m & -m).bit_length() - 1 for m in groups.values()})
+    rank = {first: i for i, first in enumerate(firsts)}
+    return {cpu: rank[(m & -m).bit_length() - 1] for cpu, m in groups.items()}
+
+
 def _model(cpuinfo: str) -> str:
+    """The processor's name: x86/arm `model name`, else POWER's `cpu` line (never `cpu family`)."""
+    fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
-        if line.lower().startswith(("model name", "cpu\t", "cpu ")):
-            return line.partition(":")[2].strip()
-    return ""
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip().lower(), value.strip())
+    return fields.get("model name") or fields.get("cpu") or ""
 
 
 def _memtotal(meminfo: str, where: str) -> int:

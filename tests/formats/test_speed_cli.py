@@ -8,6 +8,8 @@ import time
 
 from scheduler_core.formats import load_topology
 
+from .writers import hwloc_array
+
 DATA = pathlib.Path(__file__).parent / "data"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -41,10 +43,9 @@ def _zen4_like_xml() -> str:
         parts.append("</object>")
     parts.append("</object>")
     values = [10 if a == b else (12 if a // 12 == b // 12 else 32) for a in range(24) for b in range(24)]
-    parts.append('<distances2 type="NUMANode" nbobjs="24" kind="5" name="NUMALatency" indexing="os">'
-                 f'<indexes length="1">{" ".join(map(str, range(24)))}</indexes>')
-    for i in range(0, len(values), 10):
-        parts.append(f'<u64values length="1">{" ".join(map(str, values[i:i + 10]))}</u64values>')
+    parts.append('<distances2 type="NUMANode" nbobjs="24" kind="5" name="NUMALatency" indexing="os">')
+    parts += hwloc_array("indexes", range(24))
+    parts += hwloc_array("u64values", values)
     parts.append("</distances2></topology>\n")
     text = "\n".join(parts)
     # NUMANode cpusets, as hwloc writes them: the node's 16 PUs
