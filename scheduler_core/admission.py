@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cpu import SMTAlignmentError, allocate_cpus, check_smt_alignment, container_cpu_hints, pod_cpu_hints
+from .cpu import CPUManager, SMTAlignmentError
 from .cpuset import CPUSet
 from .devices import DeviceManager
 from .errors import EngineError
 from .hints import MergeResult, TopologyHint, merge_hints
 from .memory import MachineState, MemoryManager, MemoryTable
 from .node import Allocation, Node
-from .pods import INIT, Container, Pod, guaranteed_cpus
+from .pods import INIT, Container, Pod
 
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 
@@ -125,40 +125,29 @@ def admit_pod(node: Node, pod: Pod, commit: bool = True) -> AdmitResult:
 
 
 class _Admission:
-    """The managers of one node for one admission, seeded from the node's allocations."""
+    """The hint providers of one node for one admission, seeded from the node's allocations, in the
+    kubelet's registration order: devices, CPU, memory (None when the Memory Manager is not static)."""
 
     def __init__(self, node: Node, pod: Pod) -> None:
         self.node, self.pod = node, pod
         k, topo = node.kubelet, node.topology
         self.policy = k.topology_manager_policy
-        self.static_cpu = k.static_cpus
-        self.free = node.free_cpus
-        self.cpu_assignments: dict[str, CPUSet] = {}
-        self.cpu_reuse = 0
         self.devices = DeviceManager.for_topology(topo)
         for a in node.allocations:
             for res, ids in a.devices.items():
                 self.devices.assignments[(a.pod, a.container or "", res)] = frozenset(ids)
+        self.cpu = CPUManager.for_node(node)
         self.memory = MemoryManager(_memory_state(node)) if k.static_memory else None
         self.memory_start = _free_tables(self.memory.machine_state) if self.memory else {}
+        self.providers = (self.devices, self.cpu, self.memory)
         self.allocated: dict[str, Allocation] = {}
 
-    # -- providers in registration order: devices, CPU, memory --------------------------------------
     def _hints(self, container: Container | None) -> list:
+        """Every provider's hints for a container (container scope) or the pod (pod scope)."""
         pod = self.pod
-        topo, k = self.node.topology, self.node.kubelet
         if container is None:
-            dev = self.devices.get_pod_topology_hints(pod)
-            cpu = (pod_cpu_hints(topo, pod, self.free, self.node.reserved_cpus, self.cpu_assignments,
-                                 self.cpu_reuse, k.cpu_manager_options) if self.static_cpu else None)
-            mem = self.memory.get_pod_topology_hints(pod) if self.memory else None
-        else:
-            dev = self.devices.get_topology_hints(pod, container)
-            cpu = (container_cpu_hints(topo, pod, container, self.free, self.node.reserved_cpus,
-                                       self.cpu_assignments, self.cpu_reuse, k.cpu_manager_options)
-                   if self.static_cpu else None)
-            mem = self.memory.get_topology_hints(pod, container) if self.memory else None
-        return [dev, cpu, mem]
+            return [p.get_pod_topology_hints(pod) if p is not None else None for p in self.providers]
+        return [p.get_topology_hints(pod, container) if p is not None else None for p in self.providers]
 
     def _merge(self, container: Container | None) -> tuple[Decision, bool]:
         providers = self._hints(container)
@@ -183,32 +172,17 @@ class _Admission:
         return " + ".join(constrained) or None
 
     def _allocate(self, container: Container, hint: TopologyHint) -> None:
-        pod, node = self.pod, self.node
-        k, topo = node.kubelet, node.topology
+        pod = self.pod
         try:
             devices = self.devices.allocate(pod, container, hint.affinity)
         except EngineError as exc:
             raise AdmissionError(f"Allocate failed due to {exc}, which is unexpected", container.name) from exc
-        cpus = CPUSet()
-        if self.static_cpu:
-            n = guaranteed_cpus(pod, container)
-            if n:
-                try:
-                    check_smt_alignment(topo, n, self.free, node.reserved_cpus, k.cpu_manager_options)
-                except SMTAlignmentError as exc:
-                    raise SMTAlignmentAdmissionError(str(exc), container.name, "cpu") from exc
-                try:
-                    cpus = allocate_cpus(topo, n, hint.affinity, self.free, node.reserved_cpus, self.cpu_reuse,
-                                         k.cpu_manager_options)
-                except EngineError as exc:
-                    raise AdmissionError(f"Allocate failed due to {exc}, which is unexpected",
-                                         container.name, "cpu") from exc
-                self.cpu_assignments[container.name] = cpus
-                self.free &= ~cpus.mask
-                if container.kind == INIT:
-                    self.cpu_reuse |= cpus.mask
-                else:
-                    self.cpu_reuse &= ~cpus.mask
+        try:
+            cpus = self.cpu.allocate(pod, container, hint)
+        except SMTAlignmentError as exc:
+            raise SMTAlignmentAdmissionError(str(exc), container.name, "cpu") from exc
+        except EngineError as exc:
+            raise AdmissionError(f"Allocate failed due to {exc}, which is unexpected", container.name, "cpu") from exc
         memory: dict[int, dict[str, int]] = {}
         if self.memory is not None:
             before = _free_tables(self.memory.machine_state)

@@ -961,6 +961,53 @@ def update_cpus_to_reuse(container: Container, cpus: CPUSet | int | Iterable[int
     return CPUSet(pool | mask if container.kind == INIT else pool & ~mask)
 
 
+class CPUManager:
+    """The static CPU Manager of one node as a Topology Manager hint provider, beside the device and
+    memory managers: the shared pool (`default_cpuset`, reserved CPUs already out of it), the CPUs
+    each container of the pod being admitted holds, and the CPUs its finished init containers left
+    for later containers (cpusToReuse). With a non-static policy it has no hints and pins nothing."""
+
+    def __init__(self, topology: Topology, default_cpuset: CPUSet, reserved: CPUSet, options: CPUOptions,
+                 static: bool = True) -> None:
+        self.topology = topology
+        self.free = default_cpuset.mask
+        self.reserved = reserved
+        self.options = options
+        self.static = static
+        self.assignments: dict[str, CPUSet] = {}
+        self.reusable = CPUSet()
+
+    @classmethod
+    def for_node(cls, node) -> CPUManager:
+        k = node.kubelet
+        return cls(node.topology, CPUSet(node.free_cpus), node.reserved_cpus, k.cpu_manager_options, k.static_cpus)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint]] | None:
+        if not self.static:
+            return None
+        return container_cpu_hints(self.topology, pod, container, self.free, self.reserved, self.assignments,
+                                   self.reusable, self.options)
+
+    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint]] | None:
+        if not self.static:
+            return None
+        return pod_cpu_hints(self.topology, pod, self.free, self.reserved, self.assignments, self.reusable,
+                             self.options)
+
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint) -> CPUSet:
+        """Pin the container's exclusive CPUs with the merged hint (`SMTAlignmentError` under
+        full-pcpus-only); the CPUs leave the shared pool and the reuse set is updated."""
+        if not self.static:
+            return CPUSet()
+        cpus = allocate_container(self.topology, pod, container, hint.affinity, self.free, self.reserved,
+                                  self.reusable, self.options)
+        if cpus:
+            self.assignments[container.name] = cpus
+            self.free &= ~cpus.mask
+            self.reusable = update_cpus_to_reuse(container, cpus, self.reusable)
+        return cpus
+
+
 # ---------------------------------------------------------------------------------------------------
 # Benchmark
 # ---------------------------------------------------------------------------------------------------

@@ -159,6 +159,26 @@ class Node:
         return [d.id for d in self.topology.devices
                 if d.resource == resource and d.healthy and (resource, d.id) not in self.used_devices]
 
+    def numa_mask_of(self, allocations: Iterable[Allocation]) -> int:
+        """NUMA nodes some allocations touch: their CPUs, memory blocks and devices."""
+        topo = self.topology
+        mask = 0
+        device_numa = None
+        for a in allocations:
+            if a.cpus:
+                mask |= topo.numa_mask_of_cpus(a.cpus)
+            for nid, res in a.memory.items():
+                if any(res.values()):
+                    mask |= 1 << nid
+            if a.devices:
+                if device_numa is None:
+                    device_numa = {(d.resource, d.id): d.numa for d in topo.devices}
+                for r, ids in a.devices.items():
+                    for i in ids:
+                        for nid in device_numa.get((r, i)) or ():
+                            mask |= 1 << nid
+        return mask
+
     def state_key(self) -> tuple:
         """Equal keys ⇒ the engine decides identically on both nodes (same shape, settings, free state)."""
         return (self.topology.fingerprint, self.kubelet, self.numatopology, self.free_cpus,

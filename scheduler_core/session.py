@@ -6,21 +6,16 @@ explain_groups=64) -> SessionResult`
 Order and gang: jobs run by priority (higher first), then `submitted`, then name; inside a job tasks
 in their order, replicas in index order. A job's placements are kept only if at least
 `min_available` of its pods found a node; otherwise every allocation the job made (kubelet node
-state, the plugin's in-session CPU view, the scheduler's resource tally) is rolled back exactly.
+state, the profile's own view such as Volcano's in-session free CPUs, the scheduler's resource
+tally) is rolled back exactly.
 
 Node choice is deterministic: highest total score, then fewest NUMA nodes spanned by the predicted
 placement, then node name.
 
-Profiles (DESIGN.md §4), each behind the same resource-fit filter (the default scheduler's
-NodeResourcesFit: cpu/memory/device requests against allocatable; memory is checked only on nodes
-whose topology states it):
-- `volcano`: Volcano's numa-aware plugin as upstream decides (`volcano.py`): task policy must equal
-  the node's, CPU-only, per container, init containers ignored, legacy merge, NUMA-span score ×
-  `weight` (None when the task has no policy); its allocate events keep an in-session free-CPU view.
-- `aligned`: the kubelet's own admission run as the predicate on the node's current state (node
-  scope, CPU + memory + hugepages + devices, init containers, modern merge and options); the score
-  is the same NUMA-span normalisation over the predicted allocation.
-- `unaware`: resource fit only, no score (the default kube-scheduler's view of NUMA: none).
+Every profile (`profiles.py`: volcano, aligned, unaware) sits behind the same resource-fit filter
+(the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
+checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
+keeps its own state through the place / rollback / close hooks.
 
 After a node is chosen the kubelet's admission (`admission.admit_pod`, commit=True) runs there, so
 every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
@@ -45,7 +40,8 @@ from bisect import insort
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import PolicyError, RequestError
+from .admission import admit_pod
+from .errors import RequestError
 from .explain import (
     FILTERED,
     PASSED,
@@ -60,20 +56,9 @@ from .explain import (
 from .jobs import Job, Task
 from .node import Node
 from .pods import Pod, is_device_resource, pod_level
-from .volcano import (
-    PASS_ASSIGNED,
-    PASS_NOT_GUARANTEED,
-    PASS_SKIPPED,
-    REJECT,
-    UNSCHEDULABLE_AND_UNRESOLVABLE,
-    NumaModel,
-    VolcanoTask,
-    has_policy,
-    normalize_scores,
-    predicate,
-)
+from .profiles import PROFILES, Profile, ProfileSession, get_profile
 
-PROFILES = ("volcano", "aligned", "unaware")
+__all__ = ["PROFILES", "Cluster", "Profile", "Request", "Tally", "run_session"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -116,8 +101,8 @@ class Request:
 
 class Cluster:
     """Nodes by name with the per-node state the scheduler needs, kept up to date incrementally:
-    the scheduler's request tally, per-NUMA free CPU counts, Volcano's in-session free-CPU view and
-    the node's equivalence class."""
+    the scheduler's request tally, per-NUMA free CPU counts and the id of the node's static shape
+    (topology, kubelet settings, whether it publishes a Numatopology)."""
 
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.nodes: dict[str, Node] = {}
@@ -131,7 +116,6 @@ class Cluster:
         self.numa_free: dict[str, tuple[int, ...]] = {}
         self._static: dict[str, int] = {}
         self._static_ids: dict[tuple, int] = {}
-        self._models: dict[int, NumaModel | None] = {}
         self._alloc_cap: dict[str, tuple[int, int, dict[str, int]]] = {}
         for name, node in self.nodes.items():
             t = Tally()
@@ -146,12 +130,7 @@ class Cluster:
             skey = (node.topology.fingerprint, node.kubelet, node.numatopology)
             sid = self._static_ids.setdefault(skey, len(self._static_ids))
             self._static[name] = sid
-            if sid not in self._models:
-                self._models[sid] = NumaModel.from_node(node) if node.numatopology else None
             self._alloc_cap[name] = self._capacity(node)
-        #: Volcano's in-session view of free CPUs (the exporter's allocatable: all CPUs − pinned).
-        self.volcano_free: dict[str, int] = {n: node.free_cpus | node.reserved_cpus.mask
-                                             for n, node in self.nodes.items()}
 
     # -- views -----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -166,11 +145,8 @@ class Cluster:
         except KeyError:
             raise RequestError(f"no node named {name!r} in the cluster") from None
 
-    def model(self, name: str) -> NumaModel | None:
-        """Volcano's static view of the node (None when it publishes no Numatopology)."""
-        return self._models[self._static[name]]
-
     def static_id(self, name: str) -> int:
+        """Nodes with the same id have the same topology, kubelet settings and Numatopology flag."""
         return self._static[name]
 
     @staticmethod
@@ -224,17 +200,16 @@ class Cluster:
 
     def snapshot(self, name: str) -> tuple:
         """Everything a rollback needs to put the node back exactly."""
-        return (self.nodes[name].copy(), self.tally[name].copy(), self.volcano_free[name])
+        return (self.nodes[name].copy(), self.tally[name].copy())
 
     def restore(self, name: str, snap: tuple) -> None:
-        saved, tally, vfree = snap
+        saved, tally = snap
         node = self.nodes[name]
         node.allocations = list(saved.allocations)
         node.free_cpus = saved.free_cpus
         node.used_devices = set(saved.used_devices)
         node.memory_used = {n: dict(r) for n, r in saved.memory_used.items()}
         self.tally[name] = tally
-        self.volcano_free[name] = vfree
         self.refresh(name)
 
     def copy(self) -> Cluster:
@@ -245,9 +220,7 @@ class Cluster:
         other.numa_free = dict(self.numa_free)
         other._static = self._static
         other._static_ids = self._static_ids
-        other._models = self._models
         other._alloc_cap = self._alloc_cap
-        other.volcano_free = dict(self.volcano_free)
         return other
 
     def to_dict(self) -> dict:
@@ -277,9 +250,10 @@ def _group_rows(rows: list, scores: dict[int, int] | None, limit: int) -> list[t
 
 
 class _Classes:
-    """Nodes grouped by (profile-specific) state key; each class keeps its members sorted by name."""
+    """Nodes grouped by (static shape, request tally, the profile's state key); each class keeps its
+    members sorted by name."""
 
-    def __init__(self, cluster: Cluster, profile: str) -> None:
+    def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
         self.cluster = cluster
         self.profile = profile
         self.ids: dict[tuple, int] = {}
@@ -292,17 +266,7 @@ class _Classes:
 
     def _key_id(self, name: str) -> int:
         c = self.cluster
-        sid = c.static_id(name)
-        tally = c.tally[name].key()
-        if self.profile == "volcano":
-            key = (sid, tally, c.volcano_free[name])
-        elif self.profile == "aligned":
-            node = c.nodes[name]
-            key = (sid, tally, node.free_cpus, frozenset(node.used_devices),
-                   tuple((n, tuple(sorted((r, v) for r, v in res.items() if v)))
-                         for n, res in sorted(node.memory_used.items())))
-        else:
-            key = (sid, tally)
+        key = (c.static_id(name), c.tally[name].key(), self.profile.state_key(name))
         cid = self.ids.get(key)
         if cid is None:
             cid = self.ids[key] = len(self.ids)
@@ -326,27 +290,6 @@ class _Classes:
 # ------------------------------------------------------------------------------------------------
 
 
-def _allocation_numa_mask(node: Node, allocations: Sequence) -> int:
-    """NUMA nodes an admission's allocations touch: CPUs, memory blocks and devices."""
-    topo = node.topology
-    mask = 0
-    dev_numa = None
-    for a in allocations:
-        if a.cpus:
-            mask |= topo.numa_mask_of_cpus(a.cpus)
-        for nid, res in a.memory.items():
-            if any(res.values()):
-                mask |= 1 << nid
-        if a.devices:
-            if dev_numa is None:
-                dev_numa = {(d.resource, d.id): d.numa for d in topo.devices}
-            for r, ids in a.devices.items():
-                for i in ids:
-                    for nid in dev_numa.get((r, i)) or ():
-                        mask |= 1 << nid
-    return mask
-
-
 def _pod_signature(pod: Pod) -> tuple:
     def cont(c):
         return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
@@ -358,13 +301,9 @@ def _job_order(jobs: Sequence[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: (-j.priority, j.submitted, j.name))
 
 
-def _validate(cluster: Cluster, jobs: Sequence[Job], profile: str, weight: object) -> None:
-    if profile not in PROFILES:
-        raise PolicyError(f"unknown scheduler profile {profile!r}; expected one of: {', '.join(PROFILES)}")
+def _validate(cluster: Cluster, jobs: Sequence[Job]) -> None:
     if not isinstance(cluster, Cluster):
         raise RequestError(f"run_session needs a Cluster, not {type(cluster).__name__}")
-    if isinstance(weight, bool) or not isinstance(weight, int):
-        raise RequestError(f"numa-aware weight must be an integer, not {weight!r}")
     seen: set[tuple[str, str]] = set()
     for job in jobs:
         if not isinstance(job, Job):
@@ -376,84 +315,50 @@ def _validate(cluster: Cluster, jobs: Sequence[Job], profile: str, weight: objec
 
 
 class _Session:
-    def __init__(self, cluster: Cluster, profile: str, weight: int, explain_names: int, explain_groups: int):
+    """Gang bookkeeping aside, everything one session does: node classes, the verdict cache, the
+    resource-fit filter, node choice and the kubelet's admission on the chosen node. What a
+    profile decides is asked of `self.profile`."""
+
+    def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
         self.cluster = cluster
         self.profile = profile
-        self.weight = weight
         self.classes = _Classes(cluster, profile)
         self.cache: dict[tuple[int, int], NodeVerdict] = {}
         self.shapes: dict[tuple, int] = {}
         self.table = VerdictTable()
         self.explain_names = explain_names
-        self.explain_groups = explain_groups
         self.evaluations = 0
         self.class_visits = 0
         self.t_eval = 0.0
         self.t_admit = 0.0
-        self.bound: dict[str, tuple[str, int, dict]] = {}  # Volcano taskBindNodeMap + assignment + meta
 
     # -- one pod on one node class ----------------------------------------------------------------
-    def evaluate(self, name: str, pod: Pod, vtask: VolcanoTask | None, req: Request) -> NodeVerdict:
-        c = self.cluster
+    def evaluate(self, name: str, pod: Pod, prepared: object, req: Request) -> NodeVerdict:
         self.evaluations += 1
-        reason = c.fit(name, req)
+        reason = self.cluster.fit(name, req)
         if reason is not None:
             return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
-        node = c.nodes[name]
-        if self.profile == "unaware":
-            return NodeVerdict(PASSED)
-        if self.profile == "volcano":
-            model = c.model(name)
-            free = c.volcano_free[name] if model is not None else None
-            v = predicate(vtask, model, free)
-            if v.outcome == REJECT:
-                outcome = UNSCHEDULABLE if v.code == UNSCHEDULABLE_AND_UNRESOLVABLE else FILTERED
-                return NodeVerdict(outcome, reason=v.reason, code=v.code, volcano=v)
-            if v.outcome in (PASS_NOT_GUARANTEED, PASS_SKIPPED):
-                return NodeVerdict(SKIPPED, volcano=v)
-            return NodeVerdict(PASSED, volcano=v, numa_count=v.numa_count, numa_mask=v.numa_mask,
-                               cpus=v.assignment or 0)
-        from .admission import admit_pod
-
-        res = admit_pod(node, pod, commit=False)
-        if not res.admitted:
-            return NodeVerdict(UNSCHEDULABLE, reason=res.reason, code=UNSCHEDULABLE_AND_UNRESOLVABLE,
-                               admission=res)
-        mask = _allocation_numa_mask(node, res.allocations)
-        cpus = 0
-        for a in res.allocations:
-            cpus |= a.cpus.mask
-        return NodeVerdict(PASSED, admission=res, numa_count=mask.bit_count(), numa_mask=mask, cpus=cpus)
+        return self.profile.evaluate(name, pod, prepared)
 
     # -- one pod ----------------------------------------------------------------------------------
-    def schedule(self, job: Job, task: Task, pod: Pod) -> tuple[PodRecord, str | None, NodeVerdict | None]:
+    def schedule(self, job: Job, task: Task, pod: Pod, prepared: object
+                 ) -> tuple[PodRecord, str | None, NodeVerdict | None]:
         t0 = time.perf_counter()
         sig = _pod_signature(pod)
         sid = self.shapes.setdefault(sig, len(self.shapes))
-        vtask = VolcanoTask.from_pod(pod) if self.profile == "volcano" else None
         req = Request.of(pod)
         rows = []  # (cid, verdict, members)
         for cid, members in self.classes.members.items():
             self.class_visits += 1
             verdict = self.cache.get((cid, sid))
             if verdict is None:
-                verdict = self.evaluate(members[0], pod, vtask, req)
+                verdict = self.evaluate(members[0], pod, prepared, req)
                 self.table.intern(verdict)
                 self.cache[(cid, sid)] = verdict
             rows.append((cid, verdict, members))
-        # scores
         passing = [r for r in rows if r[1].outcome in (PASSED, SKIPPED)]
-        scored = False
-        if self.profile == "volcano":
-            scored = has_policy(vtask.policy) and any(r[1].volcano is not None and r[1].volcano.outcome == PASS_ASSIGNED
-                                                      for r in passing)
-        elif self.profile == "aligned":
-            scored = True
-        scores: dict[int, int] = {}
-        if scored and passing:
-            weight = self.weight if self.profile == "volcano" else 1
-            values = normalize_scores([r[1].numa_count for r in passing], weight)
-            scores = {r[0]: s for r, s in zip(passing, values, strict=True)}
+        values = self.profile.scores(prepared, [r[1] for r in passing]) if passing else None
+        scores = {} if values is None else {r[0]: s for r, s in zip(passing, values, strict=True)}
         best = None
         best_key = None
         for cid, verdict, members in passing:
@@ -462,7 +367,7 @@ class _Session:
                 best_key, best = key, (cid, verdict, members[0])
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
                            policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
-        record.rows = _group_rows(rows, scores if scored else None, self.explain_names)
+        record.rows = _group_rows(rows, None if values is None else scores, self.explain_names)
         self.t_eval += time.perf_counter() - t0
         if best is None:
             reasons: dict[str, int] = {}
@@ -472,31 +377,25 @@ class _Session:
             record.status = "unschedulable"
             record.message = unavailable_message(reasons)
             return record, None, None
-        _cid, verdict, name = best
+        cid, verdict, name = best
         record.node = name
-        record.score = scores.get(best[0]) if scored else None
+        record.score = None if values is None else scores.get(cid)
         record.predicted = verdict
         return record, name, verdict
 
     # -- commit one placement ----------------------------------------------------------------------
-    def place(self, record: PodRecord, pod: Pod, name: str, verdict: NodeVerdict) -> None:
+    def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         c = self.cluster
         c.add_request(name, Request.of(pod))
-        if self.profile == "volcano" and verdict.volcano is not None and verdict.volcano.outcome == PASS_ASSIGNED:
-            cpus = verdict.volcano.assignment or 0  # AllocateFunc (§11)
-            c.volcano_free[name] &= ~cpus
-            self.bound[pod.uid] = (name, cpus, {"uid": pod.uid, "name": pod.name, "namespace": pod.namespace})
+        self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
-        from .admission import admit_pod
-
         node = c.nodes[name]
         res = admit_pod(node, pod, commit=True)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:
             record.status = "admitted"
-            mask = _allocation_numa_mask(node, res.allocations)
-            record.admitted_numa = mask
+            record.admitted_numa = node.numa_mask_of(res.allocations)
             record.allocations = list(res.allocations)
         else:
             record.status = "rejected"
@@ -505,27 +404,26 @@ class _Session:
         c.refresh(name)
         self.classes.update(name)
 
-    def unbind(self, uid: str) -> None:
-        """DeallocateFunc for a rolled-back pod (§11)."""
-        self.bound.pop(uid, None)
 
-
-def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
+def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "volcano",
                 progress: Callable[[int, int], None] | None = None, weight: int = 1,
                 explain_names: int = 10, explain_groups: int = 64) -> SessionResult:
     """Schedule `jobs` onto `cluster` with `profile` (see the module docstring); mutates `cluster`.
 
+    `profile` is a name of `PROFILES` or a `Profile` object (which then carries its own weight).
     `progress(done, total)` is called as pods are decided (at most ~200 times, and once at the end).
     `weight` is the numa-aware plugin weight; `explain_names` caps the node names listed per group of
     identical nodes and `explain_groups` the groups kept per pod (the rest are summarised).
     """
     jobs = list(jobs)
-    _validate(cluster, jobs, profile, weight)
+    chosen = get_profile(profile, weight)
+    _validate(cluster, jobs)
     for what, value in (("explain_names", explain_names), ("explain_groups", explain_groups)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise RequestError(f"{what} must be a non-negative integer, not {value!r}")
     start = time.perf_counter()
-    s = _Session(cluster, profile, weight, explain_names, explain_groups)
+    hooks = chosen.open(cluster)
+    s = _Session(cluster, hooks, explain_names)
     ordered = _job_order(jobs)
     work = [(job, job.pods()) for job in ordered]
     total = sum(len(p) for _j, p in work)
@@ -538,11 +436,12 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
         placed: list[tuple[PodRecord, Pod, str]] = []
         job_records = []
         for task, pod in pods:
-            record, name, verdict = s.schedule(job, task, pod)
+            prepared = hooks.prepare(pod)
+            record, name, verdict = s.schedule(job, task, pod, prepared)
             if name is not None:
                 if name not in saved:
                     saved[name] = cluster.snapshot(name)
-                s.place(record, pod, name, verdict)
+                s.place(record, pod, prepared, name, verdict)
                 placed.append((record, pod, name))
             job_records.append(record)
             done += 1
@@ -550,8 +449,8 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
                 progress(done, total)
         committed = len(placed) >= job.min_available
         if not committed:
-            for record, pod, _name in placed:
-                s.unbind(pod.uid)
+            for record, pod, name in placed:
+                hooks.on_rollback(pod, name)
                 record.status = "rolled_back"
                 record.message = (f"job {job.name}: only {len(placed)} of the {job.min_available} pods "
                                   f"minAvailable requires could be placed; placement rolled back")
@@ -565,12 +464,10 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str = "volcano",
     if progress is not None and total == 0:
         progress(0, 0)
     elapsed = time.perf_counter() - start
-    close = [{"task_uid": uid, "pod_meta": meta, "node": node, "cpus": cpus}
-             for uid, (node, cpus, meta) in sorted(s.bound.items())]
     timings = {"total_s": elapsed, "evaluate_s": s.t_eval, "admission_s": s.t_admit,
                "pods_per_s": (total / elapsed) if elapsed > 0 else None,
                "evaluations": s.evaluations, "class_visits": s.class_visits,
                "us_per_pod_node": (elapsed * 1e6 / (total * len(cluster))) if total and len(cluster) else None}
-    return SessionResult(profile=profile, weight=weight, nodes_total=len(cluster), pods=records, jobs=job_results,
-                         table=s.table, timings=timings, volcano_close=close if profile == "volcano" else [],
+    return SessionResult(profile=chosen.name, weight=chosen.weight, nodes_total=len(cluster), pods=records,
+                         jobs=job_results, table=s.table, timings=timings, volcano_close=hooks.close(),
                          explain_names=explain_names, explain_groups=explain_groups)

@@ -536,8 +536,9 @@ def plugin_weight(arguments: Mapping[str, object] | None) -> int:
 
 
 class VolcanoPlugin:
-    """One session's plugin instance: in-session free CPUs per node, simulated assignments per
-    (task, node), and the tasks bound through allocate events."""
+    """One session's plugin instance (§5): Volcano's view of each node (`NumaModel`, None without a
+    Numatopology), the in-session free CPUs per node, simulated assignments per (task, node), and the
+    tasks bound through allocate events. The `volcano` profile drives it; so do the vectors."""
 
     def __init__(self, nodes: Mapping[str, tuple[NumaModel | None, int | None]], weight: int = 1) -> None:
         self.models: dict[str, NumaModel | None] = {n: m for n, (m, _f) in nodes.items()}
@@ -548,24 +549,35 @@ class VolcanoPlugin:
         self.task_pod_meta: dict[str, dict[str, str]] = {}
         self._tasks: dict[str, VolcanoTask] = {}
 
-    def predicate(self, task: VolcanoTask, node: str) -> Verdict:
+    def simulate(self, task: VolcanoTask, node: str) -> Verdict:
+        """The predicate's verdict on the node's current in-session state, recording nothing."""
+        return predicate(task, self.models.get(node), self.free.get(node))
+
+    def record(self, task: VolcanoTask, node: str, cpus: int) -> None:
+        """What predicateFn stores after a pass: the task's simulated CPUs on that node."""
         self._tasks[task.uid] = task
-        verdict = predicate(task, self.models.get(node), self.free.get(node))
+        self.assign_res.setdefault(task.uid, {})[node] = cpus
+
+    def predicate(self, task: VolcanoTask, node: str) -> Verdict:
+        """predicateFn (§6): simulate, and record the assignment when the task passed with one."""
+        verdict = self.simulate(task, node)
         if verdict.outcome == PASS_ASSIGNED:
-            self.assign_res.setdefault(task.uid, {})[node] = verdict.assignment or 0
+            self.record(task, node, verdict.assignment or 0)
         return verdict
+
+    def scores(self, task: VolcanoTask, numa_counts: Sequence[int]) -> list[int] | None:
+        """§10 steps 1–4 for a task that has assignments: None without a task policy, else the
+        normalised NUMA-span scores times the weight."""
+        if not has_policy(task.policy):
+            return None
+        return normalize_scores(numa_counts, self.weight)
 
     def batch_score(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int] | None:
         """§10: None when the task has no assignment this session or has no policy."""
-        assigned = self.assign_res.get(task.uid)
-        if assigned is None or not has_policy(task.policy):
+        if task.uid not in self.assign_res:
             return None
-        counts = []
-        for n in nodes:
-            model = self.models.get(n)
-            cpus = assigned.get(n, 0)
-            counts.append(model.numa_count(cpus) if model is not None else 0)
-        return dict(zip(nodes, normalize_scores(counts, self.weight), strict=True))
+        scores = self.scores(task, list(self.numa_counts(task, nodes).values()))
+        return None if scores is None else dict(zip(nodes, scores, strict=True))
 
     def numa_counts(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int]:
         assigned = self.assign_res.get(task.uid, {})

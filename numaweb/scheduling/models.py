@@ -12,12 +12,13 @@ from django.db import models
 
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
+from scheduler_core.profiles import PROFILES as ENGINE_PROFILES
 
 
 class SchedulingSession(models.Model):
     PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
     STATUS_CHOICES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
-    PROFILES = ("volcano", "aligned", "unaware")
+    PROFILES = tuple(ENGINE_PROFILES)  # the engine's registry is the one list of profiles
     PROFILE_CHOICES = [(p, p) for p in PROFILES]
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sessions")

@@ -119,7 +119,7 @@ def test_fast_best_hint_equals_full_merge():
 # -- gang ----------------------------------------------------------------------------------------
 def cluster_state(cluster: Cluster) -> list:
     return [(n.name, [a.to_dict() for a in n.allocations], n.free_cpus, sorted(n.used_devices),
-             {k: dict(v) for k, v in n.memory_used.items()}, cluster.tally[n.name].key(), cluster.volcano_free[n.name],
+             {k: dict(v) for k, v in n.memory_used.items()}, cluster.tally[n.name].key(),
              cluster.numa_free[n.name]) for n in cluster]
 
 
@@ -137,6 +137,11 @@ def test_gang_rollback_leaves_no_allocations():
     assert cluster_state(cluster) == before
     assert all(not n.allocations for n in cluster)
     assert result.volcano_close == []
+    # in the same session, a later job sees every CPU again (the plugin's free view was given back too)
+    after = Job("after", (Task("w", pod, 4, "single-numa-node"),), min_available=4, submitted=1)
+    result = run_session(cluster.copy(), [job, after])
+    assert [p.status for p in result.pods[5:]] == ["admitted"] * 4
+    assert [e["task_uid"] for e in result.volcano_close] == [p.uid for p in result.pods[5:]]
     # the same job with minAvailable 4 keeps its four placements
     ok = Job("gang", (Task("w", pod, 5, "single-numa-node"),), min_available=4)
     result = run_session(cluster, [ok])

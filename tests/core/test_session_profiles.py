@@ -123,3 +123,36 @@ def test_aligned_profile_never_gets_a_topology_affinity_error(case):
     placed = {p.uid for p in result.pods if p.status == "admitted"}
     held = {a.pod for n in cluster for a in n.allocations}
     assert held <= placed
+
+
+def test_profiles_are_objects_from_one_registry():
+    from scheduler_core.errors import PolicyError
+    from scheduler_core.profiles import AlignedProfile, VolcanoProfile, get_profile
+
+    assert list(PROFILES) == ["volcano", "aligned", "unaware"]
+    assert get_profile("volcano", 7) == VolcanoProfile(weight=7)
+    assert isinstance(get_profile("aligned"), AlignedProfile)
+    try:
+        get_profile("fastest")
+    except PolicyError as exc:
+        assert "expected one of: volcano, aligned, unaware" in str(exc)
+    else:
+        raise AssertionError("an unknown profile name must be refused")
+    # a Profile object carries its own options: the same session as the name plus weight
+    nodes, jobs = fragmenting_workload()
+    by_name = run_session(Cluster(nodes), jobs, profile="volcano", weight=10).to_dict()
+    nodes, jobs = fragmenting_workload()
+    by_object = run_session(Cluster(nodes), jobs, profile=VolcanoProfile(weight=10)).to_dict()
+    by_name.pop("timings"), by_object.pop("timings")
+    assert by_object == by_name
+    assert by_object["weight"] == 10
+    # and the plugin scores with it: one node fits the 4 CPUs on one NUMA node, the other needs two
+    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.node import Allocation
+
+    kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="best-effort")
+    busy = Allocation("default/busy", "app", CPUSet.parse("3,7"), origin="imported")
+    cluster = Cluster([Node("a", upstream_8cpu(), kubelet), Node("b", upstream_8cpu(), kubelet, [busy])])
+    pod = Pod("t", (Container.guaranteed("app", 4000, GiB),))
+    result = run_session(cluster, [Job("j", (Task("t", pod, 1, "best-effort"),))], profile=VolcanoProfile(weight=10))
+    assert {g["nodes"][0]: g["score"] for g in result.to_dict()["pods"][0]["groups"]} == {"a": 500, "b": 0}
