@@ -81,3 +81,36 @@ def test_commands_on_a_database_never_migrated_say_what_to_do(tmp_path):
         assert out.returncode == 1, out.stderr
         assert "the database is not set up: run `python manage.py migrate` first" in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_demo_large_cluster_of_real_machines_and_pending_pods(db):
+    from numaweb.inventory.services import cluster_nodes
+
+    call_command("demo", "--nodes", "120", "--pods", "300", "--cluster", "big")
+    big = Cluster.objects.get(name="big")
+    assert big.nodes.count() == 120
+    jobs = Job.objects.filter(namespace="big", status=Job.PENDING).prefetch_related("tasks")
+    assert sum(j.replicas for j in jobs) == 300
+    nodes = list(big.nodes.all())
+    assert len({n.fingerprint for n in nodes}) >= 6  # several real machines, not one synthetic shape
+    assert {n.topology_manager_policy for n in nodes} == {"none", "best-effort", "restricted", "single-numa-node"}
+    assert {n.topology_manager_scope for n in nodes} == {"container", "pod"}
+    assert any(n.reserved_cpus for n in nodes) and any(n.cpu_manager_options for n in nodes)
+    assert any(d["resource"] == "nvidia.com/gpu" for n in nodes for d in n.topology.get("devices") or ())
+    assert Allocation.objects.filter(node__cluster=big, origin=Allocation.IMPORTED).exists()
+    engine_nodes, _seen = cluster_nodes(big)  # every node and allocation is valid for the engine
+    assert len(engine_nodes) == 120
+    assert any(j.min_available for j in jobs) and any(j.min_available is None for j in jobs)
+    first = sorted(n.name for n in nodes)
+    call_command("demo", "--nodes", "120", "--pods", "300", "--cluster", "big")  # same seed: same cluster
+    assert sorted(Node.objects.filter(cluster__name="big").values_list("name", flat=True)) == first
+    assert sum(j.replicas for j in Job.objects.filter(namespace="big")) == 300
+
+
+def test_demo_rejects_bad_sizes(db):
+    with pytest.raises(CommandError, match="--pods needs --nodes"):
+        call_command("demo", "--pods", "5")
+    with pytest.raises(CommandError, match="--nodes must be at least 1"):
+        call_command("demo", "--nodes", "0")
+    with pytest.raises(CommandError, match="whole number"):
+        call_command("demo", "--nodes", "many")
