@@ -25,9 +25,15 @@ MEMORY_MANAGER_CHOICES = _choices(MEMORY_MANAGER_POLICIES)
 
 
 class Cluster(models.Model):
+    SNAPSHOT = "kubectl-snapshot"
+
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=32, blank=True, default="",
+                              help_text='"kubectl-snapshot" once a cluster snapshot was imported into it')
+    imported_at = models.DateTimeField(null=True, blank=True, help_text="last snapshot import")
+    last_import = models.JSONField(default=dict, blank=True, help_text="what the last snapshot import changed")
 
     class Meta:
         ordering = ["name"]
@@ -59,8 +65,15 @@ class Node(models.Model):
                                        help_text='per NUMA node: {"0": {"memory": 1073741824}}')
     numatopology = models.BooleanField(default=True, help_text="Volcano's resource exporter publishes this node")
     # freshness
-    source_format = models.CharField(max_length=64, blank=True, default="json")
+    source_format = models.CharField(
+        max_length=64, blank=True, default="json",
+        help_text='the format that described the node; a snapshot node says "numatopo", "nrt" or "numatopo+nrt"')
     imported_at = models.DateTimeField(null=True, blank=True)
+    labels = models.JSONField(default=dict, blank=True, help_text="the Node object's labels (snapshot import)")
+    snapshot = models.JSONField(default=dict, blank=True,
+                                help_text="from the snapshot: capacity, allocatable, NRT availability, notes")
+    removed_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="set when a newer snapshot no longer lists the node; sessions skip it")
     # denormalised summary for listings (kept in step by services.save_topology)
     num_cpus = models.PositiveIntegerField(default=0)
     num_numa_nodes = models.PositiveIntegerField(default=0)
@@ -76,6 +89,11 @@ class Node(models.Model):
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}" if self.cluster_id else self.name
 
+    @property
+    def from_numatopology(self) -> bool:
+        """Described by a Volcano Numatopology object (a snapshot or a single-file import)."""
+        return "numatopo" in self.source_format.split("+")
+
     def bump(self) -> None:
         """Advance the generation in the database (atomic increment, not read-modify-write)."""
         Node.objects.filter(pk=self.pk).update(generation=F("generation") + 1)
@@ -83,8 +101,10 @@ class Node(models.Model):
 
 
 class Allocation(models.Model):
-    SCHEDULED, IMPORTED = "scheduled", "imported"
-    ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported")]
+    SCHEDULED, IMPORTED, REPLAYED = "scheduled", "imported", "replayed"
+    #: imported: read from the kubelet's state files; replayed: a snapshot's running pod placed by the
+    #: engine's kubelet model (the real CPUs are not in a snapshot)
+    ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported"), (REPLAYED, "replayed")]
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="allocations")
     pod = models.CharField(max_length=512, help_text="namespace/name of the pod")

@@ -126,10 +126,11 @@ def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
 def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[int, int]]]:
     """Every node of the cluster as engine nodes, plus `{name: (row id, generation read)}`.
 
-    Two queries whatever the cluster size; the generations are what a commit must still find."""
-    rows = list(Node.objects.filter(cluster=cluster).order_by("name"))
+    Two queries whatever the cluster size; the generations are what a commit must still find. Nodes a
+    newer snapshot no longer lists (`removed_at`) are left out."""
+    rows = list(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name"))
     by_node: dict[int, list[Allocation]] = {}
-    for alloc in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
+    for alloc in Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True).order_by("id"):
         by_node.setdefault(alloc.node_id, []).append(alloc)
     nodes, seen = [], {}
     for row in rows:

@@ -100,21 +100,23 @@ def check_text(text: str, name: str = "input") -> None:
 
 # -- YAML ----------------------------------------------------------------------------------------
 
-def load_yaml_documents(text: str, name: str = "YAML") -> list:
-    """All documents of a YAML stream via the safe loader, after refusing alias bombs: the node
-    graph is composed first and its expanded size computed (aliases counted at full size)."""
+def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML_NODES) -> list:
+    """All documents of a YAML stream via the safe loader, each refused before it is constructed
+    when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(text)
+    docs = []
     try:
-        nodes = list(yaml.compose_all(text, Loader=loader_cls))
-        sizes: dict[int, int] = {}
-        for node in nodes:
-            if node is not None and _yaml_size(node, sizes) > MAX_YAML_NODES:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None and _yaml_size(node, {}, max_nodes) > max_nodes:
                 mark = node.start_mark
                 raise FormatError(f"{name}: the document at line {mark.line + 1} expands to more than "
-                                  f"{MAX_YAML_NODES} nodes (aliases/anchors used as a YAML bomb?)")
-        return [d for d in yaml.load_all(text, Loader=loader_cls)]
+                                  f"{max_nodes} nodes (aliases/anchors used as a YAML bomb?)")
+            docs.append(loader.construct_document(node) if node is not None else None)
+        return docs
     except FormatError:
         raise
     except yaml.MarkedYAMLError as exc:
@@ -125,9 +127,11 @@ def load_yaml_documents(text: str, name: str = "YAML") -> list:
         raise FormatError(f"{name}: invalid YAML: {exc}") from None
     except RecursionError:
         raise FormatError(f"{name}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
-def _yaml_size(root, sizes: dict[int, int]) -> int:
+def _yaml_size(root, sizes: dict[int, int], limit: int = MAX_YAML_NODES) -> int:
     """Expanded node count, memoised per node so shared (aliased) nodes cost once to compute."""
     import yaml
 
@@ -146,7 +150,7 @@ def _yaml_size(root, sizes: dict[int, int]) -> int:
             total = 1
             for c in children:
                 total += sizes.get(id(c), 1)
-                if total > MAX_YAML_NODES:
+                if total > limit:
                     break
             sizes[key] = total
         else:

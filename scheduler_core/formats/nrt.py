@@ -49,7 +49,12 @@ def _object(text: str) -> dict:
 
 
 def load(text: str) -> tuple[Draft, KubeletConfig | None, dict]:
-    obj = _object(text)
+    return from_object(_object(text))
+
+
+def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict]:
+    """One parsed NodeResourceTopology object → draft, kubelet settings it states, and `extra`
+    (zones with capacity/allocatable/available per resource, zone → NUMA id)."""
     name = (obj.get("metadata") or {}).get("name", "")
     zones = obj.get("zones")
     if not isinstance(zones, list) or not zones:

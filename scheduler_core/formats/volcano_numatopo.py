@@ -34,7 +34,11 @@ def load(text: str) -> tuple[Draft, KubeletConfig | None, dict, list]:
     objs = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Numatopology"]
     if len(objs) != 1:
         raise FormatError(f"Numatopology: expected one object, found {len(objs)}")
-    obj = objs[0]
+    return from_object(objs[0])
+
+
+def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict, list]:
+    """One parsed Numatopology object → draft, kubelet settings, `extra` (numares), allocations (none)."""
     name = (obj.get("metadata") or {}).get("name", "")
     spec = obj.get("spec")
     if not isinstance(spec, dict):

@@ -1,0 +1,186 @@
+"""A kubectl cluster snapshot into one cluster (parsing is the engine's: `scheduler_core.formats.snapshot`).
+
+In one transaction: nodes are created or updated (generation bumped only when something changed),
+nodes the snapshot no longer lists are flagged `removed_at` (and unflagged if they come back), the
+running pods of each node are replayed in creation order through the engine's kubelet model and
+stored as `replayed` allocations, what NRT says is still available per NUMA node is checked against
+the replay, and pending Volcano Jobs and pods become jobs. Importing the same snapshot again changes
+nothing; the returned report says what changed and every disagreement found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from scheduler_core.errors import EngineError
+from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapshot
+from scheduler_core.node import Node as EngineNode
+from scheduler_core.state_check import replay
+
+from . import services
+from .models import Allocation, Cluster, Node
+
+
+def parse(data: bytes | str) -> Snapshot:
+    """The engine's snapshot reader; text goes in as bytes so it is never taken for a server path."""
+    return load_snapshot(data.encode() if isinstance(data, str) else bytes(data))
+
+
+def _alloc_key(a) -> tuple:
+    memory = {str(n): dict(sorted(r.items())) for n, r in sorted((a.memory or {}).items(), key=lambda kv: str(kv[0]))}
+    devices = {r: sorted(ids) for r, ids in sorted((a.devices or {}).items())}
+    return (a.pod, a.container or "", str(a.cpus), repr(memory), repr(devices))
+
+
+def _availability(node: SnapshotNode, engine: EngineNode) -> list[str]:
+    """Where the NRT's `available` per NUMA node disagrees with the replay's free CPUs and memory."""
+    out = []
+    free_cpus = engine.free_cpus_per_numa()
+    for nid, res in sorted(node.available.items()):
+        if "cpu" in res and nid in free_cpus and res["cpu"] != free_cpus[nid]:
+            out.append(f"NUMA {nid}: the NodeResourceTopology says {res['cpu']} CPUs available, the replay leaves "
+                       f"{free_cpus[nid]}")
+        if engine.kubelet.static_memory and "memory" in res and nid in free_cpus:
+            free = engine.memory_free(nid, "memory")
+            if res["memory"] != free:
+                out.append(f"NUMA {nid}: the NodeResourceTopology says {res['memory']} bytes of memory available, "
+                           f"the replay leaves {free}")
+    return out
+
+
+def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
+    """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster)."""
+    snap = parse(data)
+    report: dict[str, Any] = {"nodes_added": [], "nodes_updated": {}, "nodes_unchanged": 0, "nodes_removed": [],
+                              "nodes_returned": [], "allocations_replayed": 0, "allocations_changed": [],
+                              "scheduled_dropped": [], "disagreements": [], "jobs_added": [], "jobs_updated": [],
+                              "jobs_kept": [], "notes": list(snap.notes)}
+    now = timezone.now()
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+        existing = {n.name: n for n in Node.objects.select_for_update().filter(cluster=cluster)}
+        allocs: dict[int, list[Allocation]] = {}
+        for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
+            allocs.setdefault(a.node_id, []).append(a)
+        new_rows: list[tuple[Node, list[Allocation]]] = []
+        for name, snode in snap.nodes.items():
+            row = existing.get(name)
+            is_new = row is None
+            if is_new:
+                row = Node(cluster=cluster, name=name)
+            before = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}), row.source_format,
+                      dict(row.snapshot or {})) if not is_new else None
+            services.set_kubelet(row, snode.kubelet)  # the snapshot is the cluster's truth
+            services.set_topology(row, snode.topology, snode.source, imported=False)
+            row.labels = snode.labels
+            row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
+                            "available": {str(n): r for n, r in sorted(snode.available.items())},
+                            "inferred": list(snode.topology.inferred), "notes": snode.notes}
+            returned = not is_new and row.removed_at is not None
+            row.removed_at = None
+            # replay the node's running pods, in creation order, on a node without allocations
+            engine = EngineNode(name, snode.topology, services.kubelet_of(row))
+            replayed: list[Allocation] = []
+            for spod, result in zip(snap.running_on(name), replay(engine, [p.pod for p in snap.running_on(name)]),
+                                    strict=True):
+                if not result.admitted:
+                    report["disagreements"].append(f"{name}: running pod {spod.namespace}/{spod.name} is refused "
+                                                   f"by the replay: {result.error}")
+                    continue
+                for a in result.allocations:
+                    replayed.append(Allocation(pod=f"{spod.namespace}/{spod.name}", container=a.container or "",
+                                               cpus=str(a.cpus),
+                                               memory={str(n): dict(r) for n, r in a.memory.items()},
+                                               devices={r: list(ids) for r, ids in a.devices.items()},
+                                               origin=Allocation.REPLAYED))
+            report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
+            old = allocs.get(row.pk, []) if not is_new else []
+            old_replayed = sorted(_alloc_key(a) for a in old if a.origin == Allocation.REPLAYED)
+            kept: list[Allocation] = []
+            for a in old:
+                if a.origin == Allocation.REPLAYED:
+                    continue
+                if a.origin == Allocation.IMPORTED:
+                    continue  # state-file pinning of an older node description; the replay replaces it
+                try:
+                    engine.allocate(services.allocation_to_engine(a))
+                    kept.append(a)
+                except EngineError as exc:
+                    report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} ({exc})")
+            allocs_changed = old_replayed != sorted(_alloc_key(a) for a in replayed) or len(kept) != len(
+                [a for a in old if a.origin != Allocation.REPLAYED])
+            report["allocations_replayed"] += len(replayed)
+            if is_new:
+                row.imported_at = now
+                new_rows.append((row, replayed))
+                report["nodes_added"].append(name)
+                continue
+            after = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}), row.source_format,
+                     dict(row.snapshot or {}))
+            changed = [label for label, a, b in zip(("topology", "kubelet", "labels", "source", "capacity"),
+                                                     before, after, strict=True) if a != b]
+            if allocs_changed:
+                changed.append("allocations")
+                report["allocations_changed"].append(name)
+            if returned:
+                changed.append("returned")
+                report["nodes_returned"].append(name)
+            if not changed:
+                report["nodes_unchanged"] += 1
+                continue
+            report["nodes_updated"][name] = changed
+            row.imported_at = now
+            row.generation = F("generation") + 1
+            row.save()
+            if allocs_changed:
+                drop = [a.pk for a in old if a.origin != Allocation.SCHEDULED or a not in kept]
+                Allocation.objects.filter(pk__in=drop).delete()
+                for a in replayed:
+                    a.node = row
+                Allocation.objects.bulk_create(replayed)
+        if new_rows:
+            Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
+            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])}
+            batch = []
+            for row, replayed in new_rows:
+                for a in replayed:
+                    a.node = created[row.name]
+                    batch.append(a)
+            Allocation.objects.bulk_create(batch, batch_size=1000)
+        gone = [n for name, n in existing.items() if name not in snap.nodes and n.removed_at is None]
+        if gone:
+            Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=now, generation=F("generation") + 1)
+            report["nodes_removed"] = sorted(n.name for n in gone)
+        _import_jobs(snap, report)
+        summary = dict(report)
+        summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
+                                  or report["jobs_added"] or report["jobs_updated"])
+        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
+    return summary
+
+
+def _import_jobs(snap: Snapshot, report: dict) -> None:
+    """Pending work: a new job is added; a pending one whose manifest changed is replaced; one that a
+    session already scheduled is kept as it is."""
+    for job in snap.jobs:
+        key = (job.namespace, job.name)
+        manifest = snap.manifests[key]
+        job_services.check_policy_cpus(job)
+        row = Job.objects.filter(namespace=job.namespace, name=job.name).first()
+        label = f"{job.namespace}/{job.name}"
+        if row is not None and row.manifest == manifest and row.source_format == "snapshot":
+            continue
+        if row is not None:
+            if row.status != Job.PENDING:
+                report["jobs_kept"].append(label)
+                continue
+            row.delete()
+            report["jobs_updated"].append(label)
+        else:
+            report["jobs_added"].append(label)
+        job_services.save_job(job, manifest, "snapshot")

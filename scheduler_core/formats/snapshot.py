@@ -1,0 +1,363 @@
+"""A cluster snapshot: the output of
+`kubectl get nodes,noderesourcetopologies,numatopologies,pods,jobs.batch.volcano.sh,podgroups -A -o yaml`
+(or `-o json`; a `kind: List`, several documents, or a JSON array) → nodes, running pods and pending work.
+
+Nodes: a node is described by its Volcano `Numatopology` and/or its `NodeResourceTopology` (both
+named after the node); other kinds of object are matched to it by name.
+- Numatopology alone: CPU ids, cores, sockets and NUMA nodes from `cpuDetail`; policies.
+- NodeResourceTopology alone: per-zone counts only, so CPU ids are laid out by the NRT rule (zone
+  `node-0` gets 0..c0-1, `node-1` the next c1 ids, one core per CPU, one socket per NUMA node),
+  flagged inferred; memory, hugepages, devices per zone; costs as distances; attributes as policies.
+- Both: CPUs from the Numatopology; memory, hugepages, devices and distances from the NRT; the NRT's
+  topologyManagerPolicy/Scope attributes win over the Numatopology's policies (the NRT exporter
+  reads the kubelet's configuration itself). A per-NUMA CPU count that differs is reported.
+- The `Node` object adds labels, and capacity/allocatable: memory/hugepages the topology objects
+  do not state are split evenly over the NUMA nodes (flagged inferred), device resources no NRT zone
+  lists become devices without NUMA affinity, and capacity − allocatable of cpu is the kube/system
+  reserved CPU when no reserved CPU list is known. A Node with neither topology object is skipped.
+`source` names what described the node: "numatopo", "nrt" or "numatopo+nrt".
+
+Pods: `metadata.uid`, `spec.nodeName`, `status.phase`, `metadata.creationTimestamp`; running pods
+(phase Running, on a node) are what a replay puts back on their node. Pending work: Volcano Jobs
+whose `status.state.phase` is absent, Pending or Inqueue (their PodGroup's `minMember` — matched by
+owner reference, or named after the job — overrides `minAvailable`), and pending pods without a
+node that no Volcano Job owns, each as a one-pod job.
+
+Limits: the same input cap as any topology file; each document may expand to at most
+max(200,000, its input length) YAML nodes, so aliases cannot blow up memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from ..errors import EngineError, FormatError
+from ..jobs import Job
+from ..kubelet import KubeletConfig
+from ..pods import Pod
+from ..quantity import count, cpu_milli
+from ..topology import Device, Topology
+from . import nrt, volcano_numatopo, workloads
+from ._common import MAX_YAML_NODES, Draft, build_topology, load_yaml_documents, read_source
+
+PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
+NODE_KINDS = ("Node", "NodeResourceTopology", "Numatopology")
+
+
+@dataclass
+class SnapshotNode:
+    """A node as the snapshot describes it."""
+
+    name: str
+    topology: Topology
+    kubelet: KubeletConfig
+    source: str
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, int] = field(default_factory=dict)
+    allocatable: dict[str, int] = field(default_factory=dict)
+    #: what the NRT says is still available per NUMA node: {numa: {resource: amount}} (cpu in CPUs)
+    available: dict[int, dict[str, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SnapshotPod:
+    uid: str
+    name: str
+    namespace: str
+    node: str
+    phase: str
+    created: str
+    pod: Pod
+    job: str | None = None
+
+
+@dataclass
+class Snapshot:
+    nodes: dict[str, SnapshotNode] = field(default_factory=dict)
+    pods: list[SnapshotPod] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    #: each pending job's manifest: the object's metadata (name, namespace, labels, annotations) and spec
+    manifests: dict[tuple[str, str], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def running_on(self, node: str) -> list[SnapshotPod]:
+        """The node's running pods in creation order (ties: name), the order the kubelet admitted them."""
+        return sorted((p for p in self.pods if p.node == node and p.phase == "Running"),
+                      key=lambda p: (p.created, p.namespace, p.name))
+
+
+def objects(data: object, name: str = "snapshot") -> list[dict]:
+    """Every object of a kubectl output: `kind: List` items, multi-document YAML, JSON object or array."""
+    src = read_source(data)
+    if src.text is None:
+        raise FormatError(f"{src.name}: a snapshot must be YAML or JSON text")
+    text = src.text
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            docs = [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise FormatError(f"{name}: JSON nested too deeply") from None
+    else:
+        docs = load_yaml_documents(text, name, max(MAX_YAML_NODES, len(text)))
+    out: list[dict] = []
+    for i, doc in enumerate(docs, 1):
+        if doc is None:
+            continue
+        items = doc if isinstance(doc, list) else (doc.get("items") if isinstance(doc, dict) and
+                                                   str(doc.get("kind", "")).endswith("List") else [doc])
+        if not isinstance(items, list):
+            raise FormatError(f"{name}: document {i}: items must be a list")
+        for j, obj in enumerate(items):
+            if not isinstance(obj, dict):
+                raise FormatError(f"{name}: document {i} item {j} is not an object")
+            out.append(obj)
+    return out
+
+
+def _meta(obj: dict, where: str) -> dict:
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise FormatError(f"{where}: metadata.name is required")
+    return meta
+
+
+def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
+    """Parse a kubectl snapshot (see the module docstring for the rules)."""
+    snap = Snapshot()
+    by_kind: dict[str, dict[str, dict]] = {k: {} for k in NODE_KINDS}
+    pods, vc_jobs, groups = [], [], []
+    for i, obj in enumerate(objects(data, name)):
+        kind = obj.get("kind")
+        where = f"{name}: item {i} ({kind})"
+        if kind in NODE_KINDS:
+            meta = _meta(obj, where)
+            if meta["name"] in by_kind[kind]:
+                raise FormatError(f"{where}: {kind} {meta['name']!r} appears twice")
+            by_kind[kind][meta["name"]] = obj
+        elif kind == "Pod":
+            pods.append((where, obj))
+        elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            vc_jobs.append((where, obj))
+        elif kind == "PodGroup":
+            groups.append(obj)
+        else:
+            snap.notes.append(f"{where}: {kind} objects are not part of a snapshot; skipped")
+    names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
+    for node_name in sorted(set(by_kind["Node"]) - set(names)):
+        snap.notes.append(f"node {node_name}: no NodeResourceTopology or Numatopology object; skipped")
+    for node_name in names:
+        try:
+            snap.nodes[node_name] = _node(node_name, by_kind["Numatopology"].get(node_name),
+                                          by_kind["NodeResourceTopology"].get(node_name),
+                                          by_kind["Node"].get(node_name))
+        except EngineError as exc:
+            raise FormatError(f"{name}: node {node_name}: {exc}") from None
+    snap.pods = [_pod(obj, where) for where, obj in pods]
+    _pending_jobs(snap, vc_jobs, groups, pods, name)
+    return snap
+
+
+# -- nodes -------------------------------------------------------------------------------------------
+def _node(name: str, numatopo: dict | None, topo: dict | None, node: dict | None) -> SnapshotNode:
+    notes: list[str] = []
+    # a node whose objects state no CPU Manager policy is taken as static: the policy NUMA-aware
+    # scheduling is about (what a single-file import assumes for a new node too)
+    kubelet_settings: dict = {"cpu_manager_policy": "static"}
+    available: dict[int, dict[str, int]] = {}
+    sources = []
+    if numatopo is not None:
+        draft, kubelet, _extra, _ = volcano_numatopo.from_object(numatopo)
+        sources.append("numatopo")
+        if kubelet is not None:
+            kubelet_settings.update(_stated(kubelet, numatopo_policies(numatopo)))
+    if topo is not None:
+        nrt_draft, nrt_kubelet, nrt_extra = nrt.from_object(topo)
+        sources.append("nrt")
+        zone_ids = nrt_extra["zone_to_numa_id"]
+        for zone, stats in nrt_extra["zones"].items():
+            available[zone_ids[zone]] = {res: s["available"] for res, s in stats.items()}
+        if numatopo is None:
+            draft = nrt_draft
+        else:
+            _merge_nrt(draft, nrt_draft, nrt_extra, notes)
+        if nrt_kubelet is not None:
+            k = nrt_kubelet.to_dict()
+            stated = {a.get("name") for a in topo.get("attributes") or [] if isinstance(a, dict)}
+            if "topologyManagerPolicy" in stated or topo.get("topologyPolicies"):
+                kubelet_settings["topology_manager_policy"] = k["topology_manager_policy"]
+            if "topologyManagerScope" in stated or topo.get("topologyPolicies"):
+                kubelet_settings["topology_manager_scope"] = k["topology_manager_scope"]
+            if numatopo is None:
+                kubelet_settings.update({f: k[f] for f in ("reserved_cpus", "reserved_memory") if k.get(f)})
+    labels, capacity, allocatable = {}, {}, {}
+    if node is not None:
+        meta = node.get("metadata") or {}
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        status = node.get("status") or {}
+        capacity = _quantities(status.get("capacity"), f"Node {name}: status.capacity")
+        allocatable = _quantities(status.get("allocatable"), f"Node {name}: status.allocatable")
+        _from_node_object(draft, capacity, notes)
+        reserved_milli = capacity.get("cpu", 0) - allocatable.get("cpu", capacity.get("cpu", 0))
+        if reserved_milli > 0 and not kubelet_settings.get("reserved_cpus") \
+                and not kubelet_settings.get("reserved_cpu_milli"):
+            kubelet_settings["reserved_cpu_milli"] = reserved_milli
+    draft.description = f"{' + '.join(sources)} {name}"
+    topology = build_topology(draft, name)
+    kubelet = KubeletConfig.from_dict(kubelet_settings)
+    return SnapshotNode(name, topology, kubelet, "+".join(sources), labels, capacity, allocatable, available,
+                        notes + list(draft.notes))
+
+
+def numatopo_policies(obj: dict) -> set[str]:
+    """The KubeletConfig fields a Numatopology states (its policies, reserved CPUs)."""
+    spec = obj.get("spec") or {}
+    # a policy listed empty is the kubelet's default (Volcano's exporter copies the kubelet config)
+    names = volcano_numatopo._POLICY_KEYS
+    keys = {names[k] for k in (spec.get("policies") or {}) if k in names}
+    return keys | {"reserved_cpus", "reserved_cpu_milli"}
+
+
+def _stated(kubelet: KubeletConfig, keys: set[str]) -> dict:
+    data = kubelet.to_dict()
+    return {k: data[k] for k in keys if data.get(k) not in (None, "", 0)}
+
+
+def _merge_nrt(draft: Draft, nrt_draft: Draft, extra: dict, notes: list[str]) -> None:
+    """Memory, hugepages, devices and distances of the NRT onto the Numatopology's CPUs."""
+    per_numa: dict[int, int] = {}
+    for rec in draft.cpus:
+        per_numa[rec.numa] = per_numa.get(rec.numa, 0) + 1
+    for zone, stats in extra["zones"].items():
+        nid = extra["zone_to_numa_id"][zone]
+        cpus = stats.get("cpu", {}).get("capacity")
+        if cpus is not None and cpus != per_numa.get(nid, 0):
+            notes.append(f"NUMA {nid}: the NodeResourceTopology counts {cpus} CPUs, the Numatopology "
+                         f"{per_numa.get(nid, 0)}; the Numatopology's CPUs are used")
+    draft.numa_memory.update(nrt_draft.numa_memory)
+    draft.numa_hugepages.update(nrt_draft.numa_hugepages)
+    draft.devices.extend(nrt_draft.devices)
+    if nrt_draft.distances:
+        draft.distances = nrt_draft.distances
+
+
+def _quantities(values: object, where: str) -> dict[str, int]:
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise FormatError(f"{where} must be an object")
+    return {str(k): cpu_milli(v, f"{where}.{k}") if k == "cpu" else count(v, f"{where}.{k}")
+            for k, v in values.items()}
+
+
+def _from_node_object(draft: Draft, capacity: dict[str, int], notes: list[str]) -> None:
+    """What only the Node object says: memory/hugepages split over NUMA nodes, devices without NUMA."""
+    numa_ids = sorted({r.numa for r in draft.cpus} | set(draft.numa_memory))
+    known_devices = {d.resource for d in draft.devices}
+    for res, amount in capacity.items():
+        if res == "memory" and not any(draft.numa_memory.values()) and amount:
+            share, rest = divmod(amount, len(numa_ids))
+            for i, nid in enumerate(numa_ids):
+                draft.numa_memory[nid] = share + (rest if i == 0 else 0)
+            draft.inferred.add("memory")
+            notes.append("memory per NUMA node: the Node's capacity split evenly (no NRT memory zones)")
+        elif res.startswith("hugepages-") and amount and not any(res in h for h in draft.numa_hugepages.values()):
+            share = amount // len(numa_ids)
+            for nid in numa_ids:
+                draft.numa_hugepages.setdefault(nid, {})[res] = share
+            draft.inferred.add("hugepages")
+        elif "/" in res and res not in known_devices and amount:
+            if amount > 4096:
+                raise FormatError(f"Node capacity {res}: {amount} is too many devices")
+            short = res.rsplit("/", 1)[-1]
+            draft.devices.extend(Device(f"{short}-{k}", res, None, True, res) for k in range(amount))
+
+
+# -- pods and jobs ---------------------------------------------------------------------------------
+def _owner_job(meta: dict) -> str | None:
+    annotations = meta.get("annotations") or {}
+    if isinstance(annotations, dict) and annotations.get("volcano.sh/job-name"):
+        return str(annotations["volcano.sh/job-name"])
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("kind") == "Job" and \
+                str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            return str(ref.get("name"))
+    return None
+
+
+def _pod(obj: dict, where: str) -> SnapshotPod:
+    meta = _meta(obj, where)
+    namespace = str(meta.get("namespace") or "default")
+    try:
+        pod = workloads._pod(obj, meta["name"], namespace, f"{where} {namespace}/{meta['name']}")
+    except EngineError as exc:
+        raise type(exc)(str(exc)) from None
+    uid = str(meta.get("uid") or f"{namespace}/{meta['name']}")
+    pod = dataclasses.replace(pod, uid=uid)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return SnapshotPod(uid, meta["name"], namespace, str(spec.get("nodeName") or ""),
+                       str(status.get("phase") or "Pending"), str(meta.get("creationTimestamp") or ""), pod,
+                       _owner_job(meta))
+
+
+def manifest_of(obj: dict) -> str:
+    """The stable part of an object (no status, uid, resourceVersion or timestamps), as YAML."""
+    import yaml
+
+    meta = obj.get("metadata") or {}
+    keep = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
+    return yaml.safe_dump({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep,
+                           "spec": obj.get("spec")}, sort_keys=True)
+
+
+def _pending_jobs(snap: Snapshot, vc_jobs: list, groups: list[dict], pods: list, name: str) -> None:
+    min_member: dict[tuple[str, str], int] = {}
+    for g in groups:
+        meta = g.get("metadata") or {}
+        ns = str(meta.get("namespace") or "default")
+        value = (g.get("spec") or {}).get("minMember")
+        if value is None:
+            continue
+        refs = [r.get("name") for r in meta.get("ownerReferences") or [] if isinstance(r, dict)
+                and r.get("kind") == "Job"]
+        for job_name in refs or [str(meta.get("name"))]:
+            min_member[(ns, str(job_name))] = workloads._int(value, f"PodGroup {meta.get('name')}: spec.minMember")
+    submitted = 0
+    for where, obj in vc_jobs:
+        meta = _meta(obj, where)
+        ns = str(meta.get("namespace") or "default")
+        phase = str(((obj.get("status") or {}).get("state") or {}).get("phase") or "")
+        if phase not in PENDING_JOB_PHASES:
+            continue
+        job = workloads._object(obj, where, submitted)
+        submitted += 1
+        key = (ns, meta["name"])
+        group = min_member.get(key) or next((v for (gns, gname), v in min_member.items()
+                                             if gns == ns and gname.startswith(f"{meta['name']}-")), None)
+        if group is not None:
+            total = sum(t.replicas for t in job.tasks)
+            if group > total:
+                raise FormatError(f"{where}: PodGroup minMember {group} is more than the job's {total} replicas")
+            job = dataclasses.replace(job, min_available=group)
+        snap.jobs.append(job)
+        snap.manifests[key] = manifest_of(obj)
+    for where, obj in pods:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        phase = str((obj.get("status") or {}).get("phase") or "Pending")
+        ns = str(meta.get("namespace") or "default")
+        if phase != "Pending" or spec.get("nodeName") or _owner_job(meta):
+            continue
+        snap.jobs.append(workloads._object(obj, where, submitted))
+        submitted += 1
+        snap.manifests[(ns, meta["name"])] = manifest_of(obj)
+    keys = [(j.namespace, j.name) for j in snap.jobs]
+    dup = next((k for k in keys if keys.count(k) > 1), None)
+    if dup:
+        raise FormatError(f"{name}: a Volcano Job and a pending pod are both named {dup[0]}/{dup[1]}")
