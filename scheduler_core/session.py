@@ -181,6 +181,20 @@ class Cluster:
                 return f"Insufficient {r}"
         return None
 
+    def fit_count(self, name: str, req: Request) -> int:
+        """How many more pods of `req` NodeResourcesFit lets onto the node (an upper bound for any
+        profile); a request for nothing the node counts is refused outright (0)."""
+        cpu, memory, devices = self._alloc_cap[name]
+        t = self.tally[name]
+        limits = []
+        if req.cpu_milli:
+            limits.append(max(0, cpu - t.cpu_milli) // req.cpu_milli)
+        if req.memory and memory:
+            limits.append(max(0, memory - t.memory) // req.memory)
+        for r, n in req.devices:
+            limits.append(max(0, devices.get(r, 0) - t.devices.get(r, 0)) // n)
+        return min(limits) if limits else 0
+
     # -- changes ---------------------------------------------------------------------------------
     def add_request(self, name: str, req: Request) -> None:
         t = self.tally[name]
