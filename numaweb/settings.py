@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "numaweb.inventory",
     "numaweb.jobs",
     "numaweb.scheduling",
+    "numaweb.comparisons",
     "numaweb.api",
     "numaweb.pages",
 ]

@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("api/", include("numaweb.api.urls")),
+    path("comparisons/", include("numaweb.comparisons.urls")),
     path("", include("numaweb.pages.urls")),
 ]

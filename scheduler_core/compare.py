@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from .errors import PolicyError, RequestError
 from .jobs import Job, Task
-from .kubelet import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions
+from .kubelet import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from .node import Node
 from .pods import Container, Pod, is_device_resource
 from .quantity import count, cpu_milli, format_bytes
@@ -126,11 +126,9 @@ class Variant:
     def overrides_kubelet(self) -> bool:
         return (self.topology_manager_policy, self.topology_manager_scope, self.cpu_manager_options) != (None,) * 3
 
-    def apply(self, nodes: Iterable[Node]) -> list[Node]:
-        """The nodes with this variant's kubelet overrides (new Node objects; the inputs are unchanged).
-        A setting a node cannot take (e.g. align-by-socket with single-numa-node) raises naming it."""
-        if not self.overrides_kubelet:
-            return [node.copy() for node in nodes]
+    def kubelet(self, config: KubeletConfig) -> KubeletConfig:
+        """`config` with this variant's overrides, checked as the kubelet checks its settings at
+        start-up (e.g. align-by-socket with single-numa-node raises)."""
         changes = {}
         if self.topology_manager_policy is not None:
             changes["topology_manager_policy"] = self.topology_manager_policy
@@ -138,13 +136,20 @@ class Variant:
             changes["topology_manager_scope"] = self.topology_manager_scope
         if self.cpu_manager_options is not None:
             changes["cpu_manager_options"] = self.cpu_manager_options
-        configs: dict = {}
+        return replace(config, **changes) if changes else config
+
+    def apply(self, nodes: Iterable[Node]) -> list[Node]:
+        """The nodes with this variant's kubelet overrides (new Node objects; the inputs are unchanged).
+        A setting a node cannot take raises naming the node."""
+        if not self.overrides_kubelet:
+            return [node.copy() for node in nodes]
+        configs: dict[KubeletConfig, KubeletConfig] = {}
         out = []
         for node in nodes:
             kubelet = configs.get(node.kubelet)
             if kubelet is None:
                 try:
-                    kubelet = configs[node.kubelet] = replace(node.kubelet, **changes)
+                    kubelet = configs[node.kubelet] = self.kubelet(node.kubelet)
                 except PolicyError as exc:
                     raise PolicyError(f"node {node.name}: {exc}") from None
             out.append(Node(node.name, node.topology, kubelet, node.allocations, node.numatopology))

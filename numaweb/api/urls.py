@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import comparisons, views
 
 app_name = "api"
 
@@ -14,8 +14,10 @@ router.register("nodes", views.NodeViewSet, basename="node")
 router.register("allocations", views.AllocationViewSet, basename="allocation")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("sessions", views.SessionViewSet, basename="session")
+router.register("comparisons", comparisons.ComparisonViewSet, basename="comparison")
 
 urlpatterns = [
     path("auth-token/", obtain_auth_token, name="auth-token"),
+    path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
     path("", include(router.urls)),
 ]

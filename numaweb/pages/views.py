@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from numaweb.comparisons import views as comparisons
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from numaweb.jobs.models import Job
@@ -143,7 +144,8 @@ def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_for
     jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
     return {"jobs": jobs, "form": form or JobForm(initial={"namespace": "default", "task": "main", "replicas": 1,
                                                           "guaranteed": True}),
-            "session_form": session_form or SessionForm(initial={"profile": "volcano", "dry_run": True})}
+            "session_form": session_form or SessionForm(initial={"profile": "volcano", "dry_run": True}),
+            **comparisons.form_context()}
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,0 +1,168 @@
+"""API for deciding with numbers: comparisons of variants (`/api/comparisons/`) and headroom for a
+pod shape (`/api/clusters/<id>/headroom/`). The figures come from `scheduler_core.compare`."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from numaweb.comparisons import services
+from numaweb.comparisons.export import comparison_dict, csv_rows
+from numaweb.comparisons.models import Comparison
+from numaweb.inventory.models import Cluster
+from numaweb.jobs.models import Job
+from numaweb.scheduling.services import BrokerUnavailable
+from scheduler_core.compare import Shape
+from scheduler_core.errors import EngineError
+from scheduler_core.session import PROFILES
+
+ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
+SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")
+
+
+class CreateComparisonSerializer(serializers.Serializer):
+    cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
+    jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False,
+                                              help_text="jobs to place; omitted or empty: every pending job")
+    variants = serializers.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
+                                               '"topology_manager_policy", "topology_manager_scope", '
+                                               '"cpu_manager_options": {...}, "weight", "distance_tie_break"}')
+    shape = serializers.JSONField(required=False, allow_null=True,
+                                  help_text='pod shape for headroom: {"cpu": "4", "memory": "8Gi", '
+                                            '"devices": {"nvidia.com/gpu": 1}, "policy": "single-numa-node"}')
+
+    def validate(self, attrs: dict) -> dict:
+        try:
+            attrs["variants"] = services.parse_variants(attrs["cluster"], attrs["variants"])
+            attrs["shape"] = services.parse_shape(attrs.get("shape"))
+        except services.ComparisonError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return attrs
+
+
+class CSVRenderer(BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        if isinstance(data, dict):  # an error body
+            writer.writerows([["detail"], [data.get("detail", data)]])
+        else:
+            writer.writerows(data)
+        return out.getvalue().encode()
+
+
+def _body(comparison: Comparison, request: Request) -> dict:
+    data = comparison_dict(comparison, nodes=False)
+    data["url"] = reverse("api:comparison-detail", args=[comparison.pk], request=request)
+    data["export_json"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=json"
+    data["export_csv"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=csv"
+    data["page"] = request.build_absolute_uri(reverse("comparisons:detail", args=[comparison.pk]))
+    return data
+
+
+COMPARISON = OpenApiTypes.OBJECT
+
+
+class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Variants (profile + kubelet overrides) placed side by side as dry runs over one snapshot."""
+
+    queryset = Comparison.objects.prefetch_related("variants", "jobs").order_by("-id")
+    serializer_class = CreateComparisonSerializer
+
+    @extend_schema(request=CreateComparisonSerializer, responses={202: COMPARISON, 400: OpenApiTypes.OBJECT,
+                                                                  503: ERROR})
+    def create(self, request: Request) -> Response:
+        """Start a comparison: 202 with its URL; the workers run its variants in parallel, poll the URL."""
+        serializer = CreateComparisonSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            comparison = services.start_comparison(data["cluster"], data["variants"], data.get("jobs") or None,
+                                                   data["shape"])
+        except BrokerUnavailable as exc:
+            body = {"detail": str(exc)}
+            if exc.session_id is not None:
+                body["comparison"] = reverse("api:comparison-detail", args=[exc.session_id], request=request)
+            return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        comparison = self.get_queryset().get(pk=comparison.pk)
+        body = _body(comparison, request)
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(responses={200: COMPARISON})
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        """Status and, per variant, its settings, progress and metrics."""
+        return Response(_body(self.get_object(), request))
+
+    @extend_schema(responses={200: COMPARISON})
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([_body(c, request) for c in page])
+
+    @extend_schema(parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
+                                                description="json (default; per-node tables included) or csv")],
+                   responses={(200, "application/json"): COMPARISON, (200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
+    def export(self, request: Request, pk: str | None = None) -> Response:
+        """The comparison as a download: JSON (everything) or CSV (one row per variant)."""
+        comparison = self.get_object()
+        fmt = request.accepted_renderer.format
+        data = csv_rows(comparison) if fmt == "csv" else comparison_dict(comparison)
+        name = f"comparison-{comparison.pk}.{fmt}"
+        return Response(data, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def parse_headroom_query(params) -> tuple[Shape, str]:
+    """Shape and profile from query parameters; ValidationError names the parameter."""
+    unknown = sorted(set(params) - set(SHAPE_FIELDS) - {"format"})
+    if unknown:
+        raise ValidationError({unknown[0]: [f"unknown parameter; expected: {', '.join(SHAPE_FIELDS)}"]})
+    profile = params.get("profile") or "aligned"
+    if profile not in PROFILES:
+        raise ValidationError({"profile": [f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}"]})
+    devices = ",".join(params.getlist("devices")) if hasattr(params, "getlist") else params.get("devices")
+    try:
+        shape = Shape.parse(params.get("cpu"), params.get("memory"), devices or None, params.get("policy") or None)
+    except EngineError as exc:
+        field, sep, reason = str(exc).partition(": ")
+        if not sep or field not in SHAPE_FIELDS:
+            field, reason = "cpu", str(exc)
+        raise ValidationError({field: [reason]}) from None
+    return shape, profile
+
+
+class HeadroomView(APIView):
+    """How many more pods of one shape a dry-run session of the profile would place, per node."""
+
+    @extend_schema(parameters=[
+        OpenApiParameter("cpu", OpenApiTypes.STR, required=True, description="CPU request, e.g. 4 or 500m"),
+        OpenApiParameter("memory", OpenApiTypes.STR, description="memory request, e.g. 8Gi"),
+        OpenApiParameter("devices", OpenApiTypes.STR, description="resource=count[,...], e.g. nvidia.com/gpu=1"),
+        OpenApiParameter("policy", OpenApiTypes.STR, description="task topology policy (Volcano's)"),
+        OpenApiParameter("profile", OpenApiTypes.STR, enum=list(PROFILES), description="default aligned"),
+    ], responses={200: inline_serializer("Headroom", {
+        "total": serializers.IntegerField(), "rejected": serializers.IntegerField(),
+        "nodes": serializers.ListField(child=serializers.DictField())}), 400: OpenApiResponse(OpenApiTypes.OBJECT)})
+    def get(self, request: Request, pk: int) -> Response:
+        cluster = get_object_or_404(Cluster, pk=pk)
+        shape, profile = parse_headroom_query(request.query_params)
+        try:
+            room = services.cluster_headroom(cluster, shape, profile)
+        except EngineError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"cluster": cluster.pk, **room})

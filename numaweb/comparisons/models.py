@@ -1,0 +1,76 @@
+"""Comparisons: one cluster snapshot, one set of jobs, several variants (profile + kubelet
+overrides) run side by side as dry runs. Each variant keeps its metrics and per-node NUMA use; the
+comparison keeps the node generations it was asked on, and which nodes changed meanwhile."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from numaweb.inventory.models import Cluster
+from numaweb.jobs.models import Job
+
+
+class Comparison(models.Model):
+    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="comparisons")
+    jobs = models.ManyToManyField(Job, blank=True, related_name="comparisons")
+    shape = models.JSONField(null=True, blank=True, help_text="pod shape for headroom (Shape.to_dict), or null")
+    snapshot = models.JSONField(default=dict, blank=True,
+                                help_text="{node name: generation} when the comparison was asked for")
+    changed_nodes = models.JSONField(default=list, blank=True,
+                                     help_text="nodes whose generation moved away from the snapshot meanwhile")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"comparison {self.pk} ({self.cluster_id})"
+
+    @property
+    def status(self) -> str:
+        """From the variants: pending until one starts, running until all finish, then done (or
+        failed when any variant failed)."""
+        states = {v.status for v in self.variants.all()}
+        if not states or states == {self.PENDING}:
+            return self.PENDING
+        if states & {self.PENDING, self.RUNNING}:
+            return self.RUNNING
+        return self.FAILED if self.FAILED in states else self.DONE
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED)
+
+
+class ComparisonVariant(models.Model):
+    STATUS_CHOICES = [(s, s) for s in (Comparison.PENDING, Comparison.RUNNING, Comparison.DONE, Comparison.FAILED)]
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="variants")
+    index = models.PositiveIntegerField()
+    profile = models.CharField(max_length=16)
+    settings = models.JSONField(default=dict, help_text="scheduler_core.compare.Variant.to_dict()")
+    label = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=Comparison.PENDING, db_index=True)
+    error = models.TextField(blank=True, default="")
+    worker = models.CharField(max_length=255, blank=True, default="")
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    engine_ms = models.FloatField(null=True, blank=True, help_text="session + headroom time in the engine")
+    metrics = models.JSONField(default=dict, blank=True)
+    nodes = models.JSONField(default=list, blank=True,
+                             help_text="per node after placement: numa [[free, capacity]...], largest_block, headroom")
+    headroom = models.JSONField(null=True, blank=True)
+    changed_nodes = models.JSONField(default=list, blank=True,
+                                     help_text="nodes that differed from the snapshot when this variant read them")
+
+    class Meta:
+        ordering = ["comparison_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["comparison", "index"], name="comparison_variant_index")]
+
+    def __str__(self) -> str:
+        return f"{self.comparison_id}/{self.index} {self.label}"

@@ -1,0 +1,207 @@
+"""Comparisons and headroom: rows → engine (`scheduler_core.compare`) → rows.
+
+`start_comparison` validates the variants against the cluster's own kubelet settings, records the
+node generations it was asked on (the snapshot), and once committed sends one Celery task per
+variant as a group, so the workers run them in parallel. Each variant is a dry run: it reads the
+cluster, notes every node whose generation moved away from the snapshot, applies its overrides to
+the engine's node objects (never to the rows), runs the session and the headroom, and writes its
+metrics to its own row. The variant that finishes last closes the comparison, checking the
+generations once more; nodes that changed meanwhile are listed on the comparison."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from django.db import transaction
+from django.utils import timezone
+
+from numaweb.inventory.models import Cluster, Node
+from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from numaweb.scheduling.services import BrokerUnavailable, worker_id
+from scheduler_core.compare import Shape, Variant, headroom, run_variant
+from scheduler_core.errors import EngineError
+from scheduler_core.kubelet import KubeletConfig
+from scheduler_core.session import Cluster as EngineCluster
+
+from .models import Comparison, ComparisonVariant
+
+log = logging.getLogger("numaweb.comparisons")
+
+MAX_VARIANTS = 8
+PROGRESS_INTERVAL = 0.5
+
+
+class ComparisonError(ValueError):
+    """Bad input for a comparison; `field` names what is wrong (variants, shape, jobs)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# -- input ------------------------------------------------------------------------------------------
+def parse_variants(cluster: Cluster, data: object) -> list[Variant]:
+    """Engine variants from JSON, each checked against every distinct kubelet setting of the
+    cluster's nodes, so an override a node cannot take is refused now, naming the variant and node."""
+    if not isinstance(data, Sequence) or isinstance(data, str | bytes) or not data:
+        raise ComparisonError("variants", "a list of 1 to 8 variants, each with a profile")
+    if len(data) > MAX_VARIANTS:
+        raise ComparisonError("variants", f"at most {MAX_VARIANTS} variants, not {len(data)}")
+    variants = []
+    for i, item in enumerate(data, 1):
+        try:
+            variants.append(Variant.from_dict(item))
+        except EngineError as exc:
+            raise ComparisonError("variants", f"variant {i}: {exc}") from None
+    if any(v.overrides_kubelet for v in variants):
+        configs = _kubelet_configs(cluster)
+        for i, variant in enumerate(variants, 1):
+            for config, node in configs.items():
+                try:
+                    variant.kubelet(config)
+                except EngineError as exc:
+                    raise ComparisonError("variants", f"variant {i}: node {node}: {exc}") from None
+    return variants
+
+
+def _kubelet_configs(cluster: Cluster) -> dict[KubeletConfig, str]:
+    """Each distinct kubelet setting of the cluster's nodes, with the first node (by name) having it."""
+    configs: dict[KubeletConfig, str] = {}
+    for row in Node.objects.filter(cluster=cluster).order_by("name").values("name", *KUBELET_FIELDS):
+        name = row.pop("name")
+        configs.setdefault(KubeletConfig.from_dict({**row, "reserved_cpus": row["reserved_cpus"] or None}), name)
+    return configs
+
+
+def parse_shape(data: object) -> Shape | None:
+    """A pod shape from `{"cpu", "memory", "devices", "policy"}` (None or {} for none)."""
+    if data in (None, "", {}):
+        return None
+    if not isinstance(data, Mapping):
+        raise ComparisonError("shape", "an object with cpu, memory, devices and policy")
+    unknown = sorted(set(data) - {"cpu", "memory", "devices", "policy"})
+    if unknown:
+        raise ComparisonError("shape", f"{unknown[0]}: unknown field; expected cpu, memory, devices, policy")
+    try:
+        return Shape.parse(data.get("cpu"), data.get("memory"), data.get("devices"), data.get("policy"))
+    except EngineError as exc:
+        raise ComparisonError("shape", str(exc)) from None
+
+
+def _snapshot(cluster: Cluster) -> dict[str, int]:
+    return dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
+
+
+def _changed(snapshot: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
+    return sorted(n for n in set(snapshot) | set(now) if snapshot.get(n) != now.get(n))
+
+
+# -- starting -----------------------------------------------------------------------------------------
+def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
+                     shape: Shape | None = None) -> Comparison:
+    """Create the comparison (every pending job unless `jobs` is given) and, once committed, send
+    its variants to the workers as one group. A broker that cannot be reached marks the variants
+    failed and raises BrokerUnavailable (with `session_id` = the comparison's id)."""
+    with transaction.atomic():
+        comparison = Comparison.objects.create(cluster=cluster, shape=None if shape is None else shape.to_dict(),
+                                               snapshot=_snapshot(cluster))
+        comparison.jobs.set(list(jobs) if jobs is not None else Job.objects.filter(status=Job.PENDING))
+        ComparisonVariant.objects.bulk_create([
+            ComparisonVariant(comparison=comparison, index=i, profile=v.profile, settings=v.to_dict(), label=v.label)
+            for i, v in enumerate(variants)])
+    ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
+    try:
+        enqueue(ids)
+    except BrokerUnavailable as exc:
+        exc.session_id = comparison.pk
+        ComparisonVariant.objects.filter(comparison=comparison).update(
+            status=Comparison.FAILED, error=str(exc), finished_at=timezone.now())
+        Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now())
+        raise
+    return comparison
+
+
+def enqueue(variant_ids: Sequence[int]) -> None:
+    """One task per variant, sent as a Celery group (no result backend needed: results are rows)."""
+    from celery import group
+    from kombu.exceptions import OperationalError
+
+    from .tasks import run_comparison_variant
+
+    try:
+        group(run_comparison_variant.si(pk) for pk in variant_ids).apply_async()
+    except (OperationalError, ConnectionError, OSError) as exc:
+        raise BrokerUnavailable(f"the task queue is unavailable ({exc}); the comparison was saved as failed "
+                                "and can be asked for again when the broker is back") from exc
+
+
+# -- running --------------------------------------------------------------------------------------------
+class _Progress:
+    def __init__(self, pk: int) -> None:
+        self.pk, self.last = pk, 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        ComparisonVariant.objects.filter(pk=self.pk, status=Comparison.RUNNING).update(
+            progress_done=done, progress_total=total)
+
+
+def execute_variant(variant_id: int) -> ComparisonVariant:
+    """Run one variant now (in a worker). Never raises for a variant-level failure: the row says it.
+    A variant already done is left alone (a duplicate delivery); anything else runs from scratch
+    (it writes only its own row, so running it again is harmless)."""
+    row = ComparisonVariant.objects.select_related("comparison__cluster").get(pk=variant_id)
+    if row.status == Comparison.DONE:
+        return row
+    ComparisonVariant.objects.filter(pk=row.pk).update(
+        status=Comparison.RUNNING, started_at=timezone.now(), worker=worker_id(), error="", progress_done=0)
+    comparison = row.comparison
+    try:
+        nodes, seen = cluster_nodes(comparison.cluster)
+        changed = _changed(comparison.snapshot, {name: gen for name, (_id, gen) in seen.items()})
+        jobs = [job_services.to_engine(j) for j in comparison.jobs.prefetch_related("tasks").order_by("id")]
+        shape = parse_shape(comparison.shape)
+        started = time.perf_counter()
+        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk))
+        engine_ms = (time.perf_counter() - started) * 1000
+    except Exception as exc:
+        reason = str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}"
+        log.exception("comparison %s variant %s failed", comparison.pk, row.index)
+        ComparisonVariant.objects.filter(pk=row.pk).update(status=Comparison.FAILED, error=reason,
+                                                           finished_at=timezone.now())
+    else:
+        ComparisonVariant.objects.filter(pk=row.pk).update(
+            status=Comparison.DONE, finished_at=timezone.now(), engine_ms=engine_ms, metrics=out["metrics"],
+            nodes=out["nodes"], headroom=out["headroom"], changed_nodes=changed,
+            progress_done=out["metrics"]["pods"], progress_total=out["metrics"]["pods"])
+    close_if_finished(comparison)
+    row.refresh_from_db()
+    return row
+
+
+def close_if_finished(comparison: Comparison) -> bool:
+    """When no variant is left to run: the finish time, and every node that moved away from the
+    snapshot (as a variant read it, or by now). Each variant calls this after writing its own row,
+    so the last one to write always sees all of them; closing twice writes the same thing."""
+    if ComparisonVariant.objects.filter(comparison=comparison,
+                                        status__in=(Comparison.PENDING, Comparison.RUNNING)).exists():
+        return False
+    changed = set(_changed(comparison.snapshot, _snapshot(comparison.cluster)))
+    for names in ComparisonVariant.objects.filter(comparison=comparison).values_list("changed_nodes", flat=True):
+        changed.update(names or ())
+    Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now(), changed_nodes=sorted(changed))
+    return True
+
+
+# -- headroom --------------------------------------------------------------------------------------------
+def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> dict:
+    """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now."""
+    nodes, _seen = cluster_nodes(cluster)
+    return headroom(EngineCluster(nodes), shape, profile)

@@ -1,0 +1,99 @@
+"""Comparison pages: start one (the form on the jobs page posts here), watch its variants run, then
+read the answer as a metrics table, bar charts per metric, the single-NUMA block histogram and a
+heat strip of NUMA use per variant."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from numaweb.scheduling.services import BrokerUnavailable
+from scheduler_core.compare import BLOCK_BINS
+
+from . import charts, services
+from .export import METRICS
+from .forms import ComparisonForm, chosen_variants, variant_formset
+from .models import Comparison
+
+POLL = "every 1s"
+
+
+def form_context(form: ComparisonForm | None = None, formset=None, error: str = "") -> dict:
+    """What the comparison form needs (the jobs page includes it)."""
+    return {"compare_form": form or ComparisonForm(initial={"cpu": "4", "memory": "8Gi"}),
+            "variant_forms": formset or variant_formset(), "compare_error": error}
+
+
+@require_POST
+def start(request: HttpRequest) -> HttpResponse:
+    form = ComparisonForm(request.POST)
+    formset = variant_formset(request.POST)
+    variants = chosen_variants(form, formset)
+    if variants is None:
+        return render(request, "comparisons/_form.html", form_context(form, formset),
+                      status=200 if request.htmx else 422)
+    data = form.cleaned_data
+    try:
+        comparison = services.start_comparison(data["cluster"], variants, list(data["jobs"]) or None, data["shape"])
+    except BrokerUnavailable as exc:
+        return render(request, "comparisons/_form.html", form_context(form, formset, str(exc)),
+                      status=200 if request.htmx else 503)
+    url = reverse("comparisons:detail", args=[comparison.pk])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+def _metric_charts(variants: list) -> list[dict]:
+    out = []
+    for key, label, better in METRICS:
+        values = [v.metrics.get(key) for v in variants]
+        if all(value is None for value in values):
+            continue
+        hint = {True: "more is better", False: "fewer is better", None: ""}[better]
+        out.append({"key": key, "label": label, "hint": hint,
+                    "svg": charts.bar_chart(label, [(f"{v.index + 1}. {v.label}", v.metrics.get(key), v.index)
+                                                    for v in variants])})
+    return out
+
+
+def _context(comparison: Comparison) -> dict:
+    variants = list(comparison.variants.all())
+    ctx: dict = {"comparison": comparison, "variants": variants, "poll": POLL,
+                 "status": comparison.status, "metrics": METRICS}
+    done = [v for v in variants if v.status == Comparison.DONE]
+    if not done:
+        return ctx
+    ctx["rows"] = [(label, better, [v.metrics.get(key) for v in variants]) for key, label, better in METRICS]
+    ctx["charts"] = _metric_charts(done)
+    bins = [label for label, _lo, _hi in BLOCK_BINS]
+    ctx["histogram"] = charts.column_chart(
+        "free single-NUMA blocks by size (free CPUs on one NUMA node)", bins,
+        [(f"{v.index + 1}. {v.label}", [v.metrics["block_histogram"][b] for b in bins], v.index) for v in done],
+        x_label="free CPUs on one NUMA node")
+    ctx["legend"] = charts.legend([(f"{v.index + 1}. {v.label}", v.index) for v in done])
+    ctx["heat_legend"] = charts.heat_legend()
+    ctx["strips"] = [(v, charts.heat_strip(f"NUMA use after placement: {v.label}", v.nodes)) for v in done]
+    return ctx
+
+
+@require_GET
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
+    comparison = get_object_or_404(Comparison.objects.select_related("cluster").prefetch_related("variants", "jobs"),
+                                   pk=pk)
+    ctx = _context(comparison)
+    if request.htmx and request.htmx.target == "comparison-body":
+        return render(request, "comparisons/_body.html", ctx)
+    return render(request, "comparisons/detail.html", ctx)
+
+
+@require_GET
+def comparison_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(Comparison.objects.select_related("cluster").prefetch_related("variants").order_by("-id"),
+                     50).get_page(request.GET.get("page"))
+    return render(request, "comparisons/list.html", {"page": page})
