@@ -92,8 +92,8 @@ def parse_shape(data: object) -> Shape | None:
         raise ComparisonError("shape", str(exc)) from None
 
 
-def _snapshot(cluster: Cluster) -> dict[str, int]:
-    return dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
+def _snapshot(cluster_id: int) -> dict[str, int]:
+    return dict(Node.objects.filter(cluster_id=cluster_id).values_list("name", "generation"))
 
 
 def _changed(snapshot: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
@@ -108,21 +108,34 @@ def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterab
     failed and raises BrokerUnavailable (with `session_id` = the comparison's id)."""
     with transaction.atomic():
         comparison = Comparison.objects.create(cluster=cluster, shape=None if shape is None else shape.to_dict(),
-                                               snapshot=_snapshot(cluster))
+                                               snapshot=_snapshot(cluster.pk))
         comparison.jobs.set(list(jobs) if jobs is not None else Job.objects.filter(status=Job.PENDING))
         ComparisonVariant.objects.bulk_create([
             ComparisonVariant(comparison=comparison, index=i, profile=v.profile, settings=v.to_dict(), label=v.label)
             for i, v in enumerate(variants)])
     ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
+    if transaction.get_connection().in_atomic_block:  # inside someone's transaction: send after its commit
+        def later() -> None:
+            try:
+                enqueue(ids)
+            except BrokerUnavailable as exc:
+                _broker_failed(comparison, exc)
+
+        transaction.on_commit(later)
+        return comparison
     try:
         enqueue(ids)
     except BrokerUnavailable as exc:
         exc.session_id = comparison.pk
-        ComparisonVariant.objects.filter(comparison=comparison).update(
-            status=Comparison.FAILED, error=str(exc), finished_at=timezone.now())
-        Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now())
+        _broker_failed(comparison, exc)
         raise
     return comparison
+
+
+def _broker_failed(comparison: Comparison, exc: Exception) -> None:
+    ComparisonVariant.objects.filter(comparison=comparison).update(
+        status=Comparison.FAILED, error=str(exc), finished_at=timezone.now())
+    Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now())
 
 
 def enqueue(variant_ids: Sequence[int]) -> None:
@@ -174,26 +187,32 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
     except Exception as exc:
         reason = str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}"
         log.exception("comparison %s variant %s failed", comparison.pk, row.index)
-        ComparisonVariant.objects.filter(pk=row.pk).update(status=Comparison.FAILED, error=reason,
-                                                           finished_at=timezone.now())
+        _finish(row, status=Comparison.FAILED, error=reason)
     else:
-        ComparisonVariant.objects.filter(pk=row.pk).update(
-            status=Comparison.DONE, finished_at=timezone.now(), engine_ms=engine_ms, metrics=out["metrics"],
-            nodes=out["nodes"], headroom=out["headroom"], changed_nodes=changed,
-            progress_done=out["metrics"]["pods"], progress_total=out["metrics"]["pods"])
-    close_if_finished(comparison)
+        pods = out["metrics"]["pods"]
+        _finish(row, status=Comparison.DONE, engine_ms=engine_ms, metrics=out["metrics"], nodes=out["nodes"],
+                headroom=out["headroom"], changed_nodes=changed, progress_done=pods, progress_total=pods)
     row.refresh_from_db()
     return row
 
 
+def _finish(row: ComparisonVariant, **fields) -> None:
+    """Write the variant's outcome and, when it was the last one running, close the comparison, in
+    one transaction holding the comparison's row: finishers take turns, so the last one to write
+    always sees every other variant finished, and readers never see all done but not closed."""
+    with transaction.atomic():
+        comparison = Comparison.objects.select_for_update().get(pk=row.comparison_id)
+        ComparisonVariant.objects.filter(pk=row.pk).update(finished_at=timezone.now(), **fields)
+        close_if_finished(comparison)
+
+
 def close_if_finished(comparison: Comparison) -> bool:
     """When no variant is left to run: the finish time, and every node that moved away from the
-    snapshot (as a variant read it, or by now). Each variant calls this after writing its own row,
-    so the last one to write always sees all of them; closing twice writes the same thing."""
+    snapshot (as a variant read it, or by now)."""
     if ComparisonVariant.objects.filter(comparison=comparison,
                                         status__in=(Comparison.PENDING, Comparison.RUNNING)).exists():
         return False
-    changed = set(_changed(comparison.snapshot, _snapshot(comparison.cluster)))
+    changed = set(_changed(comparison.snapshot, _snapshot(comparison.cluster_id)))
     for names in ComparisonVariant.objects.filter(comparison=comparison).values_list("changed_nodes", flat=True):
         changed.update(names or ())
     Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now(), changed_nodes=sorted(changed))

@@ -1,13 +1,9 @@
 """A real Redis server (started here on a free port) and a real Celery worker consuming it (not
 eager mode): sessions submitted through the API are run by the worker and finish with placements."""
 
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
-import redis
 from celery.contrib.testing.worker import start_worker
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
@@ -19,36 +15,6 @@ from numaweb.scheduling.models import SchedulingSession
 from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is required (apt-get install -y redis-server)"
-    port = _free_port()
-    log = tmp_path_factory.mktemp("redis") / "redis.log"
-    proc = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-                             "--daemonize", "no", "--logfile", str(log)])
-    try:
-        client = redis.Redis(host="127.0.0.1", port=port)
-        for _ in range(100):
-            try:
-                if client.ping():
-                    break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        else:
-            raise AssertionError(f"redis-server did not start: {log.read_text()}")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture

@@ -1,0 +1,247 @@
+"""Comparisons and headroom through the API: 202 + URL, variants run (eagerly here; tests/worker runs
+them on real workers), metrics, snapshot changes reported, export, 400s naming the field, and
+headroom checked against a real dry-run session of headroom + 5 pods."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import socket
+
+import pytest
+
+from numaweb.comparisons import services
+from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.inventory import services as inventory
+from numaweb.inventory.demo import build_demo
+from numaweb.inventory.models import Allocation, Node
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from numaweb.scheduling import services as scheduling
+from numaweb.scheduling.models import SchedulingSession
+from tests.web.helpers import make_job, make_node, use_broker
+
+THREE = [{"profile": "volcano"}, {"profile": "aligned"}, {"profile": "unaware"}]
+SHAPE = {"cpu": "4", "memory": "8Gi", "policy": "single-numa-node"}
+
+
+@pytest.fixture
+def eager(settings):
+    from numaweb.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def demo(db):
+    return build_demo("demo")
+
+
+def ask(api, cluster, django_capture_on_commit_callbacks, variants=THREE, **extra):
+    with django_capture_on_commit_callbacks(execute=True):
+        return api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": variants, **extra}, format="json")
+
+
+def test_three_profiles_on_the_demo_cluster(api, demo, eager, django_capture_on_commit_callbacks):
+    r = ask(api, demo, django_capture_on_commit_callbacks, shape=SHAPE)
+    assert r.status_code == 202, r.content
+    body = api.get(r.headers["Location"]).json()
+    assert body["status"] == "done" and body["cluster_changed"] is False and body["changed_nodes"] == []
+    assert body["jobs"] == sorted(Job.objects.filter(status="pending").values_list("pk", flat=True))
+    assert [v["profile"] for v in body["variants"]] == ["volcano", "aligned", "unaware"]
+    assert all(v["status"] == "done" and v["error"] == "" for v in body["variants"]), body
+    metrics = {v["profile"]: v["metrics"] for v in body["variants"]}
+    assert metrics["aligned"]["topology_affinity_errors"] == 0
+    for m in metrics.values():
+        assert m["pods"] == 11 and m["pods_placed"] + m["pods_unplaced"] == 11
+        assert sum(m["block_histogram"].values()) == sum(n.num_numa_nodes for n in Node.objects.filter(cluster=demo))
+        assert m["headroom"] >= 0 and m["engine_s"] > 0
+    # the numbers are the engine's: the same variant run directly gives the same metrics
+    from scheduler_core.compare import Shape, Variant, run_variant
+
+    nodes, _seen = inventory.cluster_nodes(demo)
+    jobs = [job_services.to_engine(j) for j in Job.objects.filter(pk__in=body["jobs"]).order_by("id")]
+    direct = run_variant(nodes, jobs, Variant("unaware"), Shape.parse(**SHAPE))["metrics"]
+    assert {k: v for k, v in direct.items() if k != "engine_s"} == \
+        {k: v for k, v in metrics["unaware"].items() if k != "engine_s"}
+    # dry runs: nothing allocated, no job changed status
+    assert not Allocation.objects.filter(origin=Allocation.SCHEDULED).exists()
+    assert Job.objects.exclude(status="pending").count() == 0
+
+
+def test_exports(api, demo, eager, django_capture_on_commit_callbacks):
+    pk = ask(api, demo, django_capture_on_commit_callbacks, shape=SHAPE).json()["id"]
+    r = api.get(f"/api/comparisons/{pk}/export/?format=csv")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    assert f'filename="comparison-{pk}.csv"' in r["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert [row["profile"] for row in rows] == ["volcano", "aligned", "unaware"]
+    variants = {v.profile: v for v in ComparisonVariant.objects.filter(comparison_id=pk)}
+    for row in rows:
+        m = variants[row["profile"]].metrics
+        assert int(row["topology_affinity_errors"]) == m["topology_affinity_errors"]
+        assert int(row["headroom"]) == m["headroom"] and int(row["blocks_16-31"]) == m["block_histogram"]["16-31"]
+    r = api.get(f"/api/comparisons/{pk}/export/?format=json")
+    assert r.status_code == 200 and f'filename="comparison-{pk}.json"' in r["Content-Disposition"]
+    data = json.loads(r.content)
+    assert len(data["variants"]) == 3 and len(data["variants"][0]["nodes"]) == Node.objects.filter(cluster=demo).count()
+    assert {"node", "numa", "largest_block", "headroom"} <= set(data["variants"][0]["nodes"][0])
+    assert api.get(f"/api/comparisons/{pk}/export/?format=xml").status_code == 404
+
+
+def test_overrides_apply_to_the_engine_nodes_only(api, cluster, eager, django_capture_on_commit_callbacks):
+    """A GPU pod whose CPUs and GPU cannot share a NUMA node: the kubelet rejects it under
+    single-numa-node (volcano places it, aligned does not), and admits it across NUMA nodes when the
+    variant turns every node best-effort. The node rows keep their policy and generation."""
+    node = make_node(cluster, "g", (1, 2, 4, 1), "single-numa-node")
+    from scheduler_core.topology import synthetic
+
+    inventory.set_topology(node, synthetic(1, 2, 4, 1, memory_per_numa=16 * 2**30,
+                                           devices_per_numa={"nvidia.com/gpu": 1}), "synthetic")
+    node.save()
+    inventory.add_allocation(node, pod="default/a", container="c", cpus="4-7", devices={"nvidia.com/gpu": ["gpu0"]})
+    node.refresh_from_db()
+    generation = node.generation
+    gpu = {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    job_services.save_job(job_services.engine_job_from_data({"name": "gpu", "tasks": [{
+        "name": "t", "replicas": 1, "topology_policy": "single-numa-node",
+        "template": {"containers": [{"name": "c", "requests": gpu, "limits": gpu}]}}]}))
+    variants = [{"profile": "volcano"}, {"profile": "aligned"},
+                {"profile": "aligned", "topology_manager_policy": "best-effort", "topology_manager_scope": "pod"}]
+    body = ask(api, cluster, django_capture_on_commit_callbacks, variants=variants).json()
+    body = api.get(body["url"]).json()
+    assert body["status"] == "done", body
+    got = [(v["label"], v["metrics"]["topology_affinity_errors"], v["metrics"]["pods_admitted"])
+           for v in body["variants"]]
+    assert got == [("volcano", 1, 0), ("aligned", 0, 0), ("aligned · best-effort/pod", 0, 1)]
+    assert body["variants"][2]["metrics"]["pods_multi_numa"] == 1
+    node.refresh_from_db()
+    assert (node.topology_manager_policy, node.topology_manager_scope, node.generation) == \
+        ("single-numa-node", "container", generation)
+
+
+def test_a_cluster_that_changed_meanwhile_is_reported(api, cluster, django_capture_on_commit_callbacks):
+    make_node(cluster, "n1", (2, 1, 4, 1), "single-numa-node")
+    n2 = make_node(cluster, "n2", (2, 1, 4, 1), "best-effort")
+    make_job("j", cpus="2", policy="single-numa-node")
+    body = ask(api, cluster, django_capture_on_commit_callbacks).json()  # queued, no worker yet
+    assert body["status"] == "pending" and body["snapshot_nodes"] == 2
+    inventory.add_allocation(n2, pod="default/intruder", container="c", cpus="0-1")  # generation moves
+    for variant in ComparisonVariant.objects.filter(comparison_id=body["id"]):
+        services.execute_variant(variant.pk)
+    body = api.get(body["url"]).json()
+    assert body["status"] == "done" and body["cluster_changed"] is True and body["changed_nodes"] == ["n2"]
+    assert all(v["changed_nodes"] == ["n2"] for v in body["variants"])
+
+
+@pytest.mark.parametrize("payload, field, text", [
+    ({"variants": []}, "variants", "1 to 8"),
+    ({"variants": [{"profile": "fast"}]}, "variants", "variant 1: profile: unknown scheduler profile 'fast'"),
+    ({"variants": [{"profile": "aligned"}, {"profile": "aligned", "topology_manager_scope": "rack"}]}, "variants",
+     "variant 2: topology_manager_scope"),
+    ({"variants": [{"profile": "volcano", "distance_tie_break": True}]}, "variants", "distance_tie_break"),
+    ({"variants": [{"profile": "aligned"}] * 9}, "variants", "at most 8"),
+    ({"variants": "aligned"}, "variants", "a list"),
+    ({"variants": THREE, "shape": {"cpu": "lots"}}, "shape", "cpu"),
+    ({"variants": THREE, "shape": {"cpu": "1", "gpus": 1}}, "shape", "gpus"),
+    ({"variants": THREE, "shape": {"cpu": "1", "devices": "gpu"}}, "shape", "devices"),
+    ({"variants": THREE, "cluster": 999999}, "cluster", "Invalid pk"),
+])
+def test_bad_requests_name_the_field(api, cluster, payload, field, text):
+    make_node(cluster, "n1")
+    r = api.post("/api/comparisons/", {"cluster": cluster.pk, **payload}, format="json")
+    assert r.status_code == 400, r.content
+    assert text in " ".join(r.json()[field])
+    assert not Comparison.objects.exists()
+
+
+def test_an_override_a_node_cannot_take_is_refused_naming_it(api, cluster):
+    make_node(cluster, "n1", cpu_manager_options={"align-by-socket": "true"})
+    r = api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": [
+        {"profile": "aligned", "topology_manager_policy": "single-numa-node"}]}, format="json")
+    assert r.status_code == 400
+    assert "variant 1: node n1: align-by-socket is not compatible" in r.json()["variants"][0]
+
+
+def test_anonymous_can_read_but_not_ask(anon, api, cluster, django_capture_on_commit_callbacks):
+    make_node(cluster, "n1")
+    r = anon.post("/api/comparisons/", {"cluster": cluster.pk, "variants": THREE}, format="json")
+    assert r.status_code in (401, 403)
+    pk = ask(api, cluster, django_capture_on_commit_callbacks).json()["id"]
+    assert anon.get(f"/api/comparisons/{pk}/").status_code == 200
+    assert anon.get("/api/comparisons/").json()["count"] == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_broker_down_is_503_with_the_comparison_marked_failed(transactional_db, api, cluster):
+    make_node(cluster, "n1")
+    with use_broker(f"redis://127.0.0.1:{_closed_port()}/0"):
+        r = api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": THREE}, format="json")
+    assert r.status_code == 503 and "unavailable" in r.json()["detail"]
+    comparison = Comparison.objects.get()
+    assert r.json()["comparison"].endswith(f"/api/comparisons/{comparison.pk}/")
+    assert comparison.status == "failed" and comparison.finished_at is not None
+    assert all("unavailable" in v.error for v in comparison.variants.all())
+
+
+# -- headroom -------------------------------------------------------------------------------------------
+def test_headroom_is_what_a_dry_run_session_of_five_more_pods_places(api, demo):
+    """Acceptance: a dry-run session of headroom + 5 pods of the shape places exactly headroom, per node."""
+    for query, shape in [
+        ("cpu=4&memory=8Gi&devices=nvidia.com/gpu=1&policy=single-numa-node&profile=aligned",
+         {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}),
+        ("cpu=6&memory=4Gi&policy=best-effort&profile=volcano", {"cpu": "6", "memory": "4Gi"}),
+        ("cpu=3&memory=1Gi&profile=unaware", {"cpu": "3", "memory": "1Gi"}),
+    ]:
+        r = api.get(f"/api/clusters/{demo.pk}/headroom/?{query}")
+        assert r.status_code == 200, r.content
+        room = r.json()
+        assert room["total"] > 0 and room["total"] == sum(n["count"] for n in room["nodes"])
+        assert [n["node"] for n in room["nodes"]] == sorted(Node.objects.filter(cluster=demo).values_list("name",
+                                                                                                         flat=True))
+        params = dict(p.split("=", 1) for p in query.split("&"))
+        job = job_services.save_job(job_services.engine_job_from_data({
+            "name": f"check-{params['cpu']}", "min_available": 1, "tasks": [{
+                "name": "t", "replicas": room["total"] + 5, "topology_policy": params.get("policy"),
+                "template": {"containers": [{"name": "c", "requests": shape, "limits": shape}]}}]}))
+        session = scheduling.start_session(demo, params["profile"], dry_run=True, jobs=[job])
+        session = scheduling.execute_session(session.pk)
+        assert session.status == SchedulingSession.DONE, session.error
+        assert session.pods_placed == room["total"]
+        per_node: dict[str, int] = {}
+        for name in session.placements.exclude(node_name="").values_list("node_name", flat=True):
+            per_node[name] = per_node.get(name, 0) + 1
+        assert per_node == {n["node"]: n["count"] for n in room["nodes"] if n["count"]}
+
+
+def test_headroom_shrinks_as_the_cluster_fills(api, cluster):
+    node = make_node(cluster, "n1", (2, 1, 4, 1), "single-numa-node")
+    url = f"/api/clusters/{cluster.pk}/headroom/?cpu=2&memory=1Gi&policy=single-numa-node"
+    assert api.get(url).json()["total"] == 4
+    inventory.add_allocation(node, pod="default/x", container="c", cpus="0")
+    assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0}]
+
+
+@pytest.mark.parametrize("query, field", [
+    ("", "cpu"), ("cpu=lots", "cpu"), ("cpu=0", "cpu"), ("cpu=1&memory=8Gb", "memory"),
+    ("cpu=1&devices=gpu", "devices"), ("cpu=1&devices=memory=1", "devices"), ("cpu=1&policy=tight", "policy"),
+    ("cpu=1&profile=fast", "profile"), ("cpu=1&gpus=1", "gpus"),
+])
+def test_headroom_bad_queries_are_400_naming_the_parameter(api, cluster, query, field):
+    make_node(cluster, "n1")
+    r = api.get(f"/api/clusters/{cluster.pk}/headroom/?{query}")
+    assert r.status_code == 400, r.content
+    assert field in r.json()
+
+
+def test_headroom_of_a_missing_cluster_is_404(api, db):
+    assert api.get("/api/clusters/987654/headroom/?cpu=1").status_code == 404
