@@ -29,9 +29,9 @@ from .jobs import Job, Task
 from .kubelet import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from .node import Node
 from .pods import Container, Pod, is_device_resource
+from .profiles import PROFILES, AlignedProfile, Profile, get_profile
 from .quantity import count, cpu_milli, format_bytes
-from .session import PROFILES, Cluster, Request, SessionResult, run_session
-from .topology import Topology
+from .session import Cluster, Request, SessionResult, run_session
 
 #: single-NUMA block histogram bins: (label, smallest, largest) free CPUs on one NUMA node
 BLOCK_BINS: tuple[tuple[str, int, int], ...] = (
@@ -125,6 +125,12 @@ class Variant:
     @property
     def overrides_kubelet(self) -> bool:
         return (self.topology_manager_policy, self.topology_manager_scope, self.cpu_manager_options) != (None,) * 3
+
+    def engine_profile(self) -> Profile:
+        """The engine's profile object with this variant's options."""
+        if self.profile == "aligned":
+            return AlignedProfile(weight=self.weight, distance_tie_break=self.distance_tie_break)
+        return get_profile(self.profile, self.weight)
 
     def kubelet(self, config: KubeletConfig) -> KubeletConfig:
         """`config` with this variant's overrides, checked as the kubelet checks its settings at
@@ -223,14 +229,16 @@ def fit_bound(cluster: Cluster, request: Request) -> int:
     return total
 
 
-def headroom(cluster: Cluster, shape: Shape, profile: str = "aligned", weight: int = 1,
-             distance_tie_break: bool = False) -> dict:
-    """Pods of `shape` a session of `profile` would still place on `cluster` (left unchanged), per node.
+def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned") -> dict:
+    """Pods of `shape` a session of `profile` (a name or a Profile with its options) would still place
+    on `cluster` (left unchanged), per node.
 
     `rejected` counts those the kubelet would then refuse (placed by the scheduler, as the session
     counts them, but holding nothing); always 0 for `aligned`."""
-    if profile not in PROFILES:
-        raise PolicyError(f"profile: unknown scheduler profile {profile!r}; expected one of: {', '.join(PROFILES)}")
+    try:
+        profile = get_profile(profile)
+    except PolicyError as exc:
+        raise PolicyError(f"profile: {exc}") from None
     work = cluster.copy()
     bound = fit_bound(work, Request.of(shape.pod()))
     per_node = {name: [0, 0] for name in sorted(work.nodes)}
@@ -238,36 +246,21 @@ def headroom(cluster: Cluster, shape: Shape, profile: str = "aligned", weight: i
     if bound:
         job = Job("headroom", (Task("pod", shape.pod(), bound, shape.policy),), min_available=1,
                   namespace=HEADROOM_NAMESPACE)
-        result = run_session(work, [job], profile=profile, weight=weight, explain_names=0, explain_groups=0,
-                             **_tie_break(distance_tie_break))
+        result = run_session(work, [job], profile=profile, explain_names=0, explain_groups=0)
         for record in result.pods:
             if record.placed:
                 per_node[record.node][0] += 1
                 if record.status == "rejected":
                     per_node[record.node][1] += 1
-    return {"profile": profile, "shape": shape.to_dict(), "total": sum(c for c, _r in per_node.values()),
+    return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r in per_node.values()),
             "rejected": sum(r for _c, r in per_node.values()), "bound": bound,
             "engine_s": time.perf_counter() - started,
             "nodes": [{"node": name, "count": c, "rejected": r} for name, (c, r) in per_node.items()]}
 
 
-def _tie_break(distance: bool) -> dict:
-    return {"tie_break": "distance"} if distance else {}
-
-
 # ------------------------------------------------------------------------------------------------
 # Metrics
 # ------------------------------------------------------------------------------------------------
-
-
-def mean_distance(topology: Topology, mask: int) -> float | None:
-    """Mean NUMA distance over every ordered pair of NUMA nodes in `mask`, self pairs included (the
-    kubelet's CalculateAverageFor); None when the machine reports no distances or the mask is empty."""
-    if not mask or topology.distances is None:
-        return None
-    ids = [n for n in topology.numa_ids if mask >> n & 1]
-    total = sum(topology.distance(a, b) for a in ids for b in ids)
-    return total / (len(ids) * len(ids))
 
 
 def numa_use(node: Node) -> list[list[int]]:
@@ -318,7 +311,7 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
             continue
         if mask.bit_count() > 1:
             spans += 1
-        d = mean_distance(cluster.nodes[record.node].topology, mask)
+        d = cluster.nodes[record.node].topology.mean_distance(mask)
         if d is not None:
             distances += 1
             total_distance += d
@@ -345,13 +338,13 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     "headroom"}`; `headroom` (for `shape`, on what the variant's placement leaves, with its profile)
     is None without a shape, and its total is also `metrics["headroom"]`."""
     cluster = Cluster(variant.apply(nodes))
-    result = run_session(cluster, jobs, profile=variant.profile, weight=variant.weight, progress=progress,
-                         explain_names=0, explain_groups=0, **_tie_break(variant.distance_tie_break))
+    profile = variant.engine_profile()
+    result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0)
     table = node_table(cluster)
     out = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
            "headroom": None}
     if shape is not None:
-        room = headroom(cluster, shape, variant.profile, variant.weight, variant.distance_tie_break)
+        room = headroom(cluster, shape, profile)
         counts = {n["node"]: n["count"] for n in room["nodes"]}
         for row in table:
             row["headroom"] = counts[row["node"]]
@@ -360,5 +353,5 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     return out
 
 
-__all__ = ["BLOCK_BINS", "Shape", "Variant", "block_histogram", "fit_bound", "headroom", "mean_distance",
-           "metrics", "node_table", "numa_use", "run_variant"]
+__all__ = ["BLOCK_BINS", "Shape", "Variant", "block_histogram", "fit_bound", "headroom", "metrics", "node_table",
+           "numa_use", "run_variant"]

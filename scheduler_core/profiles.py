@@ -68,6 +68,10 @@ class ProfileSession:
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
         return None
 
+    def tie_break(self, name: str, verdict: NodeVerdict) -> float:
+        """Orders nodes with equal score and NUMA count before their names (lower first); 0: by name."""
+        return 0.0
+
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         """The scheduler bound `pod` to node `name` (before the kubelet's admission there)."""
 
@@ -163,8 +167,11 @@ class VolcanoProfile(Profile):
 
 
 class _AlignedSession(ProfileSession):
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, distance_tie_break: bool = False) -> None:
+        self.cluster = cluster
         self.nodes = cluster.nodes
+        self.distance_tie_break = distance_tie_break
+        self.distances: dict[tuple[int, int], float] = {}  # (node shape, NUMA mask) → mean distance
 
     def state_key(self, name: str) -> Hashable:
         node = self.nodes[name]
@@ -184,15 +191,31 @@ class _AlignedSession(ProfileSession):
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
         return normalize_scores([v.numa_count for v in verdicts])
 
+    def tie_break(self, name: str, verdict: NodeVerdict) -> float:
+        """With `distance_tie_break`: the placement's mean NUMA distance on the node (0 when the machine
+        reports none), cached per node shape and mask."""
+        if not self.distance_tie_break:
+            return 0.0
+        key = (self.cluster.static_id(name), verdict.numa_mask)
+        value = self.distances.get(key)
+        if value is None:
+            value = self.distances[key] = self.nodes[name].topology.mean_distance(verdict.numa_mask) or 0.0
+        return value
+
 
 @dataclass(frozen=True)
 class AlignedProfile(Profile):
+    """`distance_tie_break`: among equally narrow placements on different nodes, prefer the lowest
+    mean NUMA distance (what `prefer-closest-numa-nodes` does between masks inside one node)."""
+
     name: ClassVar[str] = "aligned"
     summary: ClassVar[str] = ("predicts the kubelet exactly: node scope, CPU, memory, hugepages and devices, "
                               "modern merge")
 
+    distance_tie_break: bool = False
+
     def open(self, cluster: Cluster) -> ProfileSession:
-        return _AlignedSession(cluster)
+        return _AlignedSession(cluster, self.distance_tie_break)
 
 
 # -- unaware ---------------------------------------------------------------------------------------------

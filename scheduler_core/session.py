@@ -10,7 +10,8 @@ state, the profile's own view such as Volcano's in-session free CPUs, the schedu
 tally) is rolled back exactly.
 
 Node choice is deterministic: highest total score, then fewest NUMA nodes spanned by the predicted
-placement, then node name.
+placement, then the profile's tie-break (aligned with `distance_tie_break`: the lower mean NUMA
+distance), then node name.
 
 Every profile (`profiles.py`: volcano, aligned, unaware) sits behind the same resource-fit filter
 (the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
@@ -376,7 +377,7 @@ class _Session:
         best = None
         best_key = None
         for cid, verdict, members in passing:
-            key = (-scores.get(cid, 0), verdict.numa_count, members[0])
+            key = (-scores.get(cid, 0), verdict.numa_count, self.profile.tie_break(members[0], verdict), members[0])
             if best_key is None or key < best_key:
                 best_key, best = key, (cid, verdict, members[0])
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,

@@ -270,6 +270,14 @@ class Topology:
             return None
         return self.distances[a][self._numa_index[b]]
 
+    def mean_distance(self, mask: int) -> float | None:
+        """Mean distance over every ordered pair of NUMA nodes in `mask`, self pairs included (the
+        kubelet's CalculateAverageFor); None without distances or for an empty mask."""
+        ids = [n for n in self.numa_ids if mask >> n & 1]
+        if not ids or self.distances is None:
+            return None
+        return sum(self.distance(a, b) for a in ids for b in ids) / (len(ids) * len(ids))
+
     def numa_node(self, nid: int) -> NUMANode:
         return self.numa_nodes[self._numa_index[nid]]
 

@@ -76,7 +76,29 @@ def _body(comparison: Comparison, request: Request) -> dict:
     return data
 
 
-COMPARISON = OpenApiTypes.OBJECT
+class ComparisonSerializer(serializers.Serializer):
+    """The shape of a comparison as the API returns it (documentation; built by export.comparison_dict)."""
+
+    id = serializers.IntegerField()
+    url = serializers.URLField()
+    page = serializers.URLField()
+    export_json = serializers.URLField()
+    export_csv = serializers.URLField()
+    cluster = serializers.IntegerField()
+    status = serializers.CharField(help_text="pending, running, done or failed (from its variants)")
+    jobs = serializers.ListField(child=serializers.IntegerField())
+    shape = serializers.DictField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    cluster_changed = serializers.BooleanField(help_text="a node's generation moved away from the snapshot meanwhile")
+    changed_nodes = serializers.ListField(child=serializers.CharField())
+    snapshot_nodes = serializers.IntegerField()
+    variants = serializers.ListField(child=serializers.DictField(),
+                                     help_text="index, label, settings, status, error, progress, engine_ms, metrics, "
+                                               "headroom, changed_nodes")
+
+
+COMPARISON = ComparisonSerializer
 
 
 class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -109,7 +131,7 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
         """Status and, per variant, its settings, progress and metrics."""
         return Response(_body(self.get_object(), request))
 
-    @extend_schema(responses={200: COMPARISON})
+    @extend_schema(responses={200: ComparisonSerializer(many=True)})
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response([_body(c, request) for c in page])

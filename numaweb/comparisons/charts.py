@@ -28,6 +28,11 @@ def _num(value: float | int | None) -> str:
     return f"{int(value):,}"
 
 
+def _f(x: float) -> str:
+    """A coordinate with one decimal (format_html escapes arguments to strings, so format first)."""
+    return f"{x:.1f}"
+
+
 def _svg(width: int, height: int, title: str, body: SafeString, kind: str) -> SafeString:
     return format_html('<svg class="chart chart-{}" data-chart="{}" viewBox="0 0 {} {}" width="{}" height="{}" '
                        'role="img" aria-label="{}"><title>{}</title>{}</svg>',
@@ -46,11 +51,12 @@ def bar_chart(title: str, bars: Sequence[tuple[str, float | int | None, int]], w
         length = 0 if value is None else max(0.0, value) / top_value * span
         parts.append(format_html(
             '<g class="chart-row"><text class="chart-label" x="{}" y="{}" text-anchor="end">{}</text>'
-            '<rect class="chart-bar series-{}" data-series="{}" data-value="{}" x="{}" y="{}" width="{:.1f}" '
+            '<rect class="chart-bar series-{}" data-series="{}" data-value="{}" x="{}" y="{}" width="{}" '
             'height="{}"><title>{}: {}</title></rect>'
-            '<text class="chart-value" x="{:.1f}" y="{}">{}</text></g>',
+            '<text class="chart-value" x="{}" y="{}">{}</text></g>',
             label_width - 6, y + 14, label, series % SERIES_CLASSES, series, "" if value is None else value,
-            label_width, y + 3, length, row - 6, label, _num(value), label_width + length + 4, y + 14, _num(value)))
+            label_width, y + 3, _f(length), row - 6, label, _num(value), _f(label_width + length + 4), y + 14,
+            _num(value)))
     return _svg(width, top + row * len(bars) + 4, title, mark_safe("".join(parts)), "bars")
 
 
@@ -69,16 +75,16 @@ def column_chart(title: str, categories: Sequence[str], series: Sequence[tuple[s
              format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="end">0</text>', left - 4, top + plot_h)]
     for c, category in enumerate(categories):
         x0 = left + c * group + 3
-        parts.append(format_html('<text class="chart-tick" x="{:.1f}" y="{}" text-anchor="middle">{}</text>',
-                                 x0 + (group - 6) / 2, top + plot_h + 14, category))
+        parts.append(format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="middle">{}</text>',
+                                 _f(x0 + (group - 6) / 2), top + plot_h + 14, category))
         for s, (label, values, index) in enumerate(series):
             value = values[c]
             h = value / top_value * plot_h
             parts.append(format_html(
-                '<rect class="chart-bar series-{}" data-series="{}" data-category="{}" data-value="{}" x="{:.1f}" '
-                'y="{:.1f}" width="{:.1f}" height="{:.1f}"><title>{} · {}: {}</title></rect>',
-                index % SERIES_CLASSES, index, category, value, x0 + s * col, top + plot_h - h, max(1.0, col - 1), h,
-                label, category, _num(value)))
+                '<rect class="chart-bar series-{}" data-series="{}" data-category="{}" data-value="{}" x="{}" '
+                'y="{}" width="{}" height="{}"><title>{} · {}: {}</title></rect>',
+                index % SERIES_CLASSES, index, category, value, _f(x0 + s * col), _f(top + plot_h - h),
+                _f(max(1.0, col - 1)), _f(h), label, category, _num(value)))
     if x_label:
         parts.append(format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="middle">{}</text>',
                                  left + plot_w / 2, height - 4, x_label))
@@ -112,8 +118,9 @@ def heat_strip(title: str, nodes: Sequence[dict], width: int = 960, height: int 
         where = f"{first[0]} N{first[1]}" if per == 1 else f"{first[0]} N{first[1]} … {last[0]} N{last[1]}"
         parts.append(format_html(
             '<rect class="heat heat-{}" data-node="{}" data-numa="{}" data-used="{}" data-capacity="{}" '
-            'x="{:.2f}" y="0" width="{:.2f}" height="{}"><title>{}: {} of {} CPUs in use</title></rect>',
-            level, first[0], first[1], used, cap, g * w, max(w - (0.5 if w > 3 else 0), 0.5), height, where, used, cap))
+            'x="{}" y="0" width="{}" height="{}"><title>{}: {} of {} CPUs in use</title></rect>',
+            level, first[0], first[1], used, cap, _f(g * w), _f(max(w - (0.5 if w > 3 else 0), 0.5)), height, where,
+            used, cap))
     return _svg(width, height, title, mark_safe("".join(parts)), "heat")
 
 

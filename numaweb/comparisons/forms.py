@@ -101,6 +101,7 @@ class ComparisonForm(ShapeMixin):
                                           widget=forms.CheckboxSelectMultiple,
                                           help_text="none ticked: every pending job")
     shape_required = False
+    prefix = "cmp"  # shares the jobs page with the session and job forms: distinct names and ids
     field_order = ["cluster", "jobs", "cpu", "memory", "devices", "policy"]
 
     def __init__(self, *args, **kwargs) -> None:

@@ -13,7 +13,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
+from numaweb.comparisons.forms import HeadroomForm
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from numaweb.jobs.models import Job
@@ -59,13 +61,38 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     page = Paginator(states, NODES_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    ctx = {"form": form, "page": page, "cards": [(s, grid.render_grid(s, compact=True)) for s in page],
-           "total": len(states), "query": query.urlencode()}
+    room, room_form = _headroom(request, [s.row for s in page])
+    ctx = {"form": form, "page": page, "total": len(states), "query": query.urlencode(),
+           "cards": [(s, grid.render_grid(s, compact=True), room["nodes"].get(s.row.pk) if room else None)
+                     for s in page],
+           "headroom": room, "headroom_form": room_form}
     if request.htmx and request.htmx.target == "node-list":
         return render(request, "pages/_node_list.html", ctx)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
     ctx["node_count"] = Node.objects.count()
     return render(request, "home.html", ctx)
+
+
+def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, HeadroomForm]:
+    """The dashboard's headroom box: when asked (hr-* parameters), how many more pods of the shape a
+    dry-run session of the profile would place, for each cluster shown, by node id."""
+    asked = any(key.startswith(HeadroomForm.prefix + "-") for key in request.GET)
+    form = HeadroomForm(request.GET if asked else None, initial={"cpu": "4", "memory": "8Gi", "profile": "aligned"})
+    if not asked or not form.is_valid():
+        return None, form
+    shape, profile = form.cleaned_data["shape"], form.cleaned_data["profile"]
+    room: dict = {"shape": shape.to_dict(), "profile": profile, "clusters": [], "nodes": {}}
+    clusters = {row.cluster_id: row.cluster for row in rows}
+    for cluster in sorted(clusters.values(), key=lambda c: c.name):
+        try:
+            result = comparison_services.cluster_headroom(cluster, shape, profile)
+        except EngineError as exc:
+            form.add_error(None, f"cluster {cluster.name}: {exc}")
+            continue
+        ids = dict(Node.objects.filter(cluster=cluster).values_list("name", "pk"))
+        room["clusters"].append({"cluster": cluster, "total": result["total"], "rejected": result["rejected"]})
+        room["nodes"].update({ids[n["node"]]: n for n in result["nodes"]})
+    return room, form
 
 
 # -- node page --------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from scheduler_core.compare import (
     Variant,
     block_histogram,
     headroom,
-    mean_distance,
     numa_use,
     run_variant,
 )
@@ -22,6 +21,7 @@ from scheduler_core.jobs import Job, Task
 from scheduler_core.kubelet import KubeletConfig
 from scheduler_core.node import Allocation, Node
 from scheduler_core.pods import Container, Pod
+from scheduler_core.profiles import AlignedProfile
 from scheduler_core.session import PROFILES, Cluster, run_session
 from scheduler_core.topology import synthetic
 
@@ -91,8 +91,8 @@ def test_multi_numa_pods_and_their_mean_distance():
     topo = synthetic(2, 1, 4, 1, memory_per_numa=16 * GiB)
     m = run_variant([Node("n", topo, kubelet)], [job(0, 8, policy="best-effort")], Variant("aligned"))["metrics"]
     assert m["pods_multi_numa"] == 1
-    assert m["mean_numa_distance"] == 15.5 == mean_distance(topo, 0b11)
-    assert mean_distance(topo, 0b01) == 10.0 and mean_distance(topo, 0) is None
+    assert m["mean_numa_distance"] == 15.5 == topo.mean_distance(0b11)
+    assert topo.mean_distance(0b01) == 10.0 and topo.mean_distance(0) is None
 
 
 def test_numa_use_counts_reserved_cpus_out_and_the_histogram_bins_blocks():
@@ -212,9 +212,24 @@ def test_headroom_leaves_the_cluster_alone_and_is_zero_when_nothing_fits():
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cpus=st.integers(1, 8), memory=st.sampled_from([0, 1, 3, 9]), gpus=st.integers(0, 2),
        policy=st.sampled_from([None, "none", "best-effort", "restricted", "single-numa-node"]),
-       profile=st.sampled_from(PROFILES))
+       profile=st.sampled_from(list(PROFILES)))
 def test_headroom_matches_a_session_for_any_shape(cpus, memory, gpus, policy, profile):
     shape = Shape(cpus * 1000, memory * GiB, ((GPU, gpus),) if gpus else (), policy)
     cluster = headroom_cluster()
     room = headroom(cluster, shape, profile)
     assert session_of(shape, room["total"] + 5, cluster, profile).counts["placed"] == room["total"]
+
+
+def test_distance_tie_break_prefers_the_closer_of_equally_narrow_placements():
+    """An 8-CPU pod spans two NUMA nodes on either machine: across sockets on `a` (distance 21),
+    within a socket on `b` (12). By name `a` wins; the aligned tie-break picks `b`."""
+    kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="restricted")
+    nodes = [Node("a", synthetic(2, 1, 4, 1, memory_per_numa=16 * GiB), kubelet),
+             Node("b", synthetic(1, 2, 4, 1, memory_per_numa=16 * GiB), kubelet)]
+    jobs = [job(0, 8, policy="restricted")]
+    plain = run_variant(nodes, jobs, Variant("aligned"))
+    closest = run_variant(nodes, jobs, Variant("aligned", distance_tie_break=True))
+    assert plain["metrics"]["mean_numa_distance"] == 15.5 and closest["metrics"]["mean_numa_distance"] == 11.0
+    assert [n["numa"] for n in closest["nodes"]] == [[[4, 4], [4, 4]], [[0, 4], [0, 4]]]
+    assert run_session(Cluster(nodes), jobs, profile=AlignedProfile(distance_tie_break=True)).pods[0].node == "b"
+    assert run_session(Cluster(nodes), jobs, profile="aligned").pods[0].node == "a"

@@ -1,0 +1,146 @@
+"""Comparison pages (form on the jobs page, inline errors, the page with its SVG charts) and the
+dashboard's headroom box answering on the node cards."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from numaweb.comparisons import services
+from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.inventory import services as inventory
+from numaweb.inventory.models import Node
+from scheduler_core.compare import BLOCK_BINS, Shape
+from tests.pages.helpers import parse
+
+pytestmark = pytest.mark.django_db
+
+
+def form_data(cluster, rows=(("volcano", {}), ("aligned", {}), ("unaware", {})), **extra) -> dict:
+    data = {"cmp-cluster": cluster.pk, "cmp-cpu": "4", "cmp-memory": "8Gi", "v-TOTAL_FORMS": "4",
+            "v-INITIAL_FORMS": "0", "v-MIN_NUM_FORMS": "4", "v-MAX_NUM_FORMS": "4"}
+    for i in range(4):
+        profile, fields = rows[i] if i < len(rows) else ("", {})
+        data[f"v-{i}-profile"] = profile
+        data[f"v-{i}-weight"] = "1"
+        data.update({f"v-{i}-{k}": v for k, v in fields.items()})
+    data.update({f"cmp-{k}": v for k, v in extra.items()})
+    return data
+
+
+def run_all(comparison: Comparison) -> None:
+    """What the workers do (tests/worker runs them on real ones)."""
+    for variant in comparison.variants.all():
+        services.execute_variant(variant.pk)
+
+
+def marks(html: str, cls: str) -> list[dict]:
+    return [a for tag, a in parse(html).elements if tag == "rect" and cls in a.get("class", "").split()]
+
+
+def test_jobs_page_has_the_comparison_form(client, demo):
+    html = client.get(reverse("pages:jobs")).content.decode()
+    assert 'id="compare-form"' in html and html.count('data-variant-row=') == 4
+    profiles = []
+    for i in range(4):
+        select = html[html.index(f'name="v-{i}-profile"'):]
+        select = select[:select.index("</select>")]
+        profiles += [a["value"] for tag, a in parse(select).elements if tag == "option" and "selected" in a]
+    assert profiles == ["volcano", "aligned", "unaware", ""]
+
+
+def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo, monkeypatch):
+    monkeypatch.setattr(services, "enqueue", lambda ids: None)  # no worker here: run them below
+    rows = (("volcano", {}), ("aligned", {}), ("unaware", {}),
+            ("aligned", {"topology_manager_policy": "single-numa-node", "distance_tie_break": "on"}))
+    response = client.post(reverse("comparisons:start"), form_data(demo, rows))
+    comparison = Comparison.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("comparisons:detail", args=[comparison.pk])
+    labels = [v.label for v in comparison.variants.all()]
+    assert labels == ["volcano", "aligned", "unaware", "aligned · single-numa-node · closest"]
+    assert comparison.shape == {"cpu": "4", "memory": "8Gi", "devices": {}, "policy": None}
+    url = reverse("comparisons:detail", args=[comparison.pk])
+    pending = client.get(url).content.decode()
+    assert 'data-status="pending"' in pending and "hx-trigger" in pending and "<svg" not in pending
+    run_all(comparison)
+    html = client.get(url).content.decode()
+    assert 'data-status="done"' in html and "hx-trigger" not in html
+    charts = html.count('data-chart="bars"')
+    assert charts >= 9
+    bars = marks(html, "chart-bar")
+    by_chart = len([b for b in bars if "data-category" not in b])
+    assert by_chart == 4 * charts  # one bar per variant in every metric chart
+    variants = list(comparison.variants.all())
+    tae = [b for b in _chart(html, "topology_affinity_errors") if "data-category" not in b]
+    assert [int(b["data-value"]) for b in tae] == [v.metrics["topology_affinity_errors"] for v in variants]
+    columns = [b for b in bars if "data-category" in b]
+    assert len(columns) == 4 * len(BLOCK_BINS)
+    for b in columns:
+        v = variants[int(b["data-series"])]
+        assert int(b["data-value"]) == v.metrics["block_histogram"][b["data-category"]]
+    cells = marks(html, "heat")
+    numa_total = sum(n.num_numa_nodes for n in Node.objects.filter(cluster=demo))
+    assert len([c for c in cells if "data-node" in c]) == 4 * numa_total
+    srv = [c for c in cells if c.get("data-node") == "srv-gpu-1" and c.get("data-numa") == "0"]
+    assert {c["data-capacity"] for c in srv} == {"14"}  # 16 threads on NUMA 0, reserved 0 and its sibling 32
+    assert "style=" not in html.split('<section id="comparison-body"')[1]
+    assert "<script" not in html.split('<section id="comparison-body"')[1]
+
+
+def _chart(html: str, metric: str) -> list[dict]:
+    start = html.index(f'data-metric="{metric}"')
+    end = html.index("</figure>", start)
+    return marks(html[start:end], "chart-bar")
+
+
+@pytest.mark.parametrize("extra, rows, text", [
+    ({"cpu": "lots"}, None, "is not a quantity"),
+    ({}, (("", {}),), "choose a profile for at least one variant"),
+    ({}, (("volcano", {"distance_tie_break": "on"}),), "only the aligned profile"),
+    ({}, (("aligned", {"weight": "101"}),), "less than or equal to 100"),
+])
+def test_bad_comparisons_come_back_with_inline_errors(client, demo, extra, rows, text):
+    data = form_data(demo, rows or (("volcano", {}),), **extra)
+    response = client.post(reverse("comparisons:start"), data, headers={"HX-Request": "true"})
+    assert response.status_code == 200  # htmx swaps 2xx; a plain POST gets 422
+    html = response.content.decode()
+    assert 'id="compare-form"' in html and text in html and "field-error" in html
+    assert client.post(reverse("comparisons:start"), data).status_code == 422
+    assert not Comparison.objects.exists()
+
+
+def test_changed_cluster_is_shown(client, demo, monkeypatch):
+    monkeypatch.setattr(services, "enqueue", lambda ids: None)
+    client.post(reverse("comparisons:start"), form_data(demo))
+    comparison = Comparison.objects.get()
+    node = Node.objects.get(cluster=demo, name="node-1")
+    inventory.add_allocation(node, pod="default/z", container="c", cpus="3")
+    run_all(comparison)
+    html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
+    assert 'data-changed="1"' in html and "node-1" in html
+    assert ComparisonVariant.objects.filter(changed_nodes=["node-1"]).count() == 3
+    assert "cluster changed meanwhile" in client.get(reverse("comparisons:list")).content.decode()
+
+
+def test_dashboard_headroom_box_answers_on_every_card(client, demo):
+    html = client.get(reverse("home")).content.decode()
+    assert 'id="headroom-form"' in html and "data-headroom=" not in html
+    query = {"hr-cpu": "4", "hr-memory": "8Gi", "hr-devices": "nvidia.com/gpu=1", "hr-policy": "single-numa-node",
+             "hr-profile": "aligned"}
+    html = client.get(reverse("home"), query, headers={"HX-Request": "true", "HX-Target": "node-list"}).content.decode()
+    cards = {a["data-node"]: a for tag, a in parse(html).elements if tag == "li" and "data-node" in a}
+    answers = [a for tag, a in parse(html).elements if "data-headroom" in a]
+    assert len(answers) == len(cards) == Node.objects.filter(cluster=demo).count()
+    expected = services.cluster_headroom(demo, Shape.parse("4", "8Gi", "nvidia.com/gpu=1", "single-numa-node"))
+    assert sum(int(a["data-headroom"]) for a in answers) == expected["total"] > 0
+    assert f'data-headroom-total="demo">{expected["total"]}<' in html
+    for chunk in html.split('<li class="card"')[1:]:
+        name = chunk.split('data-node="')[1].split('"')[0]
+        count = next(n["count"] for n in expected["nodes"] if n["node"] == name)
+        assert f'data-headroom="{count}"' in chunk
+
+
+def test_dashboard_headroom_bad_shape_is_an_inline_error(client, demo):
+    html = client.get(reverse("home"), {"hr-cpu": "four", "hr-profile": "aligned"}).content.decode()
+    assert 'data-headroom-error="cpu"' in html and "is not a quantity" in html
+    assert "data-headroom=" not in html
