@@ -71,7 +71,8 @@ def parse_variants(cluster: Cluster, data: object) -> list[Variant]:
 def _kubelet_configs(cluster: Cluster) -> dict[KubeletConfig, str]:
     """Each distinct kubelet setting of the cluster's nodes, with the first node (by name) having it."""
     configs: dict[KubeletConfig, str] = {}
-    for row in Node.objects.filter(cluster=cluster).order_by("name").values("name", *KUBELET_FIELDS):
+    for row in Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name").values(
+            "name", *KUBELET_FIELDS):
         name = row.pop("name")
         configs.setdefault(KubeletConfig.from_dict({**row, "reserved_cpus": row["reserved_cpus"] or None}), name)
     return configs
@@ -93,7 +94,7 @@ def parse_shape(data: object) -> Shape | None:
 
 
 def _snapshot(cluster_id: int) -> dict[str, int]:
-    return dict(Node.objects.filter(cluster_id=cluster_id).values_list("name", "generation"))
+    return dict(Node.objects.filter(cluster_id=cluster_id, removed_at__isnull=True).values_list("name", "generation"))
 
 
 def _changed(snapshot: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
