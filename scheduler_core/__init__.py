@@ -24,10 +24,11 @@ Entry points (stable; called from outside the project's own tests). CPU sets may
   ``TopologyAffinityError`` or other ``AdmissionError`` naming container and resource, ``allocations``,
   ``decisions`` with every provider's hints and the merge); a rejected pod never changes the node.
 - ``run_session(cluster, jobs, profile="volcano", progress=None, weight=1, explain_names=10,
-  explain_groups=64)`` → ``SessionResult`` (``.to_dict()`` schema in ``explain``); ``profile`` a name
-  of ``PROFILES`` (``volcano``, ``aligned``, ``unaware``) or a ``Profile`` object such as
-  ``VolcanoProfile(weight=10)``; ``progress(done, total)``; admitted placements are recorded on the
-  given ``Cluster`` (copy it first for a what-if).
+  explain_groups=64, held=())`` → ``SessionResult`` (``.to_dict()`` schema in ``explain``); ``profile``
+  a name of ``PROFILES`` (``volcano``, ``aligned``, ``unaware``) or a ``Profile`` object such as
+  ``VolcanoProfile(weight=10)``; ``progress(done, total)``; ``held``: uids of pods that already hold
+  resources (not scheduled again, counted toward their job's gang); admitted placements are recorded
+  on the given ``Cluster`` (copy it first for a what-if).
 - ``load_topology(data, format=None)`` → ``Topology``: text, bytes or a path (file, sysfs folder or
   tarball), format detected from the content when None (``scheduler_core.formats``).
 

@@ -14,7 +14,7 @@
              "cpu_prediction_mismatches": int},  # volcano: simulated CPUs != kubelet's CPUs
   "timings": {"total_s", "evaluate_s", "admission_s", "pods_per_s", "evaluations", "class_visits",
               "us_per_pod_node"},       # floats / ints, measured
-  "jobs": [{"job", "namespace", "priority", "min_available", "pods", "placed", "committed"}],
+  "jobs": [{"job", "namespace", "priority", "min_available", "pods", "placed", "held", "committed"}],
   "pods": [PodRecord],                  # in scheduling order
   "verdicts": {"<id>": Verdict},         # shared verdict details, referenced by id from groups
   "volcano_close": [{"task_uid", "pod_meta": {"uid","name","namespace"}, "node", "cpus"}]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 from bisect import insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .admission import admit_pod
@@ -422,13 +422,16 @@ class _Session:
 
 def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "volcano",
                 progress: Callable[[int, int], None] | None = None, weight: int = 1,
-                explain_names: int = 10, explain_groups: int = 64) -> SessionResult:
+                explain_names: int = 10, explain_groups: int = 64,
+                held: Collection[str] = ()) -> SessionResult:
     """Schedule `jobs` onto `cluster` with `profile` (see the module docstring); mutates `cluster`.
 
     `profile` is a name of `PROFILES` or a `Profile` object (which then carries its own weight).
     `progress(done, total)` is called as pods are decided (at most ~200 times, and once at the end).
     `weight` is the numa-aware plugin weight; `explain_names` caps the node names listed per group of
     identical nodes and `explain_groups` the groups kept per pod (the rest are summarised).
+    `held` names pods (uids, `namespace/name`) that already hold their resources: they are not
+    scheduled again and count toward their job's `min_available`, as running tasks do in Volcano's gang.
     """
     jobs = list(jobs)
     chosen = get_profile(profile, weight)
@@ -440,13 +443,18 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
     hooks = chosen.open(cluster)
     s = _Session(cluster, hooks, explain_names)
     ordered = _job_order(jobs)
-    work = [(job, job.pods()) for job in ordered]
-    total = sum(len(p) for _j, p in work)
+    held = frozenset(held)
+    work = []
+    for job in ordered:
+        pods = job.pods()
+        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
+        work.append((job, todo, len(pods) - len(todo)))
+    total = sum(len(p) for _j, p, _h in work)
     step = max(1, total // 200)
     done = 0
     records: list[PodRecord] = []
     job_results = []
-    for job, pods in work:
+    for job, pods, already in work:
         saved: dict[str, tuple] = {}
         placed: list[tuple[PodRecord, Pod, str]] = []
         job_records = []
@@ -462,19 +470,19 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
             done += 1
             if progress is not None and (done % step == 0 or done == total):
                 progress(done, total)
-        committed = len(placed) >= job.min_available
+        committed = len(placed) + already >= job.min_available
         if not committed:
             for record, pod, name in placed:
                 hooks.on_rollback(pod, name)
                 record.status = "rolled_back"
-                record.message = (f"job {job.name}: only {len(placed)} of the {job.min_available} pods "
+                record.message = (f"job {job.name}: only {len(placed) + already} of the {job.min_available} pods "
                                   f"minAvailable requires could be placed; placement rolled back")
             for name, snap in saved.items():
                 cluster.restore(name, snap)
                 s.classes.update(name)
         job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
                             "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
-                            "committed": committed})
+                            "held": already, "committed": committed})
         records.extend(job_records)
     if progress is not None and total == 0:
         progress(0, 0)

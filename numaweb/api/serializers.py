@@ -7,6 +7,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import APIException
 from rest_framework.reverse import reverse
 
 from numaweb.inventory import services as inventory
@@ -52,6 +53,17 @@ class ObjectField(serializers.JSONField):
 
 def _engine_error(exc: Exception) -> str:
     return inventory.topology_error(exc)
+
+
+class Conflict(APIException):
+    """409: what was asked for is already held; the body names the CPUs and their holders."""
+
+    status_code = 409
+    default_code = "conflict"
+
+    def __init__(self, exc: inventory.AllocationConflict) -> None:
+        super().__init__(str(exc))
+        self.detail = {"detail": str(exc), "cpus": exc.cpus, "holders": exc.holders}
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -169,18 +181,24 @@ class NodeUploadSerializer(serializers.Serializer):
                                                    kubelet_fields)
         except (EngineError, UnicodeDecodeError) as exc:
             raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
+        except inventory.AllocationConflict as exc:
+            raise Conflict(exc) from exc
         return attrs
 
 
 class AllocationSerializer(serializers.ModelSerializer):
+    """An allocation is written by `inventory.services.add_allocation`: checked and saved with its node
+    held, so concurrent writers cannot both succeed; a conflict answers 409 naming CPUs and holders."""
+
     memory = ObjectField(required=False)
     devices = ObjectField(required=False)
     node = serializers.PrimaryKeyRelatedField(queryset=Node.objects.all())
 
     class Meta:
         model = Allocation
-        fields = ["id", "node", "pod", "container", "cpus", "memory", "devices", "origin", "session", "created_at"]
-        read_only_fields = ["session", "created_at"]
+        fields = ["id", "cluster", "node", "job", "pod", "container", "cpus", "memory", "devices", "origin",
+                  "session", "created_at"]
+        read_only_fields = ["cluster", "job", "session", "created_at"]
 
     def validate_cpus(self, value: str) -> str:
         try:
@@ -188,25 +206,14 @@ class AllocationSerializer(serializers.ModelSerializer):
         except EngineError as exc:
             raise serializers.ValidationError(str(exc)) from exc
 
-    def validate(self, attrs: dict) -> dict:
-        instance: Allocation | None = self.instance
-        node: Node = attrs.get("node") or instance.node
-        row = Allocation(node=node)
-        for f in ("pod", "container", "cpus", "memory", "devices", "origin"):
-            setattr(row, f, attrs.get(f, getattr(instance, f) if instance else getattr(row, f)))
-        others = node.allocations.all()
-        if instance is not None:
-            others = others.exclude(pk=instance.pk)
+    def create(self, validated_data: dict) -> Allocation:
+        node = validated_data.pop("node")
         try:
-            engine = inventory.to_engine(node, others)
-            engine.allocate(inventory.allocation_to_engine(row))
+            return inventory.add_allocation(node, **validated_data)
+        except inventory.AllocationConflict as exc:
+            raise Conflict(exc) from exc
         except EngineError as exc:
             raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
-        return attrs
-
-    def create(self, validated_data: dict) -> Allocation:
-        with transaction.atomic():
-            return super().create(validated_data)
 
 
 class TaskSerializer(serializers.ModelSerializer):
@@ -299,6 +306,13 @@ class SessionSerializer(serializers.ModelSerializer):
                   "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed", "pods_admitted", "jobs_total",
                   "jobs_placed", "nodes_total", "error", "summary"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
+
+    def validate_jobs(self, value: list[Job]) -> list[Job]:
+        try:
+            job_services.check_schedulable(value)
+        except job_services.NotSchedulable as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        return value
 
     def get_url(self, obj: SchedulingSession) -> str:
         return reverse("api:session-detail", args=[obj.pk], request=self.context.get("request"))

@@ -16,7 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
@@ -24,6 +26,9 @@ from numaweb.scheduling.models import SchedulingSession
 from . import serializers as s
 
 ERROR = inline_serializer("Error", {"detail": serializers.CharField()})
+CONFLICT = inline_serializer("Conflict", {
+    "detail": serializers.CharField(), "cpus": serializers.CharField(help_text="the CPUs in dispute"),
+    "holders": serializers.ListField(child=serializers.DictField(), help_text="allocations holding them")})
 
 
 def _int_param(request: Request, name: str) -> int | None:
@@ -93,12 +98,35 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         node = _int_param(self.request, "node") if self.action == "list" else None
         return qs.filter(node_id=node) if node else qs
 
+    @extend_schema(responses={201: s.AllocationSerializer, 400: OpenApiResponse(description="bad field"),
+                              409: CONFLICT})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        """Hold CPUs (and memory, devices) for a pod's container: checked and written with the node held, so
+        of two writers asking for one CPU exactly one succeeds; the other gets 409 naming CPUs and holder."""
+        return super().create(request, *args, **kwargs)
+
+    def perform_destroy(self, instance: Allocation) -> None:
+        inventory.remove_allocation(instance)
+
 
 class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                  mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Jobs. Deleting a job, or finishing it, releases what its pods hold in the same transaction."""
+
     serializer_class = s.JobSerializer
     queryset = Job.objects.prefetch_related("tasks").order_by("id")
     parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def perform_destroy(self, instance: Job) -> None:
+        job_services.delete_job(instance)
+
+    @extend_schema(request=None, responses={200: s.JobSerializer})
+    @action(detail=True, methods=["post"])
+    def finish(self, request: Request, pk: str | None = None) -> Response:
+        """Mark the job finished and release every allocation its pods hold (one transaction)."""
+        job = self.get_object()
+        job_services.finish_job(job)
+        return Response(self.get_serializer(job).data)
 
 
 class ResultsPagination(PageNumberPagination):

@@ -167,7 +167,7 @@ def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1, st
         held = []
         for i, allocs in allocations:
             for a in allocs:
-                a.node = rows[i]
+                a.node, a.cluster = rows[i], cluster
                 held.append(a)
         Allocation.objects.bulk_create(held, batch_size=BATCH)
 

@@ -101,12 +101,19 @@ class Node(models.Model):
 
 
 class Allocation(models.Model):
+    """Who holds what on a node. A pod's container holds at most one allocation in its cluster (a
+    database constraint); every write goes through `services` with the node held (see its docstring)."""
+
     SCHEDULED, IMPORTED, REPLAYED = "scheduled", "imported", "replayed"
     #: imported: read from the kubelet's state files; replayed: a snapshot's running pod placed by the
     #: engine's kubelet model (the real CPUs are not in a snapshot)
     ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported"), (REPLAYED, "replayed")]
 
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="allocations", editable=False,
+                                help_text="the node's cluster (copied on save, for the one-holder constraint)")
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="allocations")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="allocations",
+                            editable=False, help_text="the job whose pod this is (by the pod's name), if any")
     pod = models.CharField(max_length=512, help_text="namespace/name of the pod")
     container = models.CharField(max_length=253, blank=True, default="", help_text="empty: the whole pod")
     cpus = models.CharField(max_length=4096, blank=True, default="", help_text="exclusive CPUs, e.g. 2-5,34-37")
@@ -120,6 +127,13 @@ class Allocation(models.Model):
     class Meta:
         ordering = ["node_id", "id"]
         indexes = [models.Index(fields=["node", "pod"])]
+        constraints = [models.UniqueConstraint(fields=["cluster", "pod", "container"],
+                                               name="allocation_one_per_pod_container")]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.node_id is not None and self.cluster_id is None:
+            self.cluster_id = Node.objects.values_list("cluster_id", flat=True).get(pk=self.node_id)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         who = f"{self.pod}/{self.container}" if self.container else self.pod

@@ -7,8 +7,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import IntegrityError, transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from scheduler_core.cpuset import CPUSet
@@ -143,13 +143,115 @@ def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[i
 
 
 # -- writes -------------------------------------------------------------------------------------
+# Every write to allocations (API, admin, sessions, imports, releases) runs in one transaction that first
+# holds the nodes it touches: a row lock (SELECT ... FOR UPDATE) on PostgreSQL; on SQLite every
+# transaction begins IMMEDIATE (settings), which takes the database's write lock at BEGIN. The conflict
+# check reads inside that transaction, so no two writers can both pass it. Writers hold nodes first, in
+# id order, and then jobs (jobs.services), so two of them never wait for each other in a cycle.
+class AllocationConflict(Exception):
+    """An allocation that cannot be written because something already holds what it asks for.
+    `cpus`: the CPUs in dispute; `holders`: the allocations holding them (pod, container, node, CPUs)."""
+
+    def __init__(self, message: str, cpus: str = "", holders: Iterable[Allocation] = ()) -> None:
+        super().__init__(message)
+        self.cpus = cpus
+        self.holders = [{"id": a.pk, "pod": a.pod, "container": a.container, "node": a.node_id, "cpus": a.cpus}
+                        for a in holders]
+
+
+def hold_nodes(node_ids: Iterable[int]) -> dict[int, Node]:
+    """Inside a transaction: hold these nodes until it ends (see above); returns them fresh, by id."""
+    return {n.pk: n for n in Node.objects.select_for_update().filter(pk__in=set(node_ids)).order_by("pk")}
+
+
+def _describe(a: Allocation) -> str:
+    return f"{a.pod}" + (f" (container {a.container})" if a.container else "")
+
+
+def check_allocation(row: Allocation, node: Node) -> None:
+    """Raise AllocationConflict unless `row` fits on `node` (held by the caller) next to its other
+    allocations, and its pod's container holds nothing else in the cluster (nor the pod on another node)."""
+    others = list(node.allocations.exclude(pk=row.pk) if row.pk else node.allocations.all())
+    same = Allocation.objects.filter(cluster_id=node.cluster_id, pod=row.pod)
+    if row.pk:
+        same = same.exclude(pk=row.pk)
+    for a in same.select_related("node"):
+        if a.container == (row.container or "") or a.node_id != node.pk:
+            where = f"node {a.node.name}"
+            raise AllocationConflict(f"pod {_describe(a)} already holds CPUs {a.cpus or '(none)'} on {where}; "
+                                     "a pod's container holds one allocation, on one node", a.cpus, [a])
+    engine = to_engine(node, others)
+    try:
+        engine.allocate(allocation_to_engine(row))
+    except EngineError as exc:
+        mask = CPUSet.parse(row.cpus or "").mask
+        holders = [a for a in others if CPUSet.parse(a.cpus or "").mask & mask]
+        if holders:
+            taken = CPUSet(mask & sum(CPUSet.parse(a.cpus).mask for a in holders))
+            raise AllocationConflict(f"CPUs {taken} of node {node.name} are held by "
+                                     f"{', '.join(_describe(a) for a in holders)}", str(taken), holders) from exc
+        reserved = mask & engine.topology.all_cpus & ~engine.free_cpus
+        if reserved:
+            raise AllocationConflict(f"CPUs {CPUSet(reserved)} of node {node.name} are reserved for the system "
+                                     "(reservedSystemCPUs)", str(CPUSet(reserved))) from exc
+        wanted = {(r, d) for r, ids in (row.devices or {}).items() for d in ids}
+        holders = [a for a in others if wanted & {(r, d) for r, ids in (a.devices or {}).items() for d in ids}]
+        if holders:
+            raise AllocationConflict(f"{exc}; held by {', '.join(_describe(a) for a in holders)}", "",
+                                     holders) from exc
+        raise
+
+
+def add_allocation(node: Node, **fields: Any) -> Allocation:
+    """Record an allocation if it fits (no CPU or device held twice, one allocation per pod container),
+    with the node held from the check to the write; the pod's job, if any, has its status re-derived."""
+    from numaweb.jobs import services as jobs
+
+    try:
+        with transaction.atomic():
+            locked = hold_nodes([node.pk]).get(node.pk)
+            if locked is None:
+                raise AllocationConflict(f"node {node.pk} no longer exists")
+            row = Allocation(node=locked, cluster_id=locked.cluster_id, **fields)
+            check_allocation(row, locked)
+            row.job = jobs.job_for_pod(row.pod)
+            row.save()  # the post_save signal advances the node's generation
+            jobs.refresh_status([row.job_id])
+    except IntegrityError as exc:  # the (cluster, pod, container) constraint: a writer on another node won
+        raise AllocationConflict(f"pod {fields.get('pod')} container {fields.get('container') or '(pod)'} "
+                                 "already holds an allocation in this cluster") from exc
+    return row
+
+
+def remove_allocation(row: Allocation) -> None:
+    """Delete one allocation with its node held; its job's status is re-derived."""
+    from numaweb.jobs import services as jobs
+
+    with transaction.atomic():
+        hold_nodes([row.node_id])
+        Allocation.objects.filter(pk=row.pk).delete()  # the post_delete signal advances the node's generation
+        jobs.refresh_status([row.job_id])
+
+
+def release(rows: QuerySet[Allocation]) -> int:
+    """Delete these allocations (the caller holds their nodes, inside its transaction) and advance the
+    generation of every node that lost one; returns how many were deleted."""
+    nodes = set(rows.values_list("node_id", flat=True))
+    count, _ = rows.model.objects.filter(pk__in=list(rows.values_list("pk", flat=True))).delete()
+    Node.objects.filter(pk__in=nodes).update(generation=F("generation") + 1)
+    return count
+
+
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,
                 kubelet: Mapping[str, Any] | None = None) -> Node:
-    """Create or replace a node's topology from a file's content, in one transaction.
+    """Create or replace a node's topology from a file's content, in one transaction holding the node.
 
     Kubelet settings: the node's current ones (or static CPU Manager for a new node), then what the
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
-    (Numatopology) replace the node's imported ones. Everything must still fit, else nothing changes."""
+    (Numatopology, kubelet state) replace the node's imported ones. Everything must still fit, and no
+    imported pod may hold resources on another node of the cluster, else nothing changes."""
+    from numaweb.jobs import services as jobs
+
     loaded = load_topology_data(data, fmt)
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(cluster=cluster, name=name).first()
@@ -162,38 +264,38 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         set_kubelet(node, KubeletConfig.from_dict(settings))
         set_topology(node, loaded.topology, loaded.format)
         keep = list(node.allocations.all()) if node.pk else []
+        dropped = []
         if loaded.allocations:
+            dropped = [a for a in keep if a.origin == Allocation.IMPORTED]
             keep = [a for a in keep if a.origin != Allocation.IMPORTED]
         new = [Allocation(pod=a.pod, container=a.container or "", cpus=str(a.cpus),
                           memory={str(n): dict(r) for n, r in a.memory.items()},
                           devices={r: list(ids) for r, ids in a.devices.items()}, origin=Allocation.IMPORTED)
                for a in loaded.allocations]
         to_engine(node, [*keep, *new])
+        seen = {(a.pod, a.container) for a in keep}
+        for a in new:
+            if (a.pod, a.container) in seen:
+                raise AllocationConflict(f"pod {_describe(a)} is listed twice (or already holds CPUs on this node)")
+            seen.add((a.pod, a.container))
+        elsewhere = Allocation.objects.filter(cluster=cluster, pod__in=sorted({a.pod for a in new}))
+        if node.pk:
+            elsewhere = elsewhere.exclude(node=node)
+        clash = elsewhere.select_related("node").first()
+        if clash is not None:
+            raise AllocationConflict(f"pod {_describe(clash)} of this file already holds CPUs {clash.cpus or '(none)'} "
+                                     f"on node {clash.node.name}; a pod runs on one node", clash.cpus, [clash])
         if node.pk:
             node.generation = F("generation") + 1
         node.save()
         if loaded.allocations:
             node.allocations.filter(origin=Allocation.IMPORTED).delete()
             for a in new:
-                a.node = node
+                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod)
             Allocation.objects.bulk_create(new)
+            jobs.refresh_status({a.job_id for a in [*dropped, *new]})
         node.refresh_from_db()
     return node
-
-
-def add_allocation(node: Node, **fields: Any) -> Allocation:
-    """Record an allocation after the engine checked it fits (no CPU or device held twice)."""
-    with transaction.atomic():
-        locked = Node.objects.select_for_update().get(pk=node.pk)
-        row = Allocation(node=locked, **fields)
-        engine = to_engine(locked, locked.allocations.all())
-        engine.allocate(allocation_to_engine(row))
-        row.save()  # the post_save signal advances the node's generation
-    return row
-
-
-def remove_allocation(row: Allocation) -> None:
-    row.delete()  # the post_delete signal advances the node's generation
 
 
 def topology_error(exc: Exception) -> str:
@@ -206,7 +308,7 @@ def topology_error(exc: Exception) -> str:
 
 
 __all__ = [
-    "TopologyError", "add_allocation", "allocation_to_engine", "cluster_nodes", "import_node", "kubelet_dict",
-    "kubelet_of", "load_topology_data", "remove_allocation", "set_kubelet", "set_topology", "to_engine",
-    "topology_of", "validate_node",
+    "AllocationConflict", "TopologyError", "add_allocation", "allocation_to_engine", "check_allocation",
+    "cluster_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data", "release",
+    "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]

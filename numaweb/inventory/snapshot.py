@@ -141,7 +141,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
                 drop = [a.pk for a in old if a.origin != Allocation.SCHEDULED or a not in kept]
                 Allocation.objects.filter(pk__in=drop).delete()
                 for a in replayed:
-                    a.node = row
+                    a.node, a.cluster = row, cluster
                 Allocation.objects.bulk_create(replayed)
         if new_rows:
             Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
@@ -149,7 +149,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             batch = []
             for row, replayed in new_rows:
                 for a in replayed:
-                    a.node = created[row.name]
+                    a.node, a.cluster = created[row.name], cluster
                     batch.append(a)
             Allocation.objects.bulk_create(batch, batch_size=1000)
         gone = [n for name, n in existing.items() if name not in snap.nodes and n.removed_at is None]
@@ -157,6 +157,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=now, generation=F("generation") + 1)
             report["nodes_removed"] = sorted(n.name for n in gone)
         _import_jobs(snap, report)
+        job_services.link_allocations(cluster)
         summary = dict(report)
         summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
                                   or report["jobs_added"] or report["jobs_updated"])

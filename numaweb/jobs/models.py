@@ -12,16 +12,26 @@ from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES
 
 
 class Job(models.Model):
-    PENDING, SCHEDULED, UNSCHEDULABLE = "pending", "scheduled", "unschedulable"
-    STATUS_CHOICES = [(PENDING, "pending"), (SCHEDULED, "scheduled"), (UNSCHEDULABLE, "unschedulable")]
+    """A submitted job. `status` is derived (`services.refresh_status`), never set from a session's view:
+    from how many of its pods hold an allocation, its gang minimum, `reason` (why the last session did
+    not place it) and `finished_at`."""
+
+    PENDING, SCHEDULED, PARTLY, UNSCHEDULABLE, FINISHED = (
+        "pending", "scheduled", "partly_scheduled", "unschedulable", "finished")
+    STATUS_CHOICES = [(PENDING, "pending"), (SCHEDULED, "scheduled"), (PARTLY, "partly scheduled"),
+                      (UNSCHEDULABLE, "unschedulable"), (FINISHED, "finished")]
 
     name = models.CharField(max_length=253)
-    namespace = models.CharField(max_length=253, default="default")
+    namespace = models.CharField(max_length=63, default="default")
     queue = models.CharField(max_length=253, default="default")
     priority = models.IntegerField(default=0)
     min_available = models.PositiveIntegerField(null=True, blank=True,
                                                 help_text="gang minimum; empty means every replica")
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING, editable=False)
+    reason = models.TextField(blank=True, default="", editable=False,
+                              help_text="why the last session that ran it did not place it (empty: it did)")
+    finished_at = models.DateTimeField(null=True, blank=True, editable=False,
+                                       help_text="set when the job is finished; its allocations are released")
     source_format = models.CharField(max_length=32, default="json")
     manifest = models.TextField(blank=True, default="", help_text="the submitted document, verbatim")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -36,6 +46,11 @@ class Job(models.Model):
     @property
     def replicas(self) -> int:
         return sum(t.replicas for t in self.tasks.all())
+
+    @property
+    def gang(self) -> int:
+        """Pods that must hold resources for the job to count as scheduled (minAvailable, else all)."""
+        return self.replicas if self.min_available is None else self.min_available
 
 
 class Task(models.Model):

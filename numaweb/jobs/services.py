@@ -6,10 +6,11 @@ such as "2", "500m", "8Gi"), and manifests (Volcano Job YAML, Pod YAML, or the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from scheduler_core.errors import RequestError
 from scheduler_core.jobs import Job as EngineJob
@@ -149,3 +150,143 @@ def save_job(engine_job: EngineJob, manifest: str = "", source_format: str = "js
         for t in engine_job.tasks
     ])
     return job
+
+
+# -- status and release ----------------------------------------------------------------------------
+def pod_uid(job: Job, task: str, index: int) -> str:
+    """The uid the engine gives replica `index` of `task` (see `scheduler_core.jobs.Job.pods`)."""
+    return f"{job.namespace}/{job.name}-{task}-{index}"
+
+
+def job_for_pod(uid: str) -> Job | None:
+    """The job a pod belongs to, by its name `<namespace>/<job>-<task>-<index>` (None: no such job).
+
+    One query, whatever the number of jobs: every split of the name into job and task is a candidate."""
+    namespace, _, name = uid.partition("/")
+    parts = name.split("-")
+    if not namespace or len(parts) < 3 or not parts[-1].isdigit() or str(int(parts[-1])) != parts[-1]:
+        return None
+    index = int(parts[-1])
+    candidates = {"-".join(parts[:k]): "-".join(parts[k:-1]) for k in range(1, len(parts) - 1)}
+    for job in Job.objects.filter(namespace=namespace, name__in=list(candidates)).prefetch_related("tasks"):
+        if any(t.name == candidates[job.name] and index < t.replicas for t in job.tasks.all()):
+            return job
+    return None
+
+
+def held_pods(job_ids: Iterable[int]) -> dict[int, set[str]]:
+    """{job id: uids of its pods that hold an allocation} (jobs holding nothing are absent)."""
+    from numaweb.inventory.models import Allocation
+
+    out: dict[int, set[str]] = {}
+    for job_id, pod in Allocation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", "pod").distinct():
+        out.setdefault(job_id, set()).add(pod)
+    return out
+
+
+def derive_status(job: Job, held: int) -> str:
+    """The job's state from facts: finished, else how many pods hold resources against its gang minimum,
+    else whether the last session that ran it failed to place it (`reason`)."""
+    if job.finished_at is not None:
+        return Job.FINISHED
+    if held and held >= job.gang:
+        return Job.SCHEDULED
+    if held:
+        return Job.PARTLY
+    return Job.UNSCHEDULABLE if job.reason else Job.PENDING
+
+
+def refresh_status(job_ids: Iterable[int | None]) -> None:
+    """Recompute the stored status of these jobs from their allocations. Call it inside the transaction
+    that changed them, after the write, with the nodes (and jobs) held: it then reads the truth."""
+    ids = {i for i in job_ids if i is not None}
+    if not ids:
+        return
+    held = held_pods(ids)
+    for job in Job.objects.filter(pk__in=ids).prefetch_related("tasks"):
+        status = derive_status(job, len(held.get(job.pk, ())))
+        if status != job.status:
+            Job.objects.filter(pk=job.pk).update(status=status)
+            job.status = status
+
+
+class NotSchedulable(ValueError):
+    """A session named a job that has nothing left to place (every pod holds resources, or it is finished)."""
+
+
+def check_schedulable(jobs: Iterable[Job]) -> None:
+    """Refuse jobs a session cannot place: finished ones, and ones whose every pod already holds resources.
+    The message names each job."""
+    jobs = list(jobs)
+    held = held_pods(j.pk for j in jobs)
+    problems = []
+    for job in jobs:
+        if job.finished_at is not None:
+            problems.append(f"job {job} is finished")
+        elif job.replicas and len(held.get(job.pk, ())) >= job.replicas:
+            problems.append(f"job {job} is already scheduled: all its {job.replicas} pods hold resources "
+                            "(finish it to release them)")
+    if problems:
+        raise NotSchedulable("; ".join(problems))
+
+
+def schedulable_jobs() -> list[Job]:
+    """Every job a session started without a list takes: not finished, with at least one pod holding nothing."""
+    jobs = list(Job.objects.filter(finished_at=None).prefetch_related("tasks").order_by("id"))
+    held = held_pods(j.pk for j in jobs)
+    return [j for j in jobs if len(held.get(j.pk, ())) < j.replicas]
+
+
+def _release(job: Job, finish: bool) -> int:
+    """Hold the nodes where the job's pods hold resources, then the job; release them all; finish or delete
+    the job. Node ids are read before the locks (nodes are always held before jobs, by every writer), so
+    if a pod of the job gained an allocation on another node meanwhile, the whole step runs again."""
+    from numaweb.inventory import services as inventory
+    from numaweb.inventory.models import Allocation
+
+    for _attempt in range(5):
+        with transaction.atomic():
+            nodes = set(Allocation.objects.filter(job=job).values_list("node_id", flat=True))
+            inventory.hold_nodes(nodes)
+            locked = Job.objects.select_for_update().filter(pk=job.pk).first()
+            if locked is None:
+                return 0
+            if not set(Allocation.objects.filter(job=job).values_list("node_id", flat=True)) <= nodes:
+                continue
+            released = inventory.release(Allocation.objects.filter(job=job))
+            if finish:
+                Job.objects.filter(pk=job.pk).update(finished_at=timezone.now(), status=Job.FINISHED)
+            else:
+                locked.delete()
+            return released
+    raise RuntimeError(f"job {job}: its pods kept gaining allocations; try again")
+
+
+def finish_job(job: Job) -> int:
+    """Mark the job finished and release every allocation its pods hold, in one transaction; returns how
+    many allocations were released."""
+    released = _release(job, finish=True)
+    job.refresh_from_db()
+    return released
+
+
+def delete_job(job: Job) -> int:
+    """Delete the job and release every allocation its pods hold, in one transaction."""
+    return _release(job, finish=False)
+
+
+def link_allocations(cluster: Any) -> None:
+    """Give every allocation of the cluster that names no job the job its pod belongs to (bulk writers,
+    such as a snapshot import, insert rows without it), then derive those jobs' statuses."""
+    from numaweb.inventory.models import Allocation
+
+    pods: dict[str, list[int]] = {}
+    for pk, pod in Allocation.objects.filter(cluster=cluster, job=None).values_list("id", "pod"):
+        pods.setdefault(pod, []).append(pk)
+    linked = set()
+    for pod, ids in pods.items():
+        job = job_for_pod(pod)
+        if job is not None:
+            Allocation.objects.filter(pk__in=ids).update(job=job)
+            linked.add(job.pk)
+    refresh_status(linked)

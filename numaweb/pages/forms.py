@@ -175,7 +175,15 @@ class SessionForm(forms.Form):
     dry_run = forms.BooleanField(required=False, initial=True, label="dry run (place without allocating)")
     jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
                                           widget=forms.CheckboxSelectMultiple,
-                                          help_text="none ticked: every pending job")
+                                          help_text="none ticked: every job with a pod left to place")
+
+    def clean_jobs(self) -> list[Job]:
+        jobs = list(self.cleaned_data.get("jobs") or ())
+        try:
+            job_services.check_schedulable(jobs)
+        except job_services.NotSchedulable as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return jobs
 
 
 class NodeFilterForm(forms.Form):

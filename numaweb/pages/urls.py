@@ -13,6 +13,7 @@ urlpatterns = [
     path("nodes/<int:pk>/cpu", views.cpu_detail, name="node-cpu"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("jobs/<int:pk>/finish", views.job_finish, name="job-finish"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/start", views.session_start, name="session-start"),
     path("sessions/<int:pk>/", views.session_detail, name="session"),

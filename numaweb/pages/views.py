@@ -18,7 +18,8 @@ from numaweb.comparisons import views as comparisons
 from numaweb.comparisons.forms import HeadroomForm
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
-from numaweb.jobs.models import Job
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job, Task
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.admission import admit_pod
@@ -193,20 +194,42 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(request, "pages/jobs.html", _jobs_context(request))
 
 
+class _Replicas:
+    """A job's pods as a sequence of (task, replica index) that a Paginator slices without building them all."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.tasks = tasks
+        self.total = sum(t.replicas for t in tasks)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, item: slice) -> list[tuple[Task, int]]:
+        start, stop, _ = item.indices(self.total)
+        out, offset = [], 0
+        for t in self.tasks:
+            lo, hi = max(start - offset, 0), min(stop - offset, t.replicas)
+            out.extend((t, i) for i in range(lo, hi))
+            offset += t.replicas
+        return out
+
+
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job, its status (derived from what its pods hold) and one page of its pods."""
     job = get_object_or_404(Job.objects.prefetch_related("tasks"), pk=pk)
+    page = Paginator(_Replicas(list(job.tasks.all())), PODS_PER_PAGE).get_page(request.GET.get("page"))
     uids = {}
-    for t in job.tasks.all():
-        for i in range(t.replicas):
-            name = f"{job.name}-{t.name}-{i}"
-            uids[f"{job.namespace}/{name}"] = (t, name)
-    held = Allocation.objects.filter(pod__in=list(uids)).select_related("node")
+    for t, i in page:
+        name = f"{job.name}-{t.name}-{i}"
+        uids[f"{job.namespace}/{name}"] = (t, name)
+    held = Allocation.objects.filter(job=job, pod__in=list(uids)).select_related("node")
     by_pod: dict[str, list[Allocation]] = {}
     for a in held:
         by_pod.setdefault(a.pod, []).append(a)
     latest = {}
-    for p in Placement.objects.filter(job=job.name, pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
+    for p in Placement.objects.filter(namespace=job.namespace, job=job.name,
+                                      pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
         latest[p.pod] = p
     states: dict[int, grid.NodeState] = {}
     pods = []
@@ -226,8 +249,17 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             mini = grid.render_grid(states[node.pk], mask, compact=True)
         pods.append({"name": name, "uid": uid, "task": task, "node": node, "cpus": str(CPUSet(mask)) if mask else "",
                      "held": bool(allocs), "placement": placement, "grid": mini})
-    return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods,
+    return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods, "page": page,
+                                              "allocations": job.allocations.count(),
                                               "sessions": job.sessions.order_by("-id")[:10]})
+
+
+@require_POST
+def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
+    """Finish the job: every allocation its pods hold is released in the same transaction."""
+    job = get_object_or_404(Job, pk=pk)
+    job_services.finish_job(job)
+    return redirect(reverse("pages:job", args=[job.pk]))
 
 
 # -- sessions -----------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class Placement(models.Model):
 
     session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="placements")
     index = models.PositiveIntegerField(help_text="order in which the engine considered the pod")
+    namespace = models.CharField(max_length=63, default="default")
     job = models.CharField(max_length=512)
     task = models.CharField(max_length=253, blank=True, default="")
     pod = models.CharField(max_length=512)

@@ -27,8 +27,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
@@ -106,15 +108,19 @@ def _queue(session_id: int) -> None:
 
 def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = False,
                   jobs: Iterable[Job] | None = None) -> SchedulingSession:
-    """Create a session (every pending job unless `jobs` is given) and queue its id once committed.
+    """Create a session (every job with a pod left to place unless `jobs` is given) and queue its id once
+    committed.
 
-    Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
+    Raises jobs.services.NotSchedulable, naming the job, when a given job is finished or all its pods
+    already hold resources. Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
     lost) when the broker is down."""
     if profile not in SchedulingSession.PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of: {', '.join(SchedulingSession.PROFILES)}")
+    chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs()
+    if jobs is not None:
+        job_services.check_schedulable(chosen)
     with transaction.atomic():
         session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
-        chosen = list(jobs) if jobs is not None else list(Job.objects.filter(status=Job.PENDING))
         session.jobs.set(chosen)
     _queue(session.pk)
     return session
@@ -279,13 +285,15 @@ def _run_with_retries(session: SchedulingSession) -> None:
         nodes, seen = cluster_nodes(session.cluster)
         job_rows = list(session.jobs.prefetch_related("tasks").order_by("id"))
         jobs = [job_services.to_engine(j) for j in job_rows]
+        held = _holders(job_rows)
         started = time.perf_counter()
-        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session))
+        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session),
+                             held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
         _beat(session)
         try:
-            _commit(session, result.to_dict(), seen, job_rows, len(nodes), engine_ms, attempt)
+            _commit(session, result.to_dict(), seen, job_rows, held, len(nodes), engine_ms, attempt)
             return
         except StaleNodes as exc:
             log.info("session %s attempt %s: %s; retrying on fresh state", session.pk, attempt, exc)
@@ -294,6 +302,22 @@ def _run_with_retries(session: SchedulingSession) -> None:
 
 
 PLACED = ("admitted", "rejected")  # the scheduler bound the pod (the kubelet may still reject it)
+SKIPPED = "skipped"  # the pod already held resources when the session read (or committed): not placed again
+
+
+def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
+    """{pod uid: (job id, where it holds resources in words)} for every pod of these jobs holding an allocation."""
+    out: dict[str, tuple[int, str]] = {}
+    for pod, job_id, node, cpus in (Allocation.objects.filter(job__in=job_rows).order_by("id")
+                                    .values_list("pod", "job_id", "node__name", "cpus")):
+        out.setdefault(pod, (job_id, f"already holds CPUs {cpus or '(none)'} on node {node}"))
+    return out
+
+
+def _skip(pod: Mapping, why: str) -> dict:
+    """A pod record the commit does not allocate for: the pod got resources from another writer."""
+    return {**pod, "status": SKIPPED, "message": f"not placed again: pod {pod.get('pod')} {why}",
+            "allocations": []}
 
 
 def _union(allocations: list[Mapping]) -> tuple[str, dict, dict]:
@@ -314,7 +338,7 @@ def _union(allocations: list[Mapping]) -> tuple[str, dict, dict]:
 
 def _placement_rows(session: SchedulingSession, pods: list[Mapping], seen: Mapping[str, tuple[int, int]]
                     ) -> list[Placement]:
-    columns = {"pod", "job", "task", "node", "allocations", "message"}
+    columns = {"pod", "namespace", "job", "task", "node", "allocations", "message"}
     rows = []
     for index, p in enumerate(pods):
         node_name = p.get("node") or ""
@@ -326,7 +350,8 @@ def _placement_rows(session: SchedulingSession, pods: list[Mapping], seen: Mappi
             cpus, memory, devices = ((p.get("predicted") or {}).get("cpus") or ""), {}, {}
         reason = p.get("message") or p.get("kubelet_reason") or ""
         rows.append(Placement(
-            session=session, index=index, job=str(p.get("job") or ""), task=str(p.get("task") or ""),
+            session=session, index=index, namespace=str(p.get("namespace") or "default"),
+            job=str(p.get("job") or ""), task=str(p.get("task") or ""),
             pod=str(p.get("pod") or ""), node_id=seen[node_name][0] if placed and node_name in seen else None,
             node_name=node_name if placed else "", cpus=cpus if placed else "", memory=memory, devices=devices,
             predicted=placed, admitted=(p.get("status") == "admitted") if placed else None, reason=str(reason),
@@ -334,45 +359,87 @@ def _placement_rows(session: SchedulingSession, pods: list[Mapping], seen: Mappi
     return rows
 
 
-def _allocation_rows(session: SchedulingSession, pods: list[Mapping], seen: Mapping[str, tuple[int, int]]
-                     ) -> list[Allocation]:
-    """What the session hands out: the kubelet's allocations (per container) of every admitted pod."""
+def _allocation_rows(session: SchedulingSession, pods: list[Mapping], seen: Mapping[str, tuple[int, int]],
+                     jobs: Mapping[tuple[str, str], Job]) -> list[Allocation]:
+    """What the session hands out: the kubelet's allocations (per container) of every admitted pod. A pod
+    that holds nothing exclusive (shared CPU pool) gets one empty whole-pod row: it is on the node all the
+    same, and must not be placed again."""
     rows = []
     for p in pods:
         if p.get("status") != "admitted" or not p.get("node"):
             continue
         node_id = seen[p["node"]][0]
-        for a in p.get("allocations") or ():
-            rows.append(Allocation(node_id=node_id, pod=str(a["pod"]), container=a.get("container") or "",
-                                   cpus=str(a.get("cpus") or ""), memory=a.get("memory") or {},
-                                   devices=a.get("devices") or {}, origin=Allocation.SCHEDULED, session=session))
+        job = jobs.get((str(p.get("namespace") or "default"), str(p.get("job") or "")))
+        for a in p.get("allocations") or ({"pod": _uid(p)},):
+            rows.append(Allocation(cluster_id=session.cluster_id, node_id=node_id, job=job, pod=str(a["pod"]),
+                                   container=a.get("container") or "", cpus=str(a.get("cpus") or ""),
+                                   memory=a.get("memory") or {}, devices=a.get("devices") or {},
+                                   origin=Allocation.SCHEDULED, session=session))
     return rows
 
 
+def _uid(p: Mapping) -> str:
+    return str(p.get("uid") or f"{p.get('namespace') or 'default'}/{p.get('pod')}")
+
+
+def _job_reasons(result: Mapping, pods: list[Mapping]) -> dict[tuple[str, str], str]:
+    """{(namespace, job): why this session did not place it ("" when every pod it ran holds resources)}."""
+    first: dict[tuple[str, str], str] = {}
+    for p in pods:
+        if p.get("status") not in ("admitted", SKIPPED):
+            key = (str(p.get("namespace") or "default"), str(p.get("job") or ""))
+            why = p.get("message") or p.get("kubelet_reason") or p.get("status")
+            first.setdefault(key, f"pod {p.get('pod')}: {why}")
+    out = {}
+    for j in result.get("jobs") or ():
+        key = (str(j.get("namespace") or "default"), str(j.get("job")))
+        out[key] = "" if j.get("committed") and key not in first else first.get(key, "not placed")
+    return out
+
+
 def _commit(session: SchedulingSession, result: dict, seen: Mapping[str, tuple[int, int]], job_rows: list[Job],
-            nodes_total: int, engine_ms: float, attempt: int) -> None:
+            held: Mapping[str, tuple[int, str]], nodes_total: int, engine_ms: float, attempt: int) -> None:
+    """Write the run's results in one transaction that holds, in order, the session row, the nodes it
+    allocates on (still at the generation it read, else StaleNodes) and its jobs. A pod that gained an
+    allocation since the run read the cluster is skipped, with the reason in its placement; pods that
+    held resources before the run are listed as skipped too. Job statuses are then derived afresh."""
     started = time.perf_counter()
     pods = list(result.pop("pods", None) or [])
-    allocations = [] if session.dry_run else _allocation_rows(session, pods, seen)
-    touched = sorted({a.node_id for a in allocations})
+    by_id = {j.pk: j for j in job_rows}
+    pods += [_skip({"pod": uid.partition("/")[2], "uid": uid, "namespace": by_id[job_id].namespace,
+                    "job": by_id[job_id].name, "task": "", "node": None}, why)
+             for uid, (job_id, why) in held.items()]
+    by_key = {(j.namespace, j.name): j for j in job_rows}
     names = {nid: name for name, (nid, _g) in seen.items()}
-    committed = {str(j.get("job")) for j in result.get("jobs") or () if j.get("committed") and j.get("placed")}
     with transaction.atomic():
         # first: this run must still own the row (the update also locks it until the commit)
         if not SchedulingSession.objects.filter(pk=session.pk, runs=session.runs,
                                                 status=SchedulingSession.RUNNING).update(heartbeat_at=timezone.now()):
             raise Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
-        for node_id in touched:
-            generation = seen[names[node_id]][1]
-            if not Node.objects.filter(pk=node_id, generation=generation).update(generation=generation + 1):
-                raise StaleNodes(f"node {names[node_id]} changed while the session ran")
+        if not session.dry_run:
+            touched = sorted({seen[p["node"]][0] for p in pods if p.get("status") == "admitted" and p.get("node")})
+            current = inventory.hold_nodes(touched)
+            for node_id in touched:
+                generation = seen[names[node_id]][1]
+                if node_id not in current or current[node_id].generation != generation:
+                    raise StaleNodes(f"node {names[node_id]} changed while the session ran")
+            list(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk"))
+            now_held = _holders(job_rows)
+            pods = [_skip(p, now_held[_uid(p)][1]) if p.get("status") == "admitted" and _uid(p) in now_held else p
+                    for p in pods]
+            allocations = _allocation_rows(session, pods, seen, by_key)
+            Node.objects.filter(pk__in=touched).update(generation=F("generation") + 1)
         Placement.objects.filter(session=session).delete()
         Placement.objects.bulk_create(_placement_rows(session, pods, seen), batch_size=BATCH)
-        Allocation.objects.bulk_create(allocations, batch_size=BATCH)
+        committed = {(str(j.get("namespace") or "default"), str(j.get("job")))
+                     for j in result.get("jobs") or () if j.get("committed") and j.get("placed")}
         if not session.dry_run:
-            for job in job_rows:
-                status = Job.SCHEDULED if job.name in committed else Job.UNSCHEDULABLE
-                Job.objects.filter(pk=job.pk).update(status=status)
+            Allocation.objects.bulk_create(allocations, batch_size=BATCH)
+            for key, reason in _job_reasons(result, pods).items():
+                if key in by_key:
+                    Job.objects.filter(pk=by_key[key].pk).update(reason=reason)
+            job_services.refresh_status(j.pk for j in job_rows)
+        result["skipped"] = sum(1 for p in pods if p.get("status") == SKIPPED)
         checkpoint("written", session)
         SchedulingSession.objects.filter(pk=session.pk).update(
             status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,

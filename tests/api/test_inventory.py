@@ -97,8 +97,10 @@ def test_allocations_checked_by_engine(api, cluster):
     node.refresh_from_db()
     assert node.generation == 2
     r = api.post("/api/allocations/", {"node": node.pk, "pod": "default/b", "cpus": "2-3"}, format="json")
-    assert r.status_code == 400
-    assert "already allocated" in r.json()["non_field_errors"][0]
+    assert r.status_code == 409  # held by someone: a conflict, naming the CPUs and the holder
+    body = r.json()
+    assert body["cpus"] == "2" and [h["pod"] for h in body["holders"]] == ["default/a"]
+    assert "CPUs 2 of node n1 are held by default/a" in body["detail"]
     r = api.post("/api/allocations/", {"node": node.pk, "pod": "default/c", "cpus": "99"}, format="json")
     assert r.status_code == 400 and "not on the machine" in r.json()["non_field_errors"][0]
     assert allocated_cpus(node) == [0, 1, 2]

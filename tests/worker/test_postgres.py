@@ -124,3 +124,26 @@ def test_pytest_run_ignores_database_url():
     engines = [subprocess.run([sys.executable, "-c", probe.format(pre=pre)], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=60, check=True).stdout.strip() for pre in ("", "import pytest; ")]
     assert engines == ["django.db.backends.postgresql", "django.db.backends.sqlite3"]
+
+
+@pytest.mark.parametrize("scenario", ["allocation_race", "session_race"])
+def test_integrity_under_concurrency_on_postgres(postgres_url, tmp_path, scenario):
+    """The concurrent-writer scenarios of test_integrity.py, on PostgreSQL (row locks instead of SQLite's
+    database lock), each on a fresh database."""
+    import json
+
+    from tests.worker import test_integrity
+
+    base = postgres_url.rsplit("/", 1)[0]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{scenario}"')
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env.update(DATABASE_URL=f"{base}/{scenario}", NUMAWEB_DATA_DIR=str(tmp_path),
+               DJANGO_SETTINGS_MODULE="numaweb.settings")
+    for args in (["manage.py", "migrate", "-v0"], ["-m", "tests.worker.integrity_scenarios", scenario]):
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    getattr(test_integrity, f"check_{scenario}")(seen)
+    assert not (tmp_path / "numaweb.sqlite3").exists()
