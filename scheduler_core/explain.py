@@ -11,7 +11,7 @@
   "counts": {"pods": int, "placed": int, "unplaced": int, "admitted": int,
              "topology_affinity_errors": int, "admission_errors": int, "rolled_back": int,
              "single_numa": int,         # admitted pods whose CPUs/memory/devices sit on one NUMA node
-             "cpu_prediction_mismatches": int},  # volcano: simulated CPUs != kubelet's CPUs
+             "cpu_prediction_mismatches": int},  # volcano: Volcano's predicted CPUs != the kubelet's
   "timings": {"total_s", "evaluate_s", "admission_s", "pods_per_s", "evaluations", "class_visits",
               "us_per_pod_node"},       # floats / ints, measured
   "jobs": [{"job", "namespace", "priority", "min_available", "pods", "placed", "held", "committed"}],
@@ -26,7 +26,7 @@ PodRecord = {
   "score": int | null,                  # its total score (null when the profile does not score)
   "message": str | null,                # unschedulable: "0/N nodes are unavailable: 3 <reason>, 5 <reason>."
                                         # rejected: the kubelet's message; rolled_back: the gang reason
-  "predicted": {"verdict": id, "numa": [ids], "cpus": "0-3"} | null,
+  "predicted": {"verdict": id, "numa": [ids], "cpus": "0-3", "order_dependent": bool} | null,
   "admission": AdmitResult.to_dict() | null,   # the kubelet's verdict on the chosen node
   "kubelet_reason": "TopologyAffinityError" | ... | null,
   "admitted_numa": [ids] | null,
@@ -40,8 +40,9 @@ Verdict = {
   "code": "Error" | "UnschedulableAndUnresolvable" | "Unschedulable" | null,
   "reason": str | null,                 # upstream reason text
   "numa_count": int, "numa": [ids], "cpus": "cpuset",
+  "order_dependent": bool,              # volcano: upstream could predict other CPUs (Go map order)
   "containers": [{"container", "hints": {"cpu": [hint] | null}, "best_hint": hint | null,
-                  "admit": bool, "cpus": "cpuset"}],          # volcano profile
+                  "admit": bool, "cpus": "cpuset", "order_dependent": bool}],   # volcano profile
   "admission": AdmitResult.to_dict() | null   # aligned profile: every provider's hints, merge, allocations
 }
 hint = {"affinity": [NUMA ids] | null, "preferred": bool}
@@ -94,9 +95,15 @@ class NodeVerdict:
     cpus: int = 0
     sig: int = -1
 
+    @property
+    def order_dependent(self) -> bool:
+        """The predicted CPUs are one of several upstream could pick (Volcano's selection, Go map order)."""
+        return self.volcano is not None and self.volcano.order_dependent
+
     def to_dict(self) -> dict:
         out = {"outcome": self.outcome, "code": self.code, "reason": self.reason, "numa_count": self.numa_count,
-               "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)), "containers": None,
+               "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)),
+               "order_dependent": self.order_dependent, "containers": None,
                "admission": None if self.admission is None else self.admission.to_dict()}
         if self.volcano is not None:
             out["containers"] = [c.to_dict() for c in self.volcano.containers]
@@ -115,7 +122,7 @@ class VerdictTable:
     def signature(v: NodeVerdict) -> tuple:
         containers = None
         if v.volcano is not None:
-            containers = tuple((c.name, id(c.model), c.hints_key, c.best, c.admit, c.cpus)
+            containers = tuple((c.name, id(c.model), c.hints_key, c.best, c.admit, c.cpus, c.order_dependent)
                                for c in v.volcano.containers)
         admission = None
         if v.admission is not None:
@@ -194,7 +201,8 @@ class PodRecord:
         predicted = None
         if self.predicted is not None:
             predicted = {"verdict": self.predicted.sig, "numa": _bits(self.predicted.numa_mask),
-                         "cpus": str(CPUSet(self.predicted.cpus))}
+                         "cpus": str(CPUSet(self.predicted.cpus)),
+                         "order_dependent": self.predicted.order_dependent}
         return {
             "pod": self.pod, "uid": self.uid, "namespace": self.namespace, "job": self.job, "task": self.task,
             "policy": self.policy, "qos": self.qos, "status": self.status, "node": self.node, "score": self.score,

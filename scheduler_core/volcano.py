@@ -29,7 +29,8 @@ from .errors import EngineError, PolicyError
 from .jobs import Job, Task
 from .pods import GUARANTEED, Container, Pod, qos_class
 from .quantity import cpu_milli
-from .topology import CPU, Topology
+from .volcano_cpu import Selection, VolcanoCPUTopology
+from .volcano_cpu import take_by_topology as volcano_take
 
 PLUGIN_NAME = "numa-aware"
 POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
@@ -142,7 +143,7 @@ class NumaModel:
                     mask |= 1 << self.numa_ids[i]
                 self.subsets.append((mask, idx, sum(self.capacity[i] for i in idx)))
         self.numa0_index = self.numa_ids.index(0) if 0 in self.numa_ids else None
-        self.topology = self._kubelet_topology()
+        self.cpu_topology = VolcanoCPUTopology(self.detail)
         self.reserved_cpu_milli = reserved_cpu_milli
         self.reserved = self._reserved()
         self._hint_cache: dict[tuple, list[Hint]] = {}
@@ -173,21 +174,16 @@ class NumaModel:
         reserved = k.reserved_cpu_milli if k.reserved_cpus is None else len(k.reserved_cpus) * 1000
         return cls(detail, policies, reserved or None)
 
-    def _kubelet_topology(self) -> Topology | None:
-        if not self.detail:
-            return None
-        core_ids: dict[tuple[int, int], int] = {}
-        for cpu in sorted(self.detail):
-            _numa, socket, core = self.detail[cpu]
-            core_ids.setdefault((socket, core), cpu)
-        cpus = [CPU(cpu, core_ids[(s, c)], s, n, s) for cpu, (n, s, c) in sorted(self.detail.items())]
-        return Topology(cpus)
-
     def _reserved(self) -> int:
+        """§7.2: ceil(reserved / 1000) CPUs picked by Volcano's own selection from every CPU (none on
+        failure); with per-socket core ids this can be more CPUs than asked."""
         if not self.reserved_cpu_milli:
             return 0
         n = -(-self.reserved_cpu_milli // 1000)
-        return take_cpus(self, self.all_cpus, n) or 0
+        try:
+            return volcano_take(self.cpu_topology, self.all_cpus, n).cpus
+        except EngineError:
+            return 0
 
     # -- hint provider (§7.3–§7.4) -----------------------------------------------------------------
     def free_counts(self, avail: int) -> tuple[int, ...]:
@@ -276,22 +272,6 @@ class NumaModel:
             if cpus & m:
                 mask |= 1 << n
         return mask
-
-
-def take_cpus(model: NumaModel, available: int, count: int) -> int | None:
-    """`count` CPUs out of `available` with the kubelet's algorithm (the intended divergence from §9).
-    CPUs unknown to the detail are dropped first, as Volcano does; None on failure."""
-    if count <= 0:
-        return 0
-    avail = available & model.all_cpus
-    if count > avail.bit_count() or model.topology is None:
-        return None
-    from .cpu import take_by_topology
-
-    try:
-        return take_by_topology(model.topology, avail, count).mask
-    except EngineError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -395,6 +375,8 @@ class ContainerDecision:
     admit: bool
     cpus: int = 0
     model: NumaModel | None = None
+    #: upstream could have picked other CPUs here (Go map order in Volcano's selection)
+    order_dependent: bool = False
 
     @property
     def hints(self) -> list[Hint] | None:
@@ -412,6 +394,7 @@ class ContainerDecision:
             "best_hint": None if self.best is None else self.best.to_dict(),
             "admit": self.admit,
             "cpus": str(CPUSet(self.cpus)),
+            "order_dependent": self.order_dependent,
         }
 
 
@@ -431,6 +414,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.outcome != REJECT
+
+    @property
+    def order_dependent(self) -> bool:
+        """Some container's predicted CPUs depend on Go's map order upstream."""
+        return any(c.order_dependent for c in self.containers)
 
     def best_hints(self) -> list[Hint]:
         """Best hints of the admitted containers, in container order (as the vectors list them)."""
@@ -454,26 +442,24 @@ def filter_node_by_policy(task_policy: str, model: NumaModel | None, free: int |
     return True, None
 
 
-def allocate_container(model: NumaModel, best: Hint, avail: int, req: int) -> int:
-    """§7.5 Allocate with the kubelet's CPU choice: aligned part first, then the rest; {} on failure."""
-    result = 0
+def allocate_container(model: NumaModel, best: Hint, avail: int, req: int) -> Selection:
+    """§7.5 Allocate: Volcano's selection from the best hint's NUMA nodes first, then the rest
+    from everything available; empty on failure. The CPUs can outnumber `req` (per-socket core ids)."""
+    result = Selection(0)
     if best.affinity is not None:
         aligned_pool = 0
         for n in _bits(best.affinity):
             aligned_pool |= model.numa_cpus.get(n, 0)
         aligned = avail & aligned_pool
-        k = min(req, aligned.bit_count())
-        got = take_cpus(model, aligned, k)
-        if got is None:
-            return 0
-        result = got
-    need = req - result.bit_count()
-    if need > 0:
-        rest = take_cpus(model, avail & ~result, need)
-        if rest is None:
-            return 0
-        result |= rest
-    return result
+        try:
+            result = volcano_take(model.cpu_topology, aligned, min(req, aligned.bit_count()))
+        except EngineError:
+            return Selection(0)
+    try:
+        rest = volcano_take(model.cpu_topology, avail & ~result.cpus, req - result.cpus.bit_count())
+    except EngineError:
+        return Selection(0)
+    return Selection(result.cpus | rest.cpus, result.order_dependent or rest.order_dependent)
 
 
 def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> Verdict:
@@ -505,11 +491,11 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
         if not admit:
             decisions.append(ContainerDecision(name, key, best, False, 0, model))
             return Verdict(REJECT, UNSCHEDULABLE_AND_UNRESOLVABLE, reason_container(name), decisions)
-        got = allocate_container(model, best, avail, req) if req else 0
-        decisions.append(ContainerDecision(name, key, best, True, got, model))
-        total |= got
+        got = allocate_container(model, best, avail, req) if req else Selection(0)
+        decisions.append(ContainerDecision(name, key, best, True, got.cpus, model, got.order_dependent))
+        total |= got.cpus
         if cur is not None:
-            cur &= ~got
+            cur &= ~got.cpus
     return Verdict(PASS_ASSIGNED, containers=decisions, assignment=total,
                    numa_count=model.numa_count(total), numa_mask=model.numa_mask(total))
 
