@@ -25,7 +25,7 @@ from itertools import combinations, product
 from typing import NamedTuple
 
 from .bitmask import bits_of as _bits
-from .errors import EngineError, PolicyError
+from .errors import EngineError
 from .jobs import Job, Task
 from .pods import GUARANTEED, Container, Pod, qos_class
 from .quantity import cpu_milli
@@ -52,7 +52,6 @@ REASON_CPU_NOT_STATIC = "cpu manager policy isn't static"
 REASON_NO_TOPO = "no topo information"
 REASON_ALLOCATABLE_EMPTY = "cpu allocatable map is empty"
 
-KNOWN_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 _HINT_CACHE_LIMIT = 65536
 
 
@@ -631,9 +630,10 @@ def _webhook_message(task_index: int, index: int) -> str:
 
 def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
                                   init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
-    """The job webhook's check (§4.1) on a manifest's container dicts: with a policy, every container's
-    cpu request (limits when requests are empty) must be whole CPUs. Returns the rejection message,
-    "" when valid."""
+    """The job webhook's check (§4.1) on one task's container resource dicts (`{"requests": ...,
+    "limits": ...}`): with a policy, every container's cpu request (limits when requests are empty)
+    must be whole CPUs; no cpu request counts as 0 CPUs. `task_index` is the task's place in the
+    job. Returns the rejection message, "" when valid."""
     if not has_policy(policy):
         return ""
     for index, c in enumerate([*containers, *init_containers]):
@@ -642,6 +642,19 @@ def validate_task_topology_policy(policy: str | None, containers: Sequence[Mappi
         milli = cpu_milli(cpu, f"container[{index}] cpu") if cpu is not None else 0
         if guaranteed_cpus(milli) == 0:
             return _webhook_message(task_index, index)
+    return ""
+
+
+def validate_job_tasks(tasks: Sequence[Mapping]) -> str:
+    """The webhook's check over a Volcano Job manifest's `spec.tasks`: the first task that fails names
+    its own index in the message; "" when every task is valid."""
+    for task_index, task in enumerate(tasks):
+        spec = (task.get("template") or {}).get("spec") or {}
+        containers = [c.get("resources") or {} for c in spec.get("containers") or ()]
+        inits = [c.get("resources") or {} for c in spec.get("initContainers") or ()]
+        message = validate_task_topology_policy(task.get("topologyPolicy"), containers, inits, task_index)
+        if message:
+            return message
     return ""
 
 
@@ -658,13 +671,10 @@ def job_topology_policy_violation(job: Job) -> tuple[Task, Container, str] | Non
     return None
 
 
-def validate_node_policy(policy: str) -> str:
-    """Raise PolicyError for a topology policy string the engine does not know (jobs, API input)."""
-    if policy not in KNOWN_POLICIES:
-        raise PolicyError(f"unknown topology policy {policy!r}; expected one of: {', '.join(KNOWN_POLICIES)}")
-    return policy
-
-
-def pod_qos(containers: Sequence[Container], init_containers: Sequence[Container] = ()) -> str:
-    """QoS class as the plugin's gate reads it (§4.2), for a bare container list."""
+def pod_qos(containers: Sequence[Container], init_containers: Sequence[Container] = (),
+            status_qos_class: str | None = None) -> str:
+    """GetPodQOS as the plugin's gate reads it (§4.2): a non-empty `status.qosClass` is returned as
+    it is; otherwise the class the containers' requests and limits give."""
+    if status_qos_class:
+        return status_qos_class
     return qos_class(Pod("qos-probe", tuple(containers), tuple(init_containers)))

@@ -6,7 +6,8 @@ multi-document, `kind: List` too) → `Job` objects.
   built-in system classes are known; other names give 0 and a note).
 - Pod: one task `pod` of one replica, `minAvailable` 1. Deployment: one task `pod` of
   `spec.replicas` (default 1) replicas and `minAvailable` 1 (each Deployment pod is its own
-  PodGroup in Volcano, so one placed pod is progress).
+  PodGroup in Volcano, so one placed pod is progress). A Pod's non-empty `status.qosClass` is its
+  QoS class as it is (as GetPodQOS reads it), whatever its resources say.
 - Pod templates: `containers`, `initContainers` (`restartPolicy: Always` makes a sidecar),
   `resources.requests/limits` as Kubernetes quantities (cpu → millicores, memory and hugepages →
   bytes, anything else a whole count); the `volcano.sh/numa-topology-policy` annotation.
@@ -20,7 +21,7 @@ import json
 from ..errors import EngineError, FormatError, PolicyError, RequestError
 from ..jobs import Job, Task
 from ..kubelet import TOPOLOGY_POLICIES
-from ..pods import APP, INIT, SIDECAR, Container, Pod
+from ..pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
 from ..quantity import count, cpu_milli
 from ._common import load_yaml_documents
 
@@ -175,7 +176,12 @@ def _pod(obj: dict, name: str, namespace: str, where: str) -> Pod:
     inits = tuple(_container(c, SIDECAR if isinstance(c, dict) and c.get("restartPolicy") == "Always" else INIT,
                              f"{where}: spec.initContainers[{i}]")
                   for i, c in enumerate(_list(spec.get("initContainers"), f"{where}: spec.initContainers")))
-    return Pod(name, containers, inits, namespace, topology_policy=policy)
+    # GetPodQOS returns a non-empty status.qosClass as it is (a Pod object, not a template)
+    status = obj.get("status")
+    qos = status.get("qosClass") if isinstance(status, dict) else None
+    if qos and qos not in QOS_CLASSES:
+        raise RequestError(f"{where}: status.qosClass {qos!r} is not one of {', '.join(QOS_CLASSES)}")
+    return Pod(name, containers, inits, namespace, qos=qos or None, topology_policy=policy)
 
 
 def _list(value: object, what: str) -> list:

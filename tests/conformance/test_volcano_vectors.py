@@ -211,12 +211,15 @@ def _container(i: int, spec: dict, kind: str = "app") -> Container:
 def test_misc(case):
     kind, inp, exp = case["kind"], case["input"], case["expected"]
     if kind == "guaranteed_cpus":
-        assert cpu_milli(inp["cpu_request"]) == inp["milli"]
-        assert guaranteed_cpus(inp["milli"]) == exp["cpus"]
+        # no cpu request at all counts as 0 CPUs, as guaranteedCPUs reads a missing quantity
+        milli = None if inp["cpu_request"] is None else cpu_milli(inp["cpu_request"])
+        assert milli == inp.get("milli", milli)
+        assert guaranteed_cpus(milli) == exp["cpus"]
     elif kind == "reserved_cpu_count":
         assert reserved_cpu_count(inp["res_reserved_cpu"]) == exp["count"]
     elif kind == "validate_task_topo_policy":
-        msg = validate_task_topology_policy(inp["topologyPolicy"], inp["containers"], inp["initContainers"])
+        msg = validate_task_topology_policy(inp["topologyPolicy"], inp["containers"], inp["initContainers"],
+                                            inp.get("taskIndex", inp.get("task_index", 0)))
         if "message" in exp:
             assert msg == exp["message"]
         else:
@@ -230,7 +233,8 @@ def test_misc(case):
     elif kind == "pod_qos":
         app = [_container(i, c) for i, c in enumerate(inp["containers"])]
         init = [_container(100 + i, c, "init") for i, c in enumerate(inp.get("initContainers") or [])]
-        assert pod_qos(app, init) == exp["qos"]
+        status = inp.get("status_qos_class", (inp.get("status") or {}).get("qosClass"))
+        assert pod_qos(app, init, status) == exp["qos"]
     else:  # a new kind in the data must not pass silently
         pytest.fail(f"unknown misc kind {kind}")
 
