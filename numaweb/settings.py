@@ -87,6 +87,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # static files straight from STATIC_ROOT (hashed names, gzip, far-future cache headers), before any other work
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -109,6 +111,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "numaweb.pages.context_processors.workers",
             ],
         },
     },
@@ -152,6 +155,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one at start-up
+# WhiteNoise serves what collectstatic wrote (`manage.py serve` and the compose web service run it first): names
+# carry a content hash, so they are cached for a year; gzip copies are served to clients that accept them.
+# A pytest run renders templates without a collectstatic (the live server serves the source files), so it keeps
+# the plain storage; the stack test (tests/stack) runs the product's storage end to end.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if UNDER_PYTEST
+                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 LOGIN_URL = "admin:login"
 
@@ -236,9 +249,32 @@ NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
 # many times; after that it is marked failed, so a session that kills its worker cannot loop forever
 NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 
+# workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
+# pages show a banner when no worker has been seen for this long
+NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
+# a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a
+# lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
+# claims the row first)
+NUMAWEB_REQUEUE_SECONDS = envint("NUMAWEB_REQUEUE_SECONDS", "60")
+
+# -- logs: everything on stderr, plain lines or one JSON object a line ----------------------------------------
+NUMAWEB_LOG_FORMAT = os.environ.get("NUMAWEB_LOG_FORMAT", "plain").strip().lower()
+if NUMAWEB_LOG_FORMAT not in ("plain", "json"):
+    raise ValueError(f"NUMAWEB_LOG_FORMAT={NUMAWEB_LOG_FORMAT!r} is not a log format (use plain or json)")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"numaweb": {"handlers": ["console"], "level": os.environ.get("NUMAWEB_LOG_LEVEL", "INFO")}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+        "json": {"()": "numaweb.logs.JsonFormatter"},
+    },
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+                            "formatter": NUMAWEB_LOG_FORMAT}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {
+        "numaweb": {"handlers": ["stderr"], "level": os.environ.get("NUMAWEB_LOG_LEVEL", "INFO"), "propagate": False},
+        # every 5xx with its traceback (Django's default only mails admins when DEBUG is off)
+        "django.request": {"handlers": ["stderr"], "level": "ERROR", "propagate": False},
+        "celery": {"level": "INFO"},
+    },
 }

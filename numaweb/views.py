@@ -1,12 +1,16 @@
 """Project-level views outside the pages app: a health check for docker-compose and monitors."""
 
-from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+from . import health
 
 
 @require_GET
+@never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """200 when the database and broker answer and a worker was seen within NUMAWEB_WORKER_TIMEOUT, else 503;
+    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}."""
+    healthy, body = health.report()
+    return JsonResponse(body, status=200 if healthy else 503)

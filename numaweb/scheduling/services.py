@@ -263,16 +263,27 @@ def execute_session(session_id: int) -> SchedulingSession:
         log.info("session %s was claimed by %s first", session_id, session.worker)
         return session
     run = session.runs
+    fields = {"session": session_id, "run": run}
+    log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, run, session.profile,
+             session.cluster.name, session.worker, extra=fields)
+    started = time.perf_counter()
     try:
         _run_with_retries(session)
     except Superseded as exc:
-        log.warning("session %s run %s: %s", session_id, run, exc)
+        log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
     except Exception as exc:
         reason = str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}"
-        log.exception("session %s failed", session_id)
+        ms = (time.perf_counter() - started) * 1000
+        log.exception("session %s failed after %.0f ms: %s", session_id, ms, reason, extra={**fields, "ms": ms})
         SchedulingSession.objects.filter(pk=session_id, runs=run, status=SchedulingSession.RUNNING).update(
             status=SchedulingSession.FAILED, error=reason or type(exc).__name__, finished_at=timezone.now())
     session.refresh_from_db()
+    if session.status == SchedulingSession.DONE and session.runs == run:
+        ms = (time.perf_counter() - started) * 1000
+        log.info("session %s done in %.0f ms (engine %.0f ms, commit %.0f ms, %s attempt(s)): %s/%s pods placed, "
+                 "%s/%s jobs", session_id, ms, session.engine_ms or 0, session.commit_ms or 0, session.attempts,
+                 session.pods_placed, session.pods_total, session.jobs_placed, session.jobs_total,
+                 extra={**fields, "ms": ms, "engine_ms": session.engine_ms, "commit_ms": session.commit_ms})
     return session
 
 

@@ -1,9 +1,10 @@
 """Celery tasks. Arguments are ids only; the work and its bookkeeping live in services."""
 
 import logging
+import os
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 
 from . import services
 
@@ -27,14 +28,31 @@ def ping() -> str:
     return "pong"
 
 
+_housekeeping: list = []  # the running Housekeeping thread of this worker process, if any
+
+
 @worker_ready.connect
-def _expire_lost_sessions(**_kwargs) -> None:
-    """A starting worker marks sessions whose worker is lost (e.g. the one it replaces after a crash,
-    whose message the file-system queue does not re-deliver) failed with the reason, so they can be re-run."""
-    try:
-        lost = services.expire_lost_sessions()
-    except Exception:  # the database may not be migrated yet: never keep the worker from starting
-        log.exception("could not check for sessions whose worker was lost")
-        return
-    if lost:
-        log.warning("sessions whose worker was lost, marked failed: %s", ", ".join(map(str, lost)))
+def _worker_started(sender=None, **_kwargs) -> None:
+    """A worker that is ready to consume starts its housekeeping thread: heartbeat, sessions whose worker was
+    lost (e.g. the one it replaces after a crash) marked failed, every pending session queued again."""
+    from .housekeeping import Housekeeping
+
+    name = getattr(sender, "hostname", None) or services.worker_id()
+    pool = getattr(getattr(sender, "controller", None), "pool", None)
+    log.info("worker %s started (pid %s, pool %s, concurrency %s)", name, os.getpid(),
+             type(pool).__module__.rsplit(".", 1)[-1], getattr(pool, "limit", "?"), extra={"worker": name})
+    thread = Housekeeping(name)
+    thread.start()
+    _housekeeping.append(thread)
+
+
+@worker_shutdown.connect
+def _worker_stopping(**_kwargs) -> None:
+    """Stop the housekeeping thread and delete the heartbeat, so /healthz tells at once."""
+    while _housekeeping:
+        thread = _housekeeping.pop()
+        try:
+            thread.stop()
+        except Exception:  # the database may be gone too: the heartbeat then simply times out
+            log.exception("could not delete the heartbeat of worker %s", thread.worker_name)
+        log.info("worker %s stopped (pid %s)", thread.worker_name, os.getpid(), extra={"worker": thread.worker_name})

@@ -62,11 +62,6 @@ def test_run_session_command(db, capsys, _private_queue):
         call_command("run_session", "--job", "nope")
 
 
-def test_health_check(client, db):
-    assert client.get("/healthz").json() == {"status": "ok"}
-    assert client.post("/healthz").status_code == 405
-
-
 def test_commands_on_a_database_never_migrated_say_what_to_do(tmp_path):
     import os
     import subprocess

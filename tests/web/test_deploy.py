@@ -21,10 +21,31 @@ def test_compose_services_and_health_checks():
         assert env["DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["DATABASE_URL"]
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
-    assert "gunicorn numaweb.wsgi" in services["web"]["command"]
-    assert "migrate" in services["web"]["command"]
+    web = services["web"]["command"]
+    # the same server as `manage.py serve` (numaweb.scheduling.management.commands.serve.web_command)
+    assert "gunicorn -c python:numaweb.gunicorn_conf numaweb.wsgi" in web
+    assert web.index("migrate") < web.index("collectstatic") < web.index("gunicorn")
     assert services["worker"]["command"].startswith("celery -A numaweb worker")
+    assert "--pool=prefork" in services["worker"]["command"]
     assert "pgdata" in compose["volumes"]
+    assert "DJANGO_DEBUG" not in services["web"]["environment"]  # settings default: off
+
+
+def test_compose_redis_keeps_queued_sessions_across_restarts():
+    redis = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    data = command[command.index("--dir") + 1]
+    volume = next(v for v in redis["volumes"] if v.endswith(f":{data}"))
+    assert volume.split(":")[0] in yaml.safe_load((ROOT / "docker-compose.yml").read_text())["volumes"]
+
+
+def test_serve_runs_the_compose_web_server():
+    from numaweb.scheduling.management.commands.serve import web_command
+
+    command = web_command("127.0.0.1:9")
+    assert command[1:3] == ["-m", "gunicorn"] and command[command.index("-c") + 1] == "python:numaweb.gunicorn_conf"
+    assert command[-1] == "numaweb.wsgi"
 
 
 def test_env_example_lists_every_variable_the_settings_read():

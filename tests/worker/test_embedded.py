@@ -1,9 +1,15 @@
 """The product's run command on the embedded default: `manage.py serve` in a scratch folder (SQLite
-+ kombu's file-system queue + a real worker process). A session started through the API completes
-and shows placements; stopping the server stops the worker."""
++ kombu's file-system queue + a real worker process, behind gunicorn). A session started through the API
+completes and shows placements; stopping the server stops the worker; a killed worker is replaced."""
 
 import os
+import re
+import signal
+import socket
+import sqlite3
 import time
+import urllib.error
+import urllib.request
 
 from benchmarks.api_latency import embedded_server, one_run
 
@@ -46,3 +52,64 @@ def test_serve_runs_demo_sessions_on_the_file_system_queue(tmp_path):
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(worker)
+
+
+def _get(url: str) -> tuple[int, dict, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
+    """gunicorn (no development server), every asset of every page served by WhiteNoise with hashed names and
+    long cache headers; a killed worker's sessions fail at once, /healthz says 503, and a new worker is started."""
+    data = tmp_path / "data"
+    with embedded_server(data) as (api, facts):
+        base = api.base
+        log = facts["log"]
+        text = log.read_text(errors="replace")
+        assert "gunicorn" in text and "development server" not in text.lower() and "runserver" not in text
+        node = api.call("GET", "/api/nodes/")[1]["results"][0]["id"]
+        assets: set[str] = set()
+        for page in ("/", "/jobs/", "/sessions/", f"/nodes/{node}/", "/api/docs/", "/api/redoc/", "/admin/login/"):
+            status, _headers, body = _get(base + page)
+            assert status == 200, page
+            found = set(re.findall(r'(?:src|href)="(/static/[^"]+)"', body.decode()))
+            assert found, f"{page} links no static file"
+            assets |= found
+        for asset in sorted(assets):
+            status, headers, _body = _get(base + asset)
+            assert status == 200, asset
+            assert re.search(r"\.[0-9a-f]{12}\.\w+$", asset), f"{asset}: no content hash in the name"
+            assert "immutable" in headers["Cache-Control"] and "max-age=315360000" in headers["Cache-Control"]
+        assert any("htmx" in a for a in assets) and any(a.endswith(".css") for a in assets)
+        assert _get(base + "/healthz")[0] == 200
+
+        # a session the worker is running (as its claim writes it), then the worker is killed
+        first = facts["worker_pid"]
+        with sqlite3.connect(data / "numaweb.sqlite3") as db:
+            now = time.strftime("%Y-%m-%d %H:%M:%S")
+            cluster = db.execute("SELECT id FROM inventory_cluster").fetchone()[0]
+            running = db.execute(
+                "INSERT INTO scheduling_schedulingsession (cluster_id, profile, dry_run, status, progress_done, "
+                "progress_total, attempts, runs, created_at, started_at, updated_at, heartbeat_at, worker, pods_total,"
+                " pods_placed, pods_admitted, jobs_total, jobs_placed, nodes_total, error, summary) VALUES "
+                "(?, 'volcano', 1, 'running', 0, 0, 0, 1, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, '', '{}')",
+                (cluster, now, now, now, now, f"{socket.gethostname()}:{first}")).lastrowid
+        os.kill(first, signal.SIGKILL)
+        seen_503, deadline = False, time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status, _h, body = _get(base + "/healthz")
+            seen_503 |= status == 503
+            pids = [int(p) for p in re.findall(r"worker pid (\d+)", log.read_text(errors="replace"))]
+            if seen_503 and status == 200 and len(pids) > 1:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"no 503 then 200 with a new worker:\n{log.read_text(errors='replace')}")
+        assert pids[-1] != first and _alive(pids[-1])
+        session = api.call("GET", f"/api/sessions/{running}/")[1]
+        assert session["status"] == "failed" and f":{first} died" in session["error"]
+        assert f"worker pid {first} exited with code -9" in log.read_text(errors="replace")

@@ -1,26 +1,43 @@
-"""`manage.py serve [ADDR:PORT]`: run the product in one command.
+"""`manage.py serve [ADDR:PORT]`: run the product in one command, the way docker-compose runs it.
 
-Applies migrations, loads the demo data when the database has no cluster, makes sure an admin
-account and its API token exist, starts a Celery worker as a child process (on the embedded
-file-system queue unless REDIS_URL is set), then runs the web server. Stopping the server (Ctrl-C)
-stops the worker."""
+Applies migrations, collects the static files, loads the demo data when the database has no cluster, makes sure
+an admin account and its API token exist, then starts and watches two children:
+
+- gunicorn with numaweb.gunicorn_conf, the compose web service's server (WhiteNoise serves the static files,
+  DEBUG stays off);
+- a Celery worker (on the embedded file-system queue unless REDIS_URL is set). A worker that exits is started
+  again after a backoff (1 s, doubling up to 60 s, back to 1 s once one has run for a minute), and the sessions
+  it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts.
+
+The web server exiting, Ctrl-C or SIGTERM stop both."""
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Cluster
+from numaweb.scheduling import housekeeping, services
+
+log = logging.getLogger("numaweb.serve")
+
+BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
+STEADY_SECONDS = 60.0  # a worker that ran this long resets the backoff
+STOP_TIMEOUT = 20.0
 
 
 def worker_command(loglevel: str = "INFO") -> list[str]:
@@ -29,8 +46,32 @@ def worker_command(loglevel: str = "INFO") -> list[str]:
             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"numaweb-{os.getpid()}@%h"]
 
 
+def web_command(bind: str) -> list[str]:
+    """gunicorn exactly as the compose web service runs it, on `bind`."""
+    return [sys.executable, "-m", "gunicorn", "-c", "python:numaweb.gunicorn_conf", "--bind", bind, "numaweb.wsgi"]
+
+
+def parse_addrport(addrport: str) -> str:
+    """runserver's forms: PORT, ADDR:PORT, [IPv6]:PORT."""
+    addr, _, port = addrport.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise CommandError(f"{addrport!r} is not a port or address:port")
+    return f"{addr or '127.0.0.1'}:{port}"
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Command(BaseCommand):
-    help = "Migrate, load demo data if empty, start a Celery worker and run the web server."
+    help = "Migrate, collect static files, load demo data if empty, then run gunicorn and a supervised worker."
 
     def add_arguments(self, parser):
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
@@ -38,27 +79,73 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="do not load demo data into an empty database")
 
     def handle(self, *args, addrport: str, no_worker: bool, no_demo: bool, **options):
+        bind = parse_addrport(addrport)
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
         if not no_demo and not Cluster.objects.exists():
             build_demo("demo", self.stdout)
         self._admin()
-        worker = None
-        # a SIGTERM (docker stop, systemd, kill) unwinds like Ctrl-C, so the worker is stopped too
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        if not no_worker:
-            worker = subprocess.Popen(worker_command(), env=os.environ.copy())
-            broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
-            self.stdout.write(f"worker pid {worker.pid} on {broker}")
+        connection.close()
+        self.stopping = False
+
+        def stop(*_args) -> None:
+            self.stopping = True
+
+        # Ctrl-C and SIGTERM (docker stop, systemd, kill) end the loop below, which stops both children
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        web = subprocess.Popen(web_command(bind), env=os.environ.copy())
+        self.stdout.write(f"web server (gunicorn) pid {web.pid} at http://{bind}/")
+        self.worker: subprocess.Popen | None = None
         try:
-            call_command("runserver", addrport, use_reloader=False, insecure_serving=True, use_threading=True)
+            if not no_worker:
+                self.worker = self._start_worker()
+            code = self._supervise(web)
         finally:
-            if worker is not None and worker.poll() is None:
-                worker.terminate()
-                try:
-                    worker.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
-                    worker.wait()
+            _stop(web)
+            _stop(self.worker)
+        if code:
+            raise CommandError(f"the web server exited with code {code}", returncode=code)
+
+    def _start_worker(self) -> subprocess.Popen:
+        worker = subprocess.Popen(worker_command(), env=os.environ.copy())
+        broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
+        self.stdout.write(f"worker pid {worker.pid} on {broker}")
+        self.stdout.flush()
+        return worker
+
+    def _supervise(self, web: subprocess.Popen) -> int:
+        """Until asked to stop or the web server exits (its exit code): restart the worker when it exits."""
+        started = time.monotonic()
+        backoff, restart_at = BACKOFF_FIRST, None
+        while not self.stopping:
+            if web.poll() is not None:
+                log.error("the web server exited with code %s; stopping", web.returncode)
+                return web.returncode or 1
+            if self.worker is not None and self.worker.poll() is not None:
+                if time.monotonic() - started >= STEADY_SECONDS:
+                    backoff = BACKOFF_FIRST
+                self._worker_exited(self.worker, backoff)
+                self.worker, restart_at = None, time.monotonic() + backoff
+                backoff = min(backoff * 2, BACKOFF_MAX)
+            if restart_at is not None and time.monotonic() >= restart_at:
+                self.worker, restart_at, started = self._start_worker(), None, time.monotonic()
+            time.sleep(0.2)
+        return 0
+
+    def _worker_exited(self, worker: subprocess.Popen, backoff: float) -> None:
+        """Its sessions fail now (its pid is gone, so services.lost_reason says so) and its heartbeat goes."""
+        try:
+            housekeeping.forget(host=socket.gethostname(), pid=worker.pid)
+            lost = services.expire_lost_sessions()
+        except Exception:
+            log.exception("could not fail the sessions of worker pid %s", worker.pid)
+            lost = []
+        finally:
+            connection.close()
+        log.error("worker pid %s exited with code %s; sessions it was running, now failed: %s; starting a new one "
+                  "in %.0f s", worker.pid, worker.returncode, ", ".join(map(str, lost)) or "none", backoff,
+                  extra={"worker_pid": worker.pid, "exit_code": worker.returncode, "sessions": lost})
 
     def _admin(self) -> None:
         """An `admin` superuser (password from NUMAWEB_ADMIN_PASSWORD, else generated and kept in the data

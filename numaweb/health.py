@@ -1,0 +1,79 @@
+"""What /healthz reports and the pages' banner reads: can the database and the broker be reached, and has a
+worker sent a heartbeat within NUMAWEB_WORKER_TIMEOUT seconds. Each check answers "ok" or what is wrong."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+OK = "ok"
+
+
+def database() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:
+        return f"unreachable: {type(exc).__name__}: {exc}".strip()
+    return OK
+
+
+def broker() -> str:
+    """Redis answers PING within the connect timeout; the file-system queue's folder is writable."""
+    from numaweb.celery import app
+
+    url = app.conf.broker_url or ""
+    if url.startswith("filesystem://"):
+        folder = Path(app.conf.broker_transport_options.get("data_folder_in") or "")
+        return OK if folder.is_dir() and os.access(folder, os.W_OK) else f"queue folder {folder} is not writable"
+    timeout = settings.CELERY_BROKER_CONNECTION_TIMEOUT
+    try:
+        if url.startswith(("redis://", "rediss://", "unix://")):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        else:
+            with app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, timeout=timeout)
+    except Exception as exc:
+        return f"unreachable: {type(exc).__name__}: {exc}".strip()
+    return OK
+
+
+def workers() -> dict[str, Any]:
+    """Workers whose heartbeat is recent (`alive`), and how long ago any worker was last seen."""
+    from numaweb.scheduling.models import WorkerHeartbeat
+
+    timeout = settings.NUMAWEB_WORKER_TIMEOUT
+    now = timezone.now()
+    alive = WorkerHeartbeat.objects.filter(seen_at__gte=now - timedelta(seconds=timeout)).count()
+    last = WorkerHeartbeat.objects.order_by("-seen_at").values_list("seen_at", flat=True).first()
+    return {"status": OK if alive else f"no worker seen for {timeout} s", "alive": alive,
+            "last_seen_seconds": round((now - last).total_seconds(), 1) if last else None, "timeout": timeout}
+
+
+def workers_alive() -> bool:
+    """For the banner: True when a worker has been seen (or the database cannot tell)."""
+    try:
+        return workers()["alive"] > 0
+    except Exception:
+        return True
+
+
+def report() -> tuple[bool, dict[str, Any]]:
+    """(healthy, body) for /healthz."""
+    db = database()
+    body: dict[str, Any] = {"database": db, "broker": broker(),
+                            "workers": workers() if db == OK else {"status": "unknown: the database is unreachable"}}
+    healthy = db == OK and body["broker"] == OK and body["workers"]["status"] == OK
+    return healthy, {"status": "ok" if healthy else "unavailable", **body}

@@ -1,0 +1,102 @@
+"""What a worker does besides running sessions, on a thread of its main process, so the database (not the
+broker) decides what still has to run:
+
+- publish a heartbeat (its WorkerHeartbeat row) every third of NUMAWEB_WORKER_TIMEOUT;
+- mark running sessions whose worker is lost failed (services.expire_lost_sessions);
+- queue again every session still pending NUMAWEB_REQUEUE_SECONDS after it was last queued (all of them when
+  the worker starts): a message lost by the broker, or dropped by a Redis restart, only delays the session.
+  A duplicate message is harmless, since a run first claims the row."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from . import services
+from .models import SchedulingSession, WorkerHeartbeat
+
+log = logging.getLogger("numaweb.scheduling")
+
+
+def beat(name: str, started_at=None) -> None:
+    """Write (or create) this worker's heartbeat row."""
+    now = timezone.now()
+    updated = WorkerHeartbeat.objects.filter(name=name).update(host=socket.gethostname(), pid=os.getpid(),
+                                                               seen_at=now)
+    if not updated:
+        WorkerHeartbeat.objects.update_or_create(name=name, defaults={
+            "host": socket.gethostname(), "pid": os.getpid(), "started_at": started_at or now, "seen_at": now})
+
+
+def forget(name: str | None = None, host: str | None = None, pid: int | None = None) -> int:
+    """Delete a worker's heartbeat (it stopped, or its supervisor saw it die): health turns at once."""
+    rows = WorkerHeartbeat.objects.all()
+    if name is not None:
+        rows = rows.filter(name=name)
+    if host is not None and pid is not None:
+        rows = rows.filter(host=host, pid=pid)
+    return rows.delete()[0]
+
+
+def requeue_pending(older_than: float) -> list[int]:
+    """Queue again every pending session last queued (or touched) more than `older_than` seconds ago. The row's
+    updated_at is moved first, conditionally, so of several workers checking at once only one sends it."""
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    sent = []
+    for pk, updated_at in SchedulingSession.objects.filter(status=SchedulingSession.PENDING,
+                                                           updated_at__lte=cutoff).values_list("pk", "updated_at"):
+        if not SchedulingSession.objects.filter(pk=pk, status=SchedulingSession.PENDING,
+                                                updated_at=updated_at).update(updated_at=timezone.now()):
+            continue
+        services.enqueue(pk)  # BrokerUnavailable: the next check tries again
+        sent.append(pk)
+    if sent:
+        log.info("queued pending sessions again: %s", ", ".join(map(str, sent)), extra={"sessions": sent})
+    return sent
+
+
+def upkeep(name: str, requeue_after: float) -> None:
+    """One round: heartbeat, lost sessions, pending sessions."""
+    beat(name)
+    lost = services.expire_lost_sessions()
+    if lost:
+        log.warning("sessions whose worker was lost, marked failed: %s", ", ".join(map(str, lost)))
+    requeue_pending(requeue_after)
+
+
+class Housekeeping(threading.Thread):
+    """The loop; `stop()` ends it and deletes the heartbeat."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name="numaweb-housekeeping", daemon=True)
+        self.worker_name = name
+        self.interval = max(0.5, settings.NUMAWEB_WORKER_TIMEOUT / 3)
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        first = True
+        while not self.stopping.is_set():
+            try:
+                upkeep(self.worker_name, 0 if first else settings.NUMAWEB_REQUEUE_SECONDS)
+                first = False
+            except Exception:  # database or broker away: log it, the next round tries again
+                log.exception("worker housekeeping failed; retrying in %.0f s", self.interval)
+            finally:
+                close_old_connections()
+                connection.close()
+            self.stopping.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=10)
+        try:
+            forget(self.worker_name)
+        finally:
+            connection.close()

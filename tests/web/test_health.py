@@ -1,0 +1,165 @@
+"""/healthz, worker heartbeats and the database-driven queue (housekeeping), and the logs an operator reads."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from numaweb.inventory.models import Cluster
+from numaweb.jobs.models import Job
+from numaweb.scheduling import housekeeping, services
+from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+from tests.web.helpers import filesystem_broker, use_broker
+
+
+def queued_ids(folder: Path) -> list[int]:
+    """Session ids waiting in a file-system queue (kombu writes one JSON file a message, body base64)."""
+    ids = []
+    for f in folder.glob("*.msg"):
+        args = json.loads(base64.b64decode(json.loads(f.read_text())["body"]))[0]
+        ids.append(args[0])
+    return sorted(ids)
+
+
+@pytest.fixture
+def queue(tmp_path):
+    """A private file-system queue; `queue()` lists the session ids waiting in it."""
+    with filesystem_broker(tmp_path / "broker"):
+        yield lambda: queued_ids(tmp_path / "broker")
+
+
+def heartbeat(name: str = "w1@host", age: float = 0.0) -> WorkerHeartbeat:
+    seen = timezone.now() - timedelta(seconds=age)
+    return WorkerHeartbeat.objects.create(name=name, host="host", pid=1, started_at=seen, seen_at=seen)
+
+
+def test_healthz_503_without_a_worker_then_200_once_one_beats(client, db, queue, settings):
+    settings.NUMAWEB_WORKER_TIMEOUT = 5
+    r = client.get("/healthz")
+    assert r.status_code == 503
+    body = r.json()
+    assert body["status"] == "unavailable" and body["database"] == "ok" and body["broker"] == "ok"
+    assert body["workers"] == {"status": "no worker seen for 5 s", "alive": 0, "last_seen_seconds": None,
+                               "timeout": 5}
+    old = heartbeat("old@host", age=6)
+    assert client.get("/healthz").status_code == 503  # seen, but longer ago than the timeout
+    housekeeping.beat("new@host")
+    r = client.get("/healthz")
+    assert r.status_code == 200, r.content
+    assert r.json()["workers"]["alive"] == 1 and r.json()["workers"]["status"] == "ok"
+    assert r.headers["Cache-Control"].startswith("max-age=0")
+    housekeeping.forget("new@host")
+    assert client.get("/healthz").status_code == 503
+    assert client.get("/healthz").json()["workers"]["last_seen_seconds"] >= 6
+    old.delete()
+    assert client.post("/healthz").status_code == 405
+
+
+def test_healthz_503_names_an_unreachable_broker(client, db):
+    heartbeat()
+    with use_broker("redis://127.0.0.1:1/0"):  # nothing listens on port 1
+        r = client.get("/healthz")
+    assert r.status_code == 503
+    assert r.json()["broker"].startswith("unreachable: ") and r.json()["database"] == "ok"
+
+
+def test_healthz_503_names_an_unreachable_database(client, db, monkeypatch):
+    from numaweb import health
+
+    heartbeat()
+
+    def broken() -> str:
+        return "unreachable: OperationalError: connection refused"
+
+    monkeypatch.setattr(health, "database", broken)
+    r = client.get("/healthz")
+    assert r.status_code == 503
+    assert r.json()["database"].startswith("unreachable") and r.json()["workers"]["status"].startswith("unknown")
+
+
+def test_requeue_sends_pending_sessions_once_and_only_when_due(db, queue):
+    cluster = Cluster.objects.create(name="c")
+    waiting = SchedulingSession.objects.create(cluster=cluster)
+    SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.DONE)
+    SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.FAILED)
+    assert housekeeping.requeue_pending(60) == []  # queued just now: not due yet
+    assert queue() == []
+    assert housekeeping.requeue_pending(0) == [waiting.pk]
+    assert queue() == [waiting.pk]
+    # its updated_at moved, so a second check in the same moment (another worker) does not send it again
+    assert housekeeping.requeue_pending(5) == []
+    assert queue() == [waiting.pk]
+
+
+def test_upkeep_beats_fails_lost_sessions_and_requeues(db, queue, settings):
+    settings.NUMAWEB_SESSION_STALE_SECONDS = 10
+    cluster = Cluster.objects.create(name="c")
+    pending = SchedulingSession.objects.create(cluster=cluster)
+    long_ago = timezone.now() - timedelta(seconds=60)
+    lost = SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.RUNNING, runs=1,
+                                            worker="elsewhere:1", started_at=long_ago, heartbeat_at=long_ago)
+    housekeeping.upkeep("me@host", 0)
+    assert WorkerHeartbeat.objects.get(name="me@host").seen_at > long_ago
+    lost.refresh_from_db()
+    assert lost.status == "failed" and lost.error.startswith("worker lost: no heartbeat from elsewhere:1")
+    assert queue() == [pending.pk]
+
+
+def test_pending_session_that_lost_its_message_is_run_by_the_next_check(db, queue):
+    """The database decides: a pending row with no message anywhere is queued again and then runs."""
+    from numaweb.inventory.demo import build_demo
+
+    build_demo("demo")
+    session = SchedulingSession.objects.create(cluster=Cluster.objects.get(name="demo"))  # never queued
+    session.jobs.set(Job.objects.filter(status=Job.PENDING))
+    assert queue() == []
+    [pk] = housekeeping.requeue_pending(0)
+    services.execute_session(pk)  # what the worker does with the message
+    session.refresh_from_db()
+    assert session.status == "done" and session.pods_placed >= 5
+
+
+def test_request_errors_reach_the_log_with_their_traceback(client, db, monkeypatch):
+    import numaweb.urls
+
+    def boom(request):
+        raise RuntimeError("kaboom in the dashboard")
+
+    home = next(p for p in numaweb.urls.urlpatterns if getattr(p, "name", None) == "home")
+    monkeypatch.setattr(home, "callback", boom)
+    handler = logging.getLogger("django.request").handlers[0]
+    stream = io.StringIO()
+    old = handler.setStream(stream)
+    try:
+        client.raise_request_exception = False
+        assert client.get("/").status_code == 500
+    finally:
+        handler.setStream(old)
+    text = stream.getvalue()
+    assert "Internal Server Error: /" in text and "Traceback" in text and "kaboom in the dashboard" in text
+
+
+def test_json_log_lines_carry_extras_and_tracebacks():
+    from numaweb.logs import JsonFormatter
+
+    record = logging.LogRecord("numaweb.scheduling", logging.INFO, __file__, 1, "session %s done", (7,), None)
+    record.session, record.ms = 7, 12.5
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["message"] == "session 7 done" and entry["level"] == "INFO"
+    assert entry["logger"] == "numaweb.scheduling" and entry["session"] == 7 and entry["ms"] == 12.5
+    assert entry["time"].endswith("+00:00")
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        import sys
+
+        failed = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
+    entry = json.loads(JsonFormatter().format(failed))
+    assert "Traceback" in entry["exc"] and "ValueError: bad" in entry["exc"]
