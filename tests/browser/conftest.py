@@ -42,3 +42,16 @@ def worker(transactional_db, tmp_path):
     with filesystem_broker(tmp_path / "broker"), start_worker(app, pool="solo", concurrency=1,
                                                               perform_ping_check=False, shutdown_timeout=20):
         yield app
+
+
+@pytest.fixture(autouse=True)
+def _no_failed_request(request):
+    """Tests that drive a page assert at the end that every request it made (every asset) loaded."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    from tests.browser.requests import watch_failed_requests
+
+    failed = watch_failed_requests(request.getfixturevalue("page"))
+    yield
+    assert not failed, "failed requests:\n" + "\n".join(failed)
