@@ -8,75 +8,18 @@ folder. PostgreSQL refuses to run as root, so under root the server runs as the 
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import os
-import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from tests.servers import throwaway_postgres
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def postgres_bindir() -> Path:
-    """The newest Debian server (/usr/lib/postgresql/N/bin), else the folder of initdb/pg_ctl on PATH."""
-    found = glob.glob("/usr/lib/postgresql/*/bin/initdb")
-    if found:
-        def version(path: str) -> tuple[int, ...]:
-            return tuple(int(x) for x in re.findall(r"\d+", path.split("/")[-3]))
-
-        return Path(max(found, key=version)).parent
-    for name in ("initdb", "pg_ctl"):
-        path = shutil.which(name)
-        if path:
-            return Path(path).resolve().parent
-    raise AssertionError("PostgreSQL server binaries are required (apt-get install -y postgresql, or ./dev test)")
-
-
-@contextlib.contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """Start a private PostgreSQL server; yields its admin URL (user postgres, trust auth, 127.0.0.1)."""
-    bindir = postgres_bindir()
-    as_root = os.geteuid() == 0
-    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
-    # not under pytest's tmp_path: its parents are private to root, the postgres user could not enter them
-    base = Path(tempfile.mkdtemp(prefix="numaweb-pg-"))
-    data, log = base / "data", base / "server.log"
-    if as_root:
-        shutil.chown(base, "postgres", "postgres")
-
-    def run(*args: str) -> None:
-        done = subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=120, cwd=base)
-        assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}{done.stderr}" + (
-            log.read_text(errors="replace") if log.exists() else "")
-
-    started = False
-    try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-            "--locale=C", "--no-sync")
-        port = _free_port()
-        options = f"-h 127.0.0.1 -p {port} -k {base} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
-        started = True
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        if started:
-            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
