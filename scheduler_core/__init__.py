@@ -10,16 +10,16 @@ Entry points (stable; called from outside the project's own tests). CPU sets may
   ``none``, ``best-effort``, ``restricted``, ``single-numa-node``; ``providers_hints`` is one entry per
   provider, each None, {} or {resource: None | [] | [hints]}; ``options`` the kubelet option strings
   (``prefer-closest-numa-nodes``, ``max-allowable-numa-nodes``); ``distances[a]`` node a's row
-  (kubelet-spec §4–6).
+  (ENGINE.md §2.3).
 - ``cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)`` → list of
-  ``TopologyHint`` in IterateBitMasks order (§9.3).
+  ``TopologyHint`` in IterateBitMasks order (ENGINE.md §2.6).
 - ``take_by_topology(topology, available, count, options=None)`` → ``CPUSet``; ``options`` a
-  ``CPUOptions`` or the CPU Manager option strings (packed, spread, uncore, distributed; §9.6–11).
-- ``device_topology_hints(numa_nodes, devices, available, reusable, request)`` → list of hints (§12).
+  ``CPUOptions`` or the CPU Manager option strings (packed, spread, uncore, distributed; ENGINE.md §2.7).
+- ``device_topology_hints(numa_nodes, devices, available, reusable, request)`` → list of hints (ENGINE.md §2.9).
 - ``filter_by_affinity(devices, available, affinity)`` → ``(aligned, unaligned, no_affinity)`` sets of
-  device ids, with the corrected NUMA ordering (§13.2).
+  device ids, with the corrected NUMA ordering (ENGINE.md §2.9).
 - ``memory_topology_hints(machine_state, requested=None, *, pod=None, container=None, ...)`` →
-  ``{resource: [hints]}`` or None (§14).
+  ``{resource: [hints]}`` or None (ENGINE.md §2.8).
 - ``admit_pod(node, pod, commit=True)`` → ``AdmitResult`` (``admitted``, ``error``: a
   ``TopologyAffinityError`` or other ``AdmissionError`` naming container and resource, ``allocations``,
   ``decisions`` with every provider's hints and the merge); a rejected pod never changes the node.

@@ -1,4 +1,4 @@
-"""The kubelet's pod admission on one node (kubelet-spec §7): the Topology Manager asks the
+"""The kubelet's pod admission on one node (ENGINE.md §2.5): the Topology Manager asks the
 device, CPU and memory managers for hints, merges them under the node's policy, and either
 rejects the pod (`TopologyAffinityError`) or lets every manager allocate with the merged hint.
 

@@ -1,4 +1,4 @@
-"""NUMA affinity masks as plain ints, with the kubelet's ordering rules (kubelet-spec §3).
+"""NUMA affinity masks as plain ints, with the kubelet's ordering rules (ENGINE.md §2.1).
 
 Bit *i* set means NUMA node *i*. Hot paths use the module functions on ints; `BitMask` mirrors the
 kubelet's mutable type (64 bits, all-or-nothing Add/Remove) for callers that want its exact API.

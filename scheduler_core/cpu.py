@@ -1,4 +1,4 @@
-"""The kubelet CPU Manager, static policy (kubelet-spec §9–11): topology hints, reserved CPUs,
+"""The kubelet CPU Manager, static policy (ENGINE.md §2.6): topology hints, reserved CPUs,
 `allocate_cpus` and the two CPU selection algorithms behind `take_by_topology`.
 
 Everything runs on int bitmasks (bit i = CPU i). Per-topology indexes (which cores sit in which socket,
@@ -7,15 +7,15 @@ only does AND/popcount work on the free mask.
 
 Public entry points:
 
-- `cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)` → hints (§9.3).
+- `cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)` → hints (ENGINE.md §2.6).
 - `container_cpu_hints(...)` / `pod_cpu_hints(...)` → `None`, `{"cpu": []}` or `{"cpu": [hints]}`.
-- `take_by_topology(topology, available, count, options=None)` → `CPUSet` (§9.6), dispatching to
-  `take_by_topology_numa_packed` (§10) or `take_by_topology_numa_distributed` (§11).
-- `accumulator_order(topology, available, query)` → the accumulator's orderings (§10.1).
-- `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)` (§9.5).
-- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (§9.4, §9.5),
-  `allocate_container(...)` (Allocate for a new container), `update_cpus_to_reuse(...)` (§7.5),
-  `validate_static_options(topology, options)` (§9.7).
+- `take_by_topology(topology, available, count, options=None)` → `CPUSet` (ENGINE.md §2.7), dispatching to
+  `take_by_topology_numa_packed` (ENGINE.md §2.7) or `take_by_topology_numa_distributed` (ENGINE.md §2.7).
+- `accumulator_order(topology, available, query)` → the accumulator's orderings (ENGINE.md §2.7).
+- `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)` (ENGINE.md §2.6).
+- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (ENGINE.md §2.6),
+  `allocate_container(...)` (Allocate for a new container), `update_cpus_to_reuse(...)` (ENGINE.md §2.5),
+  `validate_static_options(topology, options)` (ENGINE.md §2.6).
 - `bench_take_by_topology()` → `[(label, µs per call)]`.
 """
 
@@ -244,7 +244,7 @@ def _topo_data(topo: Topology) -> _TopoData:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The accumulator (§10.1)
+# The accumulator (ENGINE.md §2.7)
 # ---------------------------------------------------------------------------------------------------
 
 def _sorted_group(avail: int, units: Iterable[tuple[int, int]], full: dict[int, int]) -> list[int]:
@@ -271,7 +271,7 @@ class _Accumulator:
         self._sockets: tuple[int, list[int]] = (-1, [])
 
     def take(self, mask: int) -> None:
-        # `need` drops by the size of what is given, even if part of it was taken before (§15 item 9).
+        # `need` drops by the size of what is given, even if part of it was taken before (as upstream).
         self.result |= mask
         self.avail &= ~self.result
         self.need -= mask.bit_count()
@@ -384,7 +384,7 @@ class _Accumulator:
             out.extend(_bits(a & td.socket_mask[s]))
         return out
 
-    # -- steps (§10.2) -----------------------------------------------------------------------------
+    # -- steps (ENGINE.md §2.7) -----------------------------------------------------------------------------
     def take_full_numa_nodes(self) -> None:
         td = self.td
         for n in self.free_numa_nodes():
@@ -424,7 +424,7 @@ class _Accumulator:
 
     def take_remaining_cpus(self) -> None:
         # The CPU order is frozen at the start; walk it lazily and stop once satisfied. A CPU listed
-        # twice (duplicated sockets, §15 item 9) still counts twice, as upstream.
+        # twice (duplicated sockets) still counts twice, as upstream.
         td, frozen = self.td, self.avail
         need = self.need
         taken = 0
@@ -484,7 +484,7 @@ def _not_enough(requested: int, available: int) -> InsufficientResourcesError:
 
 
 def _packed(td: _TopoData, avail: int, n: int, spread: bool, uncore: bool) -> int:
-    """takeByTopologyNUMAPacked on masks (§10.2)."""
+    """takeByTopologyNUMAPacked on masks (ENGINE.md §2.7)."""
     acc = _Accumulator(td, avail, n, spread)
     if acc.satisfied:
         return 0
@@ -517,7 +517,7 @@ def _packed(td: _TopoData, avail: int, n: int, spread: bool, uncore: bool) -> in
 
 
 # ---------------------------------------------------------------------------------------------------
-# Distributed selection (§11)
+# Distributed selection (ENGINE.md §2.7)
 # ---------------------------------------------------------------------------------------------------
 
 def _round3(value: float) -> float:
@@ -665,14 +665,14 @@ def _prepare(topology: Topology, available: CPUSet | int | Iterable[int], count:
 
 def take_by_topology_numa_packed(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
                                  strategy: str = PACKED, prefer_align_by_uncore_cache: bool = False) -> CPUSet:
-    """takeByTopologyNUMAPacked (§10): fill the most-used NUMA node/socket/core first."""
+    """takeByTopologyNUMAPacked (ENGINE.md §2.7): fill the most-used NUMA node/socket/core first."""
     td, mask, n = _prepare(topology, available, count)
     return CPUSet(_packed(td, mask, n, _strategy(strategy), bool(prefer_align_by_uncore_cache)))
 
 
 def take_by_topology_numa_distributed(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
                                       cpu_group_size: int = 1, strategy: str = PACKED) -> CPUSet:
-    """takeByTopologyNUMADistributed (§11): spread evenly over the fewest NUMA nodes that balance best."""
+    """takeByTopologyNUMADistributed (ENGINE.md §2.7): spread evenly over the fewest NUMA nodes that balance best."""
     td, mask, n = _prepare(topology, available, count)
     if isinstance(cpu_group_size, bool) or not isinstance(cpu_group_size, int) or cpu_group_size < 1:
         raise RequestError(f"CPU group size must be a positive integer, not {cpu_group_size!r}")
@@ -681,7 +681,7 @@ def take_by_topology_numa_distributed(topology: Topology, available: CPUSet | in
 
 def take_by_topology(topology: Topology, available: CPUSet | int | Iterable[int], count: int,
                      options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """The static policy's CPU choice (§9.6): `count` CPUs out of `available`, shaped by `options`.
+    """The static policy's CPU choice (ENGINE.md §2.7): `count` CPUs out of `available`, shaped by `options`.
 
     Raises `InsufficientResourcesError` with the kubelet's text
     (`not enough cpus available to satisfy request: requested=N, available=M`) when they do not fit,
@@ -698,7 +698,7 @@ def take_by_topology(topology: Topology, available: CPUSet | int | Iterable[int]
 
 def accumulator_order(topology: Topology, available: CPUSet | int | Iterable[int], query: str,
                       strategy: str = PACKED) -> list[int]:
-    """An accumulator ordering over `available` (§10.1): `free_sockets`, `free_numa_nodes`,
+    """An accumulator ordering over `available` (ENGINE.md §2.7): `free_sockets`, `free_numa_nodes`,
     `free_cores`, `free_cpus` (packed CPU order, or spread with strategy spread), `free_uncore_caches`,
     or the unfiltered `sorted_*` lists and `spread_cpus`."""
     td = _topo_data(topology)
@@ -719,7 +719,7 @@ def accumulator_order(topology: Topology, available: CPUSet | int | Iterable[int
 
 
 # ---------------------------------------------------------------------------------------------------
-# Topology hints (§9.3)
+# Topology hints (ENGINE.md §2.6)
 # ---------------------------------------------------------------------------------------------------
 
 def _generate_hints(td: _TopoData, available: int, reusable: int, request: int, align_by_socket: bool
@@ -813,7 +813,7 @@ def pod_cpu_hints(topology: Topology, pod: Pod, default_cpuset: CPUSet | int | I
                   options: CPUOptions | Mapping[str, object] | bool | None = None,
                   ) -> dict[str, list[TopologyHint]] | None:
     """GetPodTopologyHints (pod scope): the pod-level exclusive CPU count over the free pool, with
-    CPUs already held by the pod's containers counted as reusable (§9.3, §15 item 15)."""
+    CPUs already held by the pod's containers counted as reusable (ENGINE.md §2.6)."""
     td = _topo_data(topology)
     req = pod_guaranteed_cpus(pod)
     if req == 0:
@@ -836,7 +836,7 @@ def pod_cpu_hints(topology: Topology, pod: Pod, default_cpuset: CPUSet | int | I
 
 
 # ---------------------------------------------------------------------------------------------------
-# Static policy: reserved CPUs, SMT alignment, allocation (§9.4, §9.5)
+# Static policy: reserved CPUs, SMT alignment, allocation (ENGINE.md §2.6)
 # ---------------------------------------------------------------------------------------------------
 
 def reserved_cpu_set(topology: Topology, reserved_cpus: CPUSet | int | Iterable[int] | None = None,
@@ -898,7 +898,7 @@ def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int]
                   default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
                   reusable: CPUSet | int | Iterable[int] | None = None,
                   options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """allocateCPUs (§9.5): first as many CPUs as fit from the hint's NUMA nodes (or their sockets with
+    """allocateCPUs (ENGINE.md §2.6): first as many CPUs as fit from the hint's NUMA nodes (or their sockets with
     align-by-socket), then the rest from the remaining allocatable CPUs."""
     td = _topo_data(topology)
     opts = _as_options(options)
@@ -927,7 +927,7 @@ def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int]
 
 
 def validate_static_options(topology: Topology, options: CPUOptions | Mapping[str, object] | None) -> CPUOptions:
-    """The static policy's machine check of its options (§9.7): align-by-socket needs at least as many
+    """The static policy's machine check of its options (ENGINE.md §2.6): align-by-socket needs at least as many
     NUMA nodes as sockets (declared header)."""
     opts = _as_options(options)
     h = topology.header
@@ -941,7 +941,7 @@ def allocate_container(topology: Topology, pod: Pod, container: Container, numa_
                        default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
                        reusable: CPUSet | int | Iterable[int] | None = None,
                        options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """Allocate (§9.5 steps 1, 2 and 4) for a container without an existing assignment: empty for
+    """Allocate (ENGINE.md §2.6) for a container without an existing assignment: empty for
     shared-pool containers, `SMTAlignmentError` under full-pcpus-only, else `allocate_cpus` on the
     stored hint's affinity. The caller removes the result from its default cpuset."""
     n = guaranteed_cpus(pod, container)
@@ -954,7 +954,7 @@ def allocate_container(topology: Topology, pod: Pod, container: Container, numa_
 
 def update_cpus_to_reuse(container: Container, cpus: CPUSet | int | Iterable[int],
                          reusable: CPUSet | int | Iterable[int] | None) -> CPUSet:
-    """updateCPUsToReuse (§7.5) for one pod: a regular init container's CPUs become reusable by later
+    """updateCPUsToReuse (ENGINE.md §2.5) for one pod: a regular init container's CPUs become reusable by later
     containers; an app or sidecar container's CPUs are removed from the reusable set."""
     mask = _as_mask(cpus, f"CPUs of container {container.name}")
     pool = _as_mask(reusable, "reusable CPUs")

@@ -1,4 +1,4 @@
-"""The kubelet Device Manager as a NUMA hint provider and allocator (kubelet-spec §12, §13).
+"""The kubelet Device Manager as a NUMA hint provider and allocator (ENGINE.md §2.9).
 
 Devices are `topology.Device` values of one resource. A device's NUMA nodes become an int mask
 (bit i = NUMA node i); a device with no NUMA information (``numa`` None or ``()``) has mask 0.
@@ -6,15 +6,15 @@ Devices are `topology.Device` values of one resource. A device's NUMA nodes beco
 Public functions (pure: they never mutate their inputs):
 
 - ``device_topology_hints(numa_nodes, devices, available, reusable, request)``: the classic
-  generateDeviceTopologyHints, enumerating every machine NUMA node (§12.1).
+  generateDeviceTopologyHints, enumerating every machine NUMA node (ENGINE.md §2.9).
 - ``container_device_hints(...)`` / ``pod_device_hints(...)``: the container- and pod-scope
-  entry points, returning per resource ``None`` (no preference), ``[]`` (impossible) or hints (§12.2).
+  entry points, returning per resource ``None`` (no preference), ``[]`` (impossible) or hints (ENGINE.md §2.9).
 - ``filter_by_affinity(devices, available, affinity)``: the corrected classification of
   PR #101893 (seed 004): nodes in the hint first, other real nodes next, the pseudo node -1 last.
-- ``devices_to_allocate(...)``: devicesToAllocate (§13.1) with reusable devices, the optional
+- ``devices_to_allocate(...)``: devicesToAllocate (ENGINE.md §2.9) with reusable devices, the optional
   GetPreferredAllocation callback and the kubelet's error texts.
 
-`DeviceManager` keeps a node's per-pod state (allocations, init-container reuse, §7.5) on top of them.
+`DeviceManager` keeps a node's per-pod state (allocations, init-container reuse, ENGINE.md §2.5) on top of them.
 
 Where upstream iterates a Go set (which equally valid device is taken), this module takes devices in
 natural id order (``Dev2`` before ``Dev10``), so results are reproducible.
@@ -92,13 +92,13 @@ def _known(ids: Iterable[str] | None, index: Mapping[str, Device], what: str) ->
     return out
 
 
-# -- hints (§12) -------------------------------------------------------------------------------------
+# -- hints (ENGINE.md §2.9) -------------------------------------------------------------------------------------
 
 def device_topology_hints(numa_nodes: Sequence[int], devices: Iterable[Device] | Mapping[str, Device],
                           available: Iterable[str], reusable: Iterable[str], request: int) -> list[TopologyHint]:
     """generateDeviceTopologyHints (classic): one hint per NUMA mask whose available + reusable
     devices cover `request`; preferred iff the mask is as narrow as the narrowest mask that could hold
-    `request` devices counting *all* registered devices (capacity, not free state; spec §15 item 7).
+    `request` devices counting *all* registered devices (capacity, not free state; ENGINE.md §2.9).
 
     `devices` are all registered devices of the resource (healthy or not), `available`/`reusable`
     their ids. Masks are generated in IterateBitMasks order over `numa_nodes`. A request larger than
@@ -125,7 +125,7 @@ def device_topology_hints(numa_nodes: Sequence[int], devices: Iterable[Device] |
         if m:
             avail_counts[m] = avail_counts.get(m, 0) + 1
     # A reusable device with no Topology (None) is ignored; one whose Topology lists no nodes (())
-    # rejects every mask (upstream quirk, spec §12.1 b).
+    # rejects every mask (upstream quirk, ENGINE.md §2.9).
     reuse_masks: list[int] = []
     for i in reuse:
         d = index[i]
@@ -157,7 +157,7 @@ def container_device_hints(numa_nodes: Sequence[int], devices: Iterable[Device],
                            allocated: Mapping[str, Iterable[str]] | None = None,
                            reusable: Mapping[str, Iterable[str]] | None = None,
                            ) -> dict[str, list[TopologyHint] | None]:
-    """GetTopologyHints of the Device Manager for one container (spec §12.2).
+    """GetTopologyHints of the Device Manager for one container (ENGINE.md §2.9).
 
     `devices`: every registered device (any resource); `requests`: the container's device limits;
     `in_use`: ids allocated to anyone (a set for one resource namespace, or resource -> ids);
@@ -234,7 +234,7 @@ def pod_device_requests(pod: Pod, registered: Iterable[str]) -> dict[str, int]:
     return {r: pod_device_request(pod, r) for r in sorted(wanted & set(registered))}
 
 
-# -- filterByAffinity (§13.2) ------------------------------------------------------------------------
+# -- filterByAffinity (ENGINE.md §2.9) ------------------------------------------------------------------------
 
 def _affinity_mask(affinity: int | Iterable[int] | TopologyHint | None) -> int | None:
     if isinstance(affinity, TopologyHint):
@@ -308,7 +308,7 @@ def filter_by_affinity(devices: Iterable[Device] | Mapping[str, Device], availab
     return frozenset(aligned), frozenset(unaligned), frozenset(no_affinity)
 
 
-# -- devicesToAllocate (§13.1) -----------------------------------------------------------------------
+# -- devicesToAllocate (ENGINE.md §2.9) -----------------------------------------------------------------------
 
 def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, Device], required: int, *,
                         in_use: Iterable[str] = (), reusable: Iterable[str] = (),
@@ -393,7 +393,7 @@ def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, 
 
 @dataclass
 class DeviceManager:
-    """A node's Device Manager: registered devices, who holds what, and init-container reuse (§7.5).
+    """A node's Device Manager: registered devices, who holds what, and init-container reuse (ENGINE.md §2.5).
 
     `plugins_with_preference` maps a resource to its plugin's GetPreferredAllocation callback.
     """

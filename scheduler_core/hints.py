@@ -1,4 +1,4 @@
-"""The kubelet Topology Manager hint merge (kubelet-spec §2.2–§6): `TopologyHint`, the three-state
+"""The kubelet Topology Manager hint merge (ENGINE.md §2.2–§2.4): `TopologyHint`, the three-state
 provider output, the policies none / best-effort / restricted / single-numa-node with their options,
 and two merges that give the same answer:
 
@@ -6,7 +6,7 @@ and two merges that give the same answer:
   does (permutation by permutation, `compare` after each). It is the test oracle: short, obviously
   faithful, and exponential (the kubelet caps machines at 8 NUMA nodes because of it).
 * `merge_hints` (the public entry point) finds the same hint without the cross product. `compare`
-  is a total ranking (spec §4.5, order-free formulation), so the result is simply the best merged
+  is a total ranking (ENGINE.md §2.3, order-free formulation), so the result is simply the best merged
   hint that some permutation produces:
 
   1. Preferred merges are found directly: a permutation is preferred iff every hint in it is
@@ -129,7 +129,7 @@ def as_hint(value: object) -> TopologyHint:
 
 
 # --------------------------------------------------------------------------------------------------
-# Provider output (spec §2.3, §4.1)
+# Provider output (ENGINE.md §2.2, §2.3)
 
 #: One provider's answer: None (nil map), {} (empty map) or {resource: None | [] | [hints...]}.
 ProviderHints = Union[Mapping[str, Union[Sequence[TopologyHint], None]], None]  # noqa: UP007
@@ -195,7 +195,7 @@ def max_of_min_affinity_counts(lists: Sequence[Sequence[TopologyHint]]) -> int:
 
 
 # --------------------------------------------------------------------------------------------------
-# NUMA info, mask comparators (spec §2.4, §4.6)
+# NUMA info, mask comparators (ENGINE.md §2.2, §2.3)
 
 
 def narrowest(m1: int, m2: int) -> int:
@@ -327,7 +327,7 @@ def compare_masks(current: TopologyHint, candidate: TopologyHint, winner: MaskWi
 
 def compare(current: TopologyHint | None, candidate: TopologyHint, best_non_preferred: int,
             winner: MaskWinner = narrowest) -> TopologyHint | None:
-    """`HintMerger.compare` (spec §4.5): returns `current` or `candidate` itself."""
+    """`HintMerger.compare` (ENGINE.md §2.3): returns `current` or `candidate` itself."""
     k = candidate.affinity.bit_count()
     if k == 0:
         return current
@@ -483,7 +483,7 @@ def merge_hints_reference(policy: str, providers_hints: Sequence[ProviderHints],
 def merge_hints(policy: str, providers_hints: Sequence[ProviderHints], numa_nodes: Sequence[int],
                 options: Mapping[str, object] | TopologyOptions | None = None,
                 distances: Mapping[int, Sequence[int]] | None = None) -> MergeResult:
-    """`Policy.Merge` of the kubelet Topology Manager (kubelet-spec §4–6), without the cross product.
+    """`Policy.Merge` of the kubelet Topology Manager (ENGINE.md §2.3), without the cross product.
 
     `policy`: none | best-effort | restricted | single-numa-node. `providers_hints`: one entry per
     hint provider in registration order (device, CPU, memory), each None, {} or {resource: None |
@@ -704,7 +704,7 @@ def _class_order(b: int, n: int) -> list[int]:
 
 
 def _best_fast(lists: list[list[TopologyHint]], info: NUMAInfo, closest: bool) -> tuple[TopologyHint, int]:
-    """The best merged hint under the §4.5 ranking, without enumerating permutations."""
+    """The best merged hint under the ENGINE.md §2.3 ranking, without enumerating permutations."""
     default = info.default_mask
     if any(not lst for lst in lists):
         return TopologyHint(default, False), max_of_min_affinity_counts(lists)  # no permutation at all

@@ -1,5 +1,5 @@
 """A node's kubelet settings (CPU, Topology and Memory Manager), parsed and validated the way the
-kubelet does at start-up (kubelet-spec §6, §9.7), with the kubelet's error texts."""
+kubelet does at start-up (ENGINE.md §2.4, §2.6), with the kubelet's error texts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The kubelet Memory Manager, static policy: machine state per NUMA node, topology hints and
-NUMA allocation of memory and hugepages (kubelet-spec §14, §7.5).
+NUMA allocation of memory and hugepages (ENGINE.md §2.8, §2.5).
 
 Sizes are bytes. Resources are ``memory`` and ``hugepages-<size>``. NUMA masks are ints.
 
@@ -183,7 +183,7 @@ def _requested(requested: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-# -- hints (§14.1, §14.2) ----------------------------------------------------------------------------
+# -- hints (ENGINE.md §2.8) ----------------------------------------------------------------------------
 
 def calculate_hints(machine_state: MachineState | Mapping, requested: Mapping[str, int],
                     reusable: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[TopologyHint]]:
@@ -293,7 +293,7 @@ def memory_topology_hints(machine_state: MachineState | Mapping | None, requeste
     return calculate_hints(machine_state, requested, reusable)
 
 
-# -- allocation (§14.3) ------------------------------------------------------------------------------
+# -- allocation (ENGINE.md §2.8) ------------------------------------------------------------------------------
 
 def best_hint(hints: Iterable[TopologyHint]) -> TopologyHint | None:
     """findBestHint: preferred over not preferred, then the narrowest (first one wins ties)."""
@@ -418,7 +418,7 @@ def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None
 @dataclass
 class MemoryManager:
     """A node's static Memory Manager: machine state, blocks per (pod uid, container) and the
-    memory of regular init containers that later containers of the same pod may reuse (§7.5)."""
+    memory of regular init containers that later containers of the same pod may reuse (ENGINE.md §2.5)."""
 
     machine_state: MachineState
     blocks: dict[tuple[str, str], list[Block]] = field(default_factory=dict)

@@ -157,7 +157,7 @@ def qos_class(pod: Pod) -> str:
 
 
 def guaranteed_cpus(pod: Pod, container: Container) -> int:
-    """Exclusive CPUs of a container (kubelet-spec §9.1): its integer CPU request in a Guaranteed pod."""
+    """Exclusive CPUs of a container (ENGINE.md §2.6): its integer CPU request in a Guaranteed pod."""
     if pod.qos_class != GUARANTEED:
         return 0
     milli = container.cpu_milli
@@ -181,16 +181,16 @@ def pod_level(pod: Pod, amount_of) -> int:
 
 
 def pod_guaranteed_cpus(pod: Pod) -> int:
-    """Pod-level exclusive CPU count (kubelet-spec §9.2)."""
+    """Pod-level exclusive CPU count (ENGINE.md §2.6)."""
     return pod_level(pod, lambda c: guaranteed_cpus(pod, c) if "cpu" in c.requests else 0)
 
 
 def pod_device_request(pod: Pod, resource: str) -> int:
-    """Pod-level device count for one resource (kubelet-spec §12.2)."""
+    """Pod-level device count for one resource (ENGINE.md §2.9)."""
     return pod_level(pod, lambda c: c.limits.get(resource, 0))
 
 
 def pod_memory_request(pod: Pod) -> dict[str, int]:
-    """Pod-level memory/hugepages bytes (kubelet-spec §14.2): only resources an app container asks for."""
+    """Pod-level memory/hugepages bytes (ENGINE.md §2.8): only resources an app container asks for."""
     wanted = {r for c in pod.containers for r in c.memory_requests()}
     return {r: pod_level(pod, lambda c, r=r: c.requests.get(r, 0)) for r in sorted(wanted)}

@@ -14,7 +14,7 @@ the session calls:
 - `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
 - `close()`: what the profile hands over when the session ends.
 
-The three profiles (DESIGN.md §4):
+The three profiles (ENGINE.md §4.2):
 - `volcano`: Volcano's numa-aware plugin as upstream decides, driven through `volcano.VolcanoPlugin`:
   task policy must equal the node's, CPU only, per container, init containers ignored, legacy merge,
   NUMA-span score × `weight` (none when the task has no policy); allocate events keep the plugin's

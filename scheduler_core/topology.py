@@ -2,7 +2,7 @@
 NUMA distances and devices, validated once and indexed as int bitmasks for the hot paths.
 
 The kubelet derives CPUs-per-core/socket/uncore and its NUMA-first choice from the CPU topology's
-*declared* scalars (kubelet-spec §2.5), which upstream fixtures sometimes leave at 0; `Header`
+*declared* scalars (ENGINE.md §2.7), which upstream fixtures sometimes leave at 0; `Header`
 carries them and defaults to the values counted from the CPU list.
 """
 
@@ -42,7 +42,7 @@ class NUMANode:
 @dataclass(frozen=True, slots=True)
 class Device:
     """A device-plugin device. `numa` is None when the device reports no topology, `()` when it
-    reports a topology without NUMA nodes (kubelet-spec §12); both mean "no NUMA affinity"."""
+    reports a topology without NUMA nodes (ENGINE.md §2.9); both mean "no NUMA affinity"."""
 
     id: str
     resource: str

@@ -1,14 +1,11 @@
-"""Volcano's `numa-aware` scheduler plugin (volcano-spec §4–§12), reproduced decision for decision.
+"""Volcano's `numa-aware` scheduler plugin (ENGINE.md §3), reproduced decision for decision.
 
-What is modelled exactly: the QoS gate, `filterNodeByPolicy` with upstream's reason strings, the
-per-container simulation with the *node's* topology policy and Volcano's legacy hint merge (§8), the
-CPU hint provider (§7, hints from total capacity / free counts, reserved CPUs re-derived from a
-quantity), the NUMA-span batch score with weight and normalisation (§10), the session events that
-keep an in-session free-CPU view (§11) and the close hand-off (§12.1).
-
-The one intended divergence (conformance README): CPUs are *selected* with the kubelet's
-`take_by_topology` (the set the kubelet really pins), not Volcano's buggy accumulator (§9), so core
-ids are made unique per (socket, core) before the kubelet algorithm sees them.
+Modelled exactly: the QoS gate, `filterNodeByPolicy` with upstream's reason strings, the
+per-container simulation with the *node's* topology policy and Volcano's legacy hint merge, the CPU
+hint provider (hints from total capacity and free counts, reserved CPUs re-derived from a quantity),
+Volcano's own CPU selection for the reserved and predicted CPUs (`volcano_cpu`, §3.5), the
+NUMA-span batch score with weight and normalisation, the session events that keep an in-session
+free-CPU view and the close hand-off to the cache (`volcano_cache`).
 
 Node input is Volcano's view of a node, `NumaModel` (the Numatopology CRD: raw policy strings,
 per-CPU detail, reserved quantity) plus a free-CPU mask per node (`None` = the CRD has no `cpu`
@@ -46,7 +43,7 @@ PASS_SKIPPED = "pass_skipped"
 PASS_ASSIGNED = "pass_assigned"
 REJECT = "reject"
 
-#: Exact upstream reason strings of filterNodeByPolicy (§6.2).
+#: Exact upstream reason strings of filterNodeByPolicy (ENGINE.md §3.3).
 REASON_NUMA_INFO_EMPTY = "numa info is empty"
 REASON_CPU_NOT_STATIC = "cpu manager policy isn't static"
 REASON_NO_TOPO = "no topo information"
@@ -74,19 +71,19 @@ class Hint(NamedTuple):
 
 
 def has_policy(policy: str | None) -> bool:
-    """A task "has a policy" unless it is absent, empty or `none` (§6.2)."""
+    """A task "has a policy" unless it is absent, empty or `none` (ENGINE.md §3.3)."""
     return bool(policy) and policy != "none"
 
 
 def guaranteed_cpus(cpu_request_milli: int | None) -> int:
-    """Volcano's integer-CPU rule (§4.3): whole CPUs of the request, 0 when fractional or absent."""
+    """Volcano's integer-CPU rule (ENGINE.md §3.2): whole CPUs of the request, 0 when fractional or absent."""
     if not cpu_request_milli or cpu_request_milli % 1000:
         return 0
     return cpu_request_milli // 1000
 
 
 def parse_allocatable(text: str | None) -> int | None:
-    """`numares.cpu.allocatable` as the cache parses it (§3.2): None when absent, and any syntax
+    """`numares.cpu.allocatable` as the cache parses it (ENGINE.md §3.8): None when absent, and any syntax
     error empties the whole set."""
     if text is None:
         return None
@@ -99,7 +96,7 @@ def parse_allocatable(text: str | None) -> int | None:
 
 
 def reserved_cpu_count(quantity: str | int | None) -> int:
-    """CPUs Volcano reserves for a `resReserved.cpu` quantity: ceil(milli / 1000) (§7.2)."""
+    """CPUs Volcano reserves for a `resReserved.cpu` quantity: ceil(milli / 1000) (ENGINE.md §3.4)."""
     if quantity is None:
         return 0
     milli = cpu_milli(quantity, "resReserved cpu")
@@ -174,7 +171,7 @@ class NumaModel:
         return cls(detail, policies, reserved or None)
 
     def _reserved(self) -> int:
-        """§7.2: ceil(reserved / 1000) CPUs picked by Volcano's own selection from every CPU (none on
+        """ENGINE.md §3.4: ceil(reserved / 1000) CPUs picked by Volcano's own selection from every CPU (none on
         failure); with per-socket core ids this can be more CPUs than asked."""
         if not self.reserved_cpu_milli:
             return 0
@@ -184,7 +181,7 @@ class NumaModel:
         except EngineError:
             return 0
 
-    # -- hint provider (§7.3–§7.4) -----------------------------------------------------------------
+    # -- hint provider (ENGINE.md §3.4) -----------------------------------------------------------------
     def free_counts(self, avail: int) -> tuple[int, ...]:
         """Free CPUs per NUMA node (detail order); CPUs unknown to the detail count as NUMA 0."""
         counts = [(avail & self.numa_cpus[n]).bit_count() for n in self.numa_ids]
@@ -256,7 +253,7 @@ class NumaModel:
         return got
 
     def numa_count(self, cpus: int) -> int:
-        """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (§10)."""
+        """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (ENGINE.md §3.6)."""
         mask = 0
         for n, m in self.numa_cpus.items():
             if cpus & m:
@@ -274,12 +271,12 @@ class NumaModel:
 
 
 # ------------------------------------------------------------------------------------------------
-# Policies: Volcano's legacy merge (§8)
+# Policies: Volcano's legacy merge (ENGINE.md §3.4)
 # ------------------------------------------------------------------------------------------------
 
 
 def filter_providers_hints(providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> list[list[Hint]]:
-    """§8.1: no map → [(nil, preferred)]; nil list → [(nil, preferred)]; empty list → [(nil, not preferred)]."""
+    """No map → [(nil, preferred)]; nil list → [(nil, preferred)]; empty list → [(nil, not preferred)]."""
     lists: list[list[Hint]] = []
     for hints in providers_hints:
         if not hints:
@@ -297,7 +294,7 @@ def filter_providers_hints(providers_hints: Sequence[Mapping[str, Sequence[Hint]
 
 
 def merge_filtered_hints(numa_nodes: Iterable[int], lists: Sequence[Sequence[Hint]]) -> Hint:
-    """§8.2: best over every permutation; preferred first, then narrower (fewer bits, smaller mask)."""
+    """ENGINE.md §3.4: best over every permutation; preferred first, then narrower (fewer bits, smaller mask)."""
     default = 0
     for n in numa_nodes:
         default |= 1 << n
@@ -323,7 +320,7 @@ def merge_filtered_hints(numa_nodes: Iterable[int], lists: Sequence[Sequence[Hin
 
 def policy_predicate(policy: str, numa_nodes: Iterable[int],
                      providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> tuple[Hint, bool]:
-    """A Volcano topology policy's Predicate (§8.3): (best hint, admit). Unknown names act as `none`."""
+    """A Volcano topology policy's Predicate (ENGINE.md §3.4): (best hint, admit). Unknown names act as `none`."""
     if policy not in ("best-effort", "restricted", "single-numa-node"):
         return Hint(None, False), True
     lists = filter_providers_hints(providers_hints)
@@ -354,7 +351,7 @@ class VolcanoTask(NamedTuple):
 
     @classmethod
     def from_pod(cls, pod: Pod) -> VolcanoTask:
-        """Init containers are ignored (§13.2); a container without a cpu request has None."""
+        """Init containers are ignored (ENGINE.md §3.2); a container without a cpu request has None."""
         containers = tuple((c.name, c.requests.get("cpu")) for c in pod.containers)
         return cls(pod.uid, pod.name, pod.namespace, pod.topology_policy or "", pod.qos_class, containers)
 
@@ -425,7 +422,7 @@ class Verdict:
 
 
 def filter_node_by_policy(task_policy: str, model: NumaModel | None, free: int | None) -> tuple[bool, str | None]:
-    """§6.2: (fit, error reason). (False, None) = the plugin skips this node (it passes)."""
+    """ENGINE.md §3.3: (fit, error reason). (False, None) = the plugin skips this node (it passes)."""
     if has_policy(task_policy):
         if model is None:
             return False, REASON_NUMA_INFO_EMPTY
@@ -442,7 +439,7 @@ def filter_node_by_policy(task_policy: str, model: NumaModel | None, free: int |
 
 
 def allocate_container(model: NumaModel, best: Hint, avail: int, req: int) -> Selection:
-    """§7.5 Allocate: Volcano's selection from the best hint's NUMA nodes first, then the rest
+    """ENGINE.md §3.4 Allocate: Volcano's selection from the best hint's NUMA nodes first, then the rest
     from everything available; empty on failure. The CPUs can outnumber `req` (per-socket core ids)."""
     result = Selection(0)
     if best.affinity is not None:
@@ -463,7 +460,7 @@ def allocate_container(model: NumaModel, best: Hint, avail: int, req: int) -> Se
 
 def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> Verdict:
     """The plugin's predicate for one task on one node whose in-session free CPUs are `free`
-    (None = no `cpu` entry). Pure: the caller records the assignment (§6.1)."""
+    (None = no `cpu` entry). Pure: the caller records the assignment (ENGINE.md §3.3)."""
     if task.qos != GUARANTEED:
         return Verdict(PASS_NOT_GUARANTEED)
     fit, err = filter_node_by_policy(task.policy, model, free)
@@ -500,7 +497,7 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
 
 
 def normalize_scores(counts: Sequence[int], weight: int = 1) -> list[int]:
-    """§10 steps 3–4: `100 − floor(100·count/max)` (all 100 when max is 0), times the weight."""
+    """ENGINE.md §3.6: `100 − floor(100·count/max)` (all 100 when max is 0), times the weight."""
     top = max(counts, default=0)
     if top == 0:
         return [100 * weight for _ in counts]
@@ -508,7 +505,7 @@ def normalize_scores(counts: Sequence[int], weight: int = 1) -> list[int]:
 
 
 def plugin_weight(arguments: Mapping[str, object] | None) -> int:
-    """The plugin's `weight` argument: used only when it is an integer (floats, strings → 1) (§5)."""
+    """The plugin's `weight` argument: used only when it is an integer (floats, strings → 1) (ENGINE.md §3.6)."""
     value = (arguments or {}).get("weight", 1)
     if isinstance(value, bool) or not isinstance(value, int):
         return 1
@@ -516,12 +513,12 @@ def plugin_weight(arguments: Mapping[str, object] | None) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# Session state (§5, §11, §12.1)
+# Session state (ENGINE.md §3.7)
 # ------------------------------------------------------------------------------------------------
 
 
 class VolcanoPlugin:
-    """One session's plugin instance (§5): Volcano's view of each node (`NumaModel`, None without a
+    """One session's plugin instance (ENGINE.md §3.7): Volcano's view of each node (`NumaModel`, None without a
     Numatopology), the in-session free CPUs per node, simulated assignments per (task, node), and the
     tasks bound through allocate events. The `volcano` profile drives it; so do the vectors."""
 
@@ -544,21 +541,21 @@ class VolcanoPlugin:
         self.assign_res.setdefault(task.uid, {})[node] = cpus
 
     def predicate(self, task: VolcanoTask, node: str) -> Verdict:
-        """predicateFn (§6): simulate, and record the assignment when the task passed with one."""
+        """predicateFn (ENGINE.md §3.3): simulate, and record the assignment when the task passed with one."""
         verdict = self.simulate(task, node)
         if verdict.outcome == PASS_ASSIGNED:
             self.record(task, node, verdict.assignment or 0)
         return verdict
 
     def scores(self, task: VolcanoTask, numa_counts: Sequence[int]) -> list[int] | None:
-        """§10 steps 1–4 for a task that has assignments: None without a task policy, else the
+        """ENGINE.md §3.6 for a task that has assignments: None without a task policy, else the
         normalised NUMA-span scores times the weight."""
         if not has_policy(task.policy):
             return None
         return normalize_scores(numa_counts, self.weight)
 
     def batch_score(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int] | None:
-        """§10: None when the task has no assignment this session or has no policy."""
+        """ENGINE.md §3.6: None when the task has no assignment this session or has no policy."""
         if task.uid not in self.assign_res:
             return None
         scores = self.scores(task, list(self.numa_counts(task, nodes).values()))
@@ -610,7 +607,7 @@ class VolcanoPlugin:
 
 
 # ------------------------------------------------------------------------------------------------
-# Job-side helpers (webhook, annotation, job controller; volcano-spec §4.1)
+# Job-side helpers (webhook, annotation, job controller; ENGINE.md §3.2)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -630,7 +627,7 @@ def _webhook_message(task_index: int, index: int) -> str:
 
 def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
                                   init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
-    """The job webhook's check (§4.1) on one task's container resource dicts (`{"requests": ...,
+    """The job webhook's check (ENGINE.md §3.2) on one task's container resource dicts (`{"requests": ...,
     "limits": ...}`): with a policy, every container's cpu request (limits when requests are empty)
     must be whole CPUs; no cpu request counts as 0 CPUs. `task_index` is the task's place in the
     job. Returns the rejection message, "" when valid."""
@@ -673,7 +670,7 @@ def job_topology_policy_violation(job: Job) -> tuple[Task, Container, str] | Non
 
 def pod_qos(containers: Sequence[Container], init_containers: Sequence[Container] = (),
             status_qos_class: str | None = None) -> str:
-    """GetPodQOS as the plugin's gate reads it (§4.2): a non-empty `status.qosClass` is returned as
+    """GetPodQOS as the plugin's gate reads it (ENGINE.md §3.2): a non-empty `status.qosClass` is returned as
     it is; otherwise the class the containers' requests and limits give."""
     if status_qos_class:
         return status_qos_class

@@ -5,7 +5,7 @@ pods Volcano placed there whose CPUs the exporter has not reported yet ("unassig
 handed over by the plugin's session close). At every snapshot the scheduler's view is the CRD's
 minus *all* those pods' simulated CPUs, until every one of them shows up in the CRD's
 `podAllocations` (or is deleted); then the list is cleared and the CRD view is used as is.
-See docs/ENGINE.md, "Volcano's scheduler cache".
+See ENGINE.md §3.8.
 """
 
 from __future__ import annotations

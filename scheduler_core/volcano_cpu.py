@@ -3,7 +3,7 @@ plugin keeps in its CPU provider, quirks included, and Go's `sort.Slice` that it
 
 Volcano predicts (and scores) with this selection; the kubelet then pins with its own algorithm
 (`cpu.take_by_topology`), so the two can differ: that gap is what a session shows as predicted
-versus admitted. See docs/ENGINE.md, "Volcano's CPU selection", for the quirks:
+versus admitted. The quirks (ENGINE.md §3.5):
 
 - whole "sockets" are those whose *id* is also the id of an available CPU;
 - whole "cores" are core ids (the exporter numbers cores per socket, so one id names a core on

@@ -1,4 +1,4 @@
-"""Every kubelet BitMask vector (kubelet-spec §3) through both faces of scheduler_core.bitmask:
+"""Every kubelet BitMask vector (ENGINE.md §2.1) through both faces of scheduler_core.bitmask:
 the `BitMask` class with the kubelet's method names, and the int functions the hot paths use."""
 
 from functools import reduce

@@ -1,5 +1,5 @@
 """kubelet_cpu_hints.json: generateCPUTopologyHints (incl. regeneration from an existing allocation and
-align-by-socket) and podGuaranteedCPUs (kubelet-spec §9.1–9.3)."""
+align-by-socket) and podGuaranteedCPUs (ENGINE.md §2.6)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Conformance: Device Manager topology hints (kubelet-spec §12) on kubelet_device_hints.json."""
+"""Conformance: Device Manager topology hints (ENGINE.md §2.9) on kubelet_device_hints.json."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Conformance: filterByAffinity and devicesToAllocate (kubelet-spec §13) on
+"""Conformance: filterByAffinity and devicesToAllocate (ENGINE.md §2.9) on
 kubelet_filter_by_affinity.json."""
 
 import itertools

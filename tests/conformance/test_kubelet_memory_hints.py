@@ -1,4 +1,4 @@
-"""Conformance: Memory Manager static-policy hints (kubelet-spec §14) on kubelet_memory_hints.json."""
+"""Conformance: Memory Manager static-policy hints (ENGINE.md §2.8) on kubelet_memory_hints.json."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Every kubelet Topology Manager merge vector (kubelet-spec §4–6), through the fast merge and the
+"""Every kubelet Topology Manager merge vector (ENGINE.md §2.3), through the fast merge and the
 cross-product reference, plus the kubelet's start-up errors for bad policies, options and machines."""
 
 import re
@@ -156,7 +156,7 @@ def test_every_kind_is_exercised() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Worked micro-examples of spec §4.7 and §5 spelled out
+# Worked micro-examples of ENGINE.md §2.3 and §2.4 spelled out
 
 
 def test_zero_providers_is_default_preferred_and_empty_list_is_default_not_preferred() -> None:

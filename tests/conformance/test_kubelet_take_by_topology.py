@@ -1,5 +1,5 @@
 """kubelet_take_by_topology.json: packed/spread/uncore and distributed CPU selection, accumulator
-orderings and the static policy's allocateCPUs (kubelet-spec §9.5, §10, §11)."""
+orderings and the static policy's allocateCPUs (ENGINE.md §2.6, §2.7)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Volcano numa-aware vectors (tests/conformance/data/volcano_*.json; docs/ENGINE.md, "The volcano profile").
+"""Volcano numa-aware vectors (tests/conformance/data/volcano_*.json; ENGINE.md §3).
 
 Outcomes, reason strings, hints, best hints, CPU ids (Volcano's own selection), NUMA counts and
 scores must match exactly. Where upstream's result depends on Go's map order the case lists every

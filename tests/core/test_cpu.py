@@ -1,6 +1,6 @@
 """CPU Manager static policy: seeds' worked examples, container/pod hint entry points, reserved CPUs,
 SMT alignment, allocate_cpus, bad input, and a cross-check of the mask-based selection against a
-slow, literal transcription of kubelet-spec §10 on random free sets."""
+slow, literal transcription of ENGINE.md §2.7 on random free sets."""
 
 import random
 
@@ -176,7 +176,7 @@ def test_dispatch_distributed_with_full_pcpus_groups_siblings():
 
 
 def test_distributed_intended_semantics_on_large_fixture():
-    """kubelet-spec §11.1: the selected combo NUMA {0,1,2,3} is used (no Go slice aliasing)."""
+    """ENGINE.md §2.7: the selected combo NUMA {0,1,2,3} is used (no Go slice aliasing)."""
     topo = TOPOS["topoDualSocketMultiNumaPerSocketHTLarge"]
     got = take_by_topology_numa_distributed(topo, topo.cpuset(), 128, 1)
     assert got == CPUSet.parse("0-63,128-191")
@@ -312,10 +312,10 @@ def test_bench_reports_microseconds():
     assert all(isinstance(label, str) and us > 0 for label, us in rows)
 
 
-# -- cross-check against a literal transcription of §10 -------------------------------------------
+# -- cross-check against a literal transcription of ENGINE.md §2.7 -------------------------------------------
 
 class RefAccumulator:
-    """kubelet-spec §10.1 written with Python sets and sorted lists, no shortcuts."""
+    """ENGINE.md §2.7 written with Python sets and sorted lists, no shortcuts."""
 
     def __init__(self, topo, avail, need, spread):
         self.topo, self.details, self.need, self.result, self.spread = topo, set(avail), need, set(), spread

@@ -215,7 +215,7 @@ def test_device_ids_sort_naturally():
     assert sorted(["Dev10", "Dev2", "Dev1", "a", "Dev02x"], key=device_sort_key)[:3] == ["Dev1", "Dev2", "Dev02x"]
 
 
-# -- per-node state, init containers and pod scope (spec §7.5) ----------------------------------------
+# -- per-node state, init containers and pod scope (ENGINE.md §2.5) ----------------------------------------
 
 def test_init_container_devices_are_reused_by_app_but_not_sidecar_devices():
     topo = synthetic(1, 2, 2, 1, devices_per_numa={"gpu": 2})

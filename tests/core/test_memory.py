@@ -1,4 +1,4 @@
-"""Memory Manager static policy: machine state, hints, allocation, release and reuse (spec §14)."""
+"""Memory Manager static policy: machine state, hints, allocation, release and reuse (ENGINE.md §2.8)."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """Seed 000 (walk-through of Volcano's numa-aware plugin), §6.3: the CPU × GPU permutation table,
-checked against the kubelet's merge semantics (spec §4.3, §4.5)."""
+checked against the kubelet's merge semantics (ENGINE.md §2.3)."""
 
 import pytest
 
