@@ -186,6 +186,73 @@ class NodeUploadSerializer(serializers.Serializer):
         return attrs
 
 
+def _upload_bytes(upload, field: str) -> bytes:
+    """An uploaded file's content, refused above the importers' size limit before it is read."""
+    from scheduler_core.formats._common import MAX_INPUT_BYTES
+
+    if upload.size > MAX_INPUT_BYTES:
+        raise serializers.ValidationError({field: [f"{upload.size} bytes is larger than the "
+                                                   f"{MAX_INPUT_BYTES >> 20} MiB limit"]})
+    return upload.read()
+
+
+class SnapshotUploadSerializer(serializers.Serializer):
+    """A kubectl cluster snapshot (YAML or JSON) for `POST /api/clusters/<id>/import/`."""
+
+    file = serializers.FileField(help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
+                                           "jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+
+
+class StateCheckUploadSerializer(serializers.Serializer):
+    """A node's kubelet state files for `POST /api/nodes/<id>/check-state/`."""
+
+    cpu_state = serializers.FileField(help_text="/var/lib/kubelet/cpu_manager_state")
+    memory_state = serializers.FileField(required=False, help_text="/var/lib/kubelet/memory_manager_state")
+    pods = serializers.FileField(required=False, help_text="the node's pods in admission order (kubectl -o yaml)")
+
+
+class ImportReportSerializer(serializers.Serializer):
+    changed = serializers.BooleanField()
+    nodes_added = serializers.ListField(child=serializers.CharField())
+    nodes_updated = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    nodes_unchanged = serializers.IntegerField()
+    nodes_removed = serializers.ListField(child=serializers.CharField())
+    nodes_returned = serializers.ListField(child=serializers.CharField())
+    allocations_replayed = serializers.IntegerField()
+    allocations_changed = serializers.ListField(child=serializers.CharField())
+    scheduled_dropped = serializers.ListField(child=serializers.CharField())
+    disagreements = serializers.ListField(child=serializers.CharField())
+    jobs_added = serializers.ListField(child=serializers.CharField())
+    jobs_updated = serializers.ListField(child=serializers.CharField())
+    jobs_kept = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class ContainerCheckSerializer(serializers.Serializer):
+    pod = serializers.CharField()
+    container = serializers.CharField()
+    predicted_cpus = serializers.CharField()
+    actual_cpus = serializers.CharField()
+    predicted_memory = serializers.DictField(allow_null=True)
+    actual_memory = serializers.DictField(allow_null=True)
+    match = serializers.BooleanField()
+    error = serializers.CharField()
+    why = serializers.CharField()
+
+
+class StateCheckSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    match = serializers.BooleanField()
+    verdict = serializers.CharField()
+    mismatches = serializers.IntegerField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    file_policy = serializers.CharField()
+    order = serializers.CharField()
+    actual_default_cpuset = serializers.CharField()
+    predicted_default_cpuset = serializers.CharField()
+    containers = ContainerCheckSerializer(many=True)
+
+
 class AllocationSerializer(serializers.ModelSerializer):
     """An allocation is written by `inventory.services.add_allocation`: checked and saved with its node
     held, so concurrent writers cannot both succeed; a conflict answers 409 naming CPUs and holders."""

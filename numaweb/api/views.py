@@ -1,4 +1,5 @@
-"""REST API under /api/: clusters, nodes (+ topology upload), allocations, jobs, sessions (+ results).
+"""REST API under /api/: clusters (+ snapshot import), nodes (+ topology upload, state check), allocations,
+jobs, sessions (+ results).
 
 Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEWORK)."""
 
@@ -16,12 +17,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from numaweb.inventory import checks, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
+from scheduler_core.errors import EngineError
 
 from . import serializers as s
 
@@ -62,6 +65,23 @@ class ClusterViewSet(viewsets.ModelViewSet):
     serializer_class = s.ClusterSerializer
     queryset = Cluster.objects.annotate(node_count=Count("nodes")).order_by("name")
 
+    @extend_schema(request={"multipart/form-data": s.SnapshotUploadSerializer},
+                   responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")})
+    @action(detail=True, methods=["post"], url_path="import", parser_classes=[MultiPartParser, FormParser],
+            serializer_class=s.SnapshotUploadSerializer)
+    def import_snapshot(self, request: Request, pk: str | None = None) -> Response:
+        """Create or update the cluster's nodes, replayed allocations and pending jobs from a kubectl
+        snapshot; the report says what changed and every disagreement (all or nothing)."""
+        cluster = self.get_object()
+        upload = s.SnapshotUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        data = s._upload_bytes(upload.validated_data["file"], "file")
+        try:
+            report = snapshot.import_snapshot(cluster, data)
+        except EngineError as exc:
+            raise ValidationError({"file": [str(exc)]}) from exc
+        return Response(report)
+
 
 @extend_schema(parameters=[CLUSTER_PARAM])
 class NodeViewSet(viewsets.ModelViewSet):
@@ -84,6 +104,25 @@ class NodeViewSet(viewsets.ModelViewSet):
         upload.is_valid(raise_exception=True)
         node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=upload.validated_data["_node"].pk)
         return Response(s.NodeSerializer(node, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+    @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},
+                   responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")},
+                   parameters=[])
+    @action(detail=True, methods=["post"], url_path="check-state", parser_classes=[MultiPartParser, FormParser],
+            serializer_class=s.StateCheckUploadSerializer)
+    def check_state(self, request: Request, pk: str | None = None) -> Response:
+        """Replay the node's real kubelet state through the engine's kubelet model: per container,
+        predicted versus actual CPUs and memory, and the verdict. Reads only; nothing is stored."""
+        node = self.get_object()
+        upload = s.StateCheckUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        files = {k: s._upload_bytes(v, k) for k, v in upload.validated_data.items()}
+        try:
+            result = checks.check_node_state(node, files["cpu_state"], files.get("memory_state"), files.get("pods"))
+        except EngineError as exc:
+            raise ValidationError({"cpu_state": [str(exc)]}) from exc
+        return Response(result.to_dict())
 
 
 @extend_schema(parameters=[OpenApiParameter("node", OpenApiTypes.INT, description="only this node's allocations")])

@@ -193,3 +193,21 @@ class NodeFilterForm(forms.Form):
     min_free = forms.IntegerField(required=False, min_value=0, max_value=1_000_000, label="free CPUs ≥")
     min_numa_free = forms.IntegerField(required=False, min_value=0, max_value=1_000_000,
                                        label="free CPUs on one NUMA node ≥")
+
+
+class SnapshotImportForm(forms.Form):
+    """A kubectl cluster snapshot into a cluster (created when the name is new)."""
+
+    cluster = forms.SlugField(max_length=100, help_text="an existing cluster to update, or a new name")
+    file = forms.FileField(label="snapshot", help_text="kubectl get nodes,noderesourcetopologies,numatopologies,"
+                                                       "pods,jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+
+
+class StateCheckForm(forms.Form):
+    """A node's kubelet state files, checked against the engine's kubelet model."""
+
+    cpu_state = forms.FileField(label="cpu_manager_state", help_text="/var/lib/kubelet/cpu_manager_state")
+    memory_state = forms.FileField(label="memory_manager_state", required=False,
+                                   help_text="/var/lib/kubelet/memory_manager_state (optional)")
+    pods = forms.FileField(label="pods", required=False,
+                           help_text="the node's pods in admission order, kubectl get pods -o yaml (optional)")

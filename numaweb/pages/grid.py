@@ -201,6 +201,25 @@ def _cell(cpu, reserved: int, owners: dict[int, Owner], highlight: int, compact:
             f'title="{escape(title)}">{text}</span>')
 
 
+def render_state_check(row: Node, result) -> SafeString:
+    """The thread grid of a state check: each container's actual CPUs as an owner, and every CPU on
+    which prediction and state file disagree highlighted (a `scheduler_core.state_check.StateCheck`)."""
+    try:
+        engine = inventory.to_engine(row, ())
+    except (EngineError, KeyError, TypeError, ValueError) as exc:
+        return render_grid(NodeState(row, None, inventory.topology_error(exc)))
+    state = NodeState(row, engine)
+    highlight = 0
+    for i, c in enumerate(result.containers, 1):
+        owner = Owner(i, f"{c.pod}/{c.container}", [c.container], c.actual_cpus.mask, "state file")
+        state.owners.append(owner)
+        for cpu in c.actual_cpus:
+            state.owner_of[cpu] = owner
+        if not c.match:
+            highlight |= c.actual_cpus.mask ^ c.predicted_cpus.mask
+    return render_grid(state, highlight & engine.topology.all_cpus, grid_id="grid")
+
+
 # -- memory, devices, distances --------------------------------------------------------------------
 @dataclass
 class Bar:

@@ -16,8 +16,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
 from numaweb.comparisons.forms import HeadroomForm
+from numaweb.inventory import checks, snapshot
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Allocation, Node
+from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.scheduling import services as scheduling
@@ -25,9 +26,10 @@ from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.admission import admit_pod
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
+from scheduler_core.formats._common import MAX_INPUT_BYTES
 
 from . import grid, tables
-from .forms import JobForm, NodeFilterForm, SessionForm, WhatIfForm
+from .forms import JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
 
 NODES_PER_PAGE = 48
 PODS_PER_PAGE = 50
@@ -103,7 +105,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
         "node": node, "state": state, "grid": grid.render_grid(state, highlight, grid_id="grid"),
         "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
-        "free_numa": state.free_per_numa(),
+        "free_numa": state.free_per_numa(), "check_form": StateCheckForm(),
     }
 
 
@@ -143,6 +145,56 @@ def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
     state = grid.node_state(node)
     ctx["grid_oob"] = grid.render_grid(state, highlight, grid_id="grid", oob=True)
     return render(request, "pages/_whatif.html", ctx)
+
+
+def _upload(form, field: str) -> bytes | None:
+    upload = form.cleaned_data.get(field)
+    if upload is None:
+        return None
+    if upload.size > MAX_INPUT_BYTES:
+        form.add_error(field, f"{upload.size} bytes is larger than the {MAX_INPUT_BYTES >> 20} MiB limit")
+        return None
+    return upload.read()
+
+
+@require_http_methods(["GET", "POST"])
+def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
+    """The node's real kubelet state files against the engine's replay: per container predicted vs
+    actual, on the thread grid with every mismatch highlighted, and the verdict. Stores nothing."""
+    node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+    form = StateCheckForm(request.POST or None, request.FILES or None)
+    ctx: dict = {"node": node, "form": form}
+    if request.method == "POST" and form.is_valid():
+        files = {f: _upload(form, f) for f in ("cpu_state", "memory_state", "pods")}
+        if not form.errors:
+            try:
+                result = checks.check_node_state(node, files["cpu_state"], files["memory_state"], files["pods"])
+            except EngineError as exc:
+                form.add_error("cpu_state", str(exc))
+            else:
+                ctx["result"] = result
+                ctx["grid"] = grid.render_state_check(node, result)
+    return render(request, "pages/state_check.html", ctx, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def cluster_import(request: HttpRequest) -> HttpResponse:
+    """Import a kubectl snapshot into a cluster; the report shows what changed and every disagreement."""
+    form = SnapshotImportForm(request.POST or None, request.FILES or None)
+    ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
+    if request.method == "POST" and form.is_valid():
+        data = _upload(form, "file")
+        if data is not None:
+            from django.db import transaction
+
+            try:
+                with transaction.atomic():
+                    cluster, _ = Cluster.objects.get_or_create(name=form.cleaned_data["cluster"])
+                    ctx["report"] = snapshot.import_snapshot(cluster, data)
+                    ctx["cluster"] = cluster
+            except EngineError as exc:
+                form.add_error("file", str(exc))
+    return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 
 @require_GET

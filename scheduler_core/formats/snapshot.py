@@ -361,3 +361,12 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list, groups: list[dict], pods: list,
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
         raise FormatError(f"{name}: a Volcano Job and a pending pod are both named {dup[0]}/{dup[1]}")
+
+
+def load_pods(data: object, name: str = "pods") -> list[Pod]:
+    """The Pod objects of a kubectl output in file order, each keeping its `metadata.uid` (what the
+    kubelet's state files key containers by)."""
+    pods = [_pod(obj, f"{name}: item {i}").pod for i, obj in enumerate(objects(data, name)) if obj.get("kind") == "Pod"]
+    if not pods:
+        raise FormatError(f"{name}: no Pod objects found")
+    return pods

@@ -1,0 +1,73 @@
+"""`manage.py check_state NODE cpu_manager_state [--memory-state FILE] [--pods FILE] [--cluster C]`:
+replay a node's real kubelet state through the engine's kubelet model and print, per container,
+predicted versus actual CPUs (and memory), then the verdict. Exit 0 when everything matches, 3 when
+something does not, 1 on bad input."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from numaweb.commands import require_migrated_database
+from numaweb.inventory import checks
+from numaweb.inventory.models import Node
+from scheduler_core.errors import EngineError
+
+MISMATCH_EXIT = 3
+
+
+def _read(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        raise CommandError(f"{path}: no such file")
+    return p.read_bytes()
+
+
+class Command(BaseCommand):
+    help = "Check a node's cpu_manager_state (and memory_manager_state) against the engine's kubelet model."
+
+    def add_arguments(self, parser):
+        parser.add_argument("node", help="node name (or id)")
+        parser.add_argument("cpu_state", help="the node's /var/lib/kubelet/cpu_manager_state")
+        parser.add_argument("--memory-state", default=None, help="/var/lib/kubelet/memory_manager_state")
+        parser.add_argument("--pods", default=None,
+                            help="the node's pods (kubectl get pods -o yaml), in admission order")
+        parser.add_argument("--cluster", default=None, help="the node's cluster, when the name is not unique")
+
+    def handle(self, *args, node, cpu_state, memory_state, pods, cluster, **options):
+        require_migrated_database()
+        rows = Node.objects.filter(name=node)
+        if cluster:
+            rows = rows.filter(cluster__name=cluster)
+        if not rows.exists() and node.isdigit():
+            rows = Node.objects.filter(pk=int(node))
+        if rows.count() != 1:
+            problem = "not found" if not rows.exists() else "in several clusters; give --cluster"
+            raise CommandError(f"node {node!r}: {problem}")
+        try:
+            result = checks.check_node_state(rows.get(), _read(cpu_state), _read(memory_state), _read(pods))
+        except EngineError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"node {result.node}: replayed in order of {result.order}; state file policy "
+                          f"{result.file_policy}")
+        for c in result.containers:
+            mark = "ok      " if c.match else "MISMATCH"
+            line = (f"  {mark} {c.pod}/{c.container}: predicted {c.predicted_cpus or '-'}, "
+                    f"actual {c.actual_cpus or '-'}")
+            if c.actual_memory is not None:
+                line += f"; memory predicted {_mem(c.predicted_memory)}, actual {_mem(c.actual_memory)}"
+            if c.why:
+                line += f" ({c.why})"
+            self.stdout.write(line)
+        self.stdout.write(f"verdict: {result.verdict}")
+        if result.mismatches or result.reasons:
+            sys.exit(MISMATCH_EXIT)
+
+
+def _mem(memory) -> str:
+    if not memory:
+        return "-"
+    return ", ".join(f"NUMA {n}: " + " ".join(f"{r}={b}" for r, b in sorted(res.items()))
+                     for n, res in sorted(memory.items()))
