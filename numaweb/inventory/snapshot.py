@@ -63,7 +63,12 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
     now = timezone.now()
     with transaction.atomic():
         Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
-        existing = {n.name: n for n in Node.objects.select_for_update().filter(cluster=cluster)}
+        # hold the cluster's nodes (in id order, as every allocation writer does) until the end
+        existing = {n.name: n for n in services.hold_nodes(
+            Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values()}
+        running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
+        drop: list[int] = []          # every deletion is done before any insert: a pod may move nodes
+        inserts: list[tuple[Node, Allocation]] = []
         allocs: dict[int, list[Allocation]] = {}
         for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
             allocs.setdefault(a.node_id, []).append(a)
@@ -107,6 +112,10 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
                     continue
                 if a.origin == Allocation.IMPORTED:
                     continue  # state-file pinning of an older node description; the replay replaces it
+                if a.pod in running:
+                    report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running; "
+                                                       "the snapshot's pod is replayed instead)")
+                    continue
                 try:
                     engine.allocate(services.allocation_to_engine(a))
                     kept.append(a)
@@ -138,24 +147,26 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             row.generation = F("generation") + 1
             row.save()
             if allocs_changed:
-                drop = [a.pk for a in old if a.origin != Allocation.SCHEDULED or a not in kept]
-                Allocation.objects.filter(pk__in=drop).delete()
-                for a in replayed:
-                    a.node, a.cluster = row, cluster
-                Allocation.objects.bulk_create(replayed)
-        if new_rows:
-            Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
-            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])}
-            batch = []
-            for row, replayed in new_rows:
-                for a in replayed:
-                    a.node, a.cluster = created[row.name], cluster
-                    batch.append(a)
-            Allocation.objects.bulk_create(batch, batch_size=1000)
+                kept_ids = {a.pk for a in kept}
+                drop.extend(a.pk for a in old if a.pk not in kept_ids)
+                inserts.extend((row, a) for a in replayed)
         gone = [n for name, n in existing.items() if name not in snap.nodes and n.removed_at is None]
         if gone:
             Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=now, generation=F("generation") + 1)
             report["nodes_removed"] = sorted(n.name for n in gone)
+        # pods replayed on a node the snapshot no longer lists are not running there any more
+        gone_ids = [n.pk for name, n in existing.items() if name not in snap.nodes]
+        drop.extend(Allocation.objects.filter(node_id__in=gone_ids, origin=Allocation.REPLAYED)
+                    .values_list("pk", flat=True))
+        if drop:
+            services.release(Allocation.objects.filter(pk__in=drop))
+        if new_rows:
+            Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
+            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])}
+            inserts.extend((created[row.name], a) for row, replayed in new_rows for a in replayed)
+        for row, a in inserts:
+            a.node, a.cluster = row, cluster
+        Allocation.objects.bulk_create([a for _, a in inserts], batch_size=1000)
         _import_jobs(snap, report)
         job_services.link_allocations(cluster)
         summary = dict(report)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
+from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs.models import Job
 from scheduler_core.cpuset import CPUSet
@@ -160,3 +161,35 @@ def test_replayed_cpus_are_what_the_engine_gives(db):
     for a in Allocation.objects.filter(node__name="node1"):
         stored |= CPUSet.parse(a.cpus)
     assert CPUSet(node.topology.all_cpus & ~engine.free_cpus & ~engine.reserved_cpus.mask) == stored
+
+
+def test_a_pod_moving_off_a_removed_node_and_a_scheduled_pod_now_running(db, tmp_path, capsys):
+    """One holder per pod container in a cluster: the replayed pod of a node that left the snapshot is
+    released before it is replayed elsewhere, and a session's allocation for a pod the snapshot shows
+    running gives way to the replay."""
+    _import(UPSTREAM)
+    node5 = Node.objects.get(name="node5")
+    services.add_allocation(Node.objects.get(name="worker-node-a"), pod="default/lonely", container="app",
+                            cpus="1-2", origin="scheduled")
+    doc = yaml.safe_load(UPSTREAM.read_text())
+    items = [i for i in doc["items"] if i["metadata"]["name"] != "node1"]
+    for item in items:
+        if item["kind"] == "Pod" and item["metadata"]["name"] == "cache":
+            item["spec"]["nodeName"] = "worker-node-a"
+            item["spec"]["initContainers"] = []
+            item["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2"
+        if item["kind"] == "Pod" and item["metadata"]["name"] == "lonely":
+            item["spec"]["nodeName"] = "worker-node-a"
+            item["status"]["phase"] = "Running"
+    doc["items"] = items
+    path = tmp_path / "moved.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    _import(path)
+    report = Cluster.objects.get(name="prod").last_import
+    assert report["nodes_removed"] == ["node1"]
+    assert any("default/lonely/app (now running" in d for d in report["scheduled_dropped"])
+    held = {(a.pod, a.container): (a.node.name, a.origin) for a in Allocation.objects.select_related("node")}
+    assert held[("default/cache", "redis")] == ("worker-node-a", "replayed")
+    assert held[("default/lonely", "app")] == ("worker-node-a", "replayed")
+    assert not Allocation.objects.filter(node__name="node1").exists()
+    assert Node.objects.get(pk=node5.pk).removed_at is None
