@@ -10,7 +10,8 @@ Public entry points:
 - `cpu_topology_hints(topology, available, reusable, request, align_by_socket=False)` → hints (ENGINE.md §2.6).
 - `container_cpu_hints(...)` / `pod_cpu_hints(...)` → `None`, `{"cpu": []}` or `{"cpu": [hints]}`.
 - `take_by_topology(topology, available, count, options=None)` → `CPUSet` (ENGINE.md §2.7), dispatching to
-  `take_by_topology_numa_packed` (ENGINE.md §2.7) or `take_by_topology_numa_distributed` (ENGINE.md §2.7).
+  `take_by_topology_numa_packed` (ENGINE.md §2.7) or `take_by_topology_numa_distributed` (ENGINE.md §2.7;
+  which NUMA nodes it spreads over is `cpu_distributed.select_numa_nodes`).
 - `accumulator_order(topology, available, query)` → the accumulator's orderings (ENGINE.md §2.7).
 - `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)` (ENGINE.md §2.6).
 - `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)` (ENGINE.md §2.6),
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from itertools import combinations
 
 from .bitmask import bits_of as _bits
+from .cpu_distributed import select_numa_nodes
 from .cpuset import CPUSet
 from .errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
 from .hints import TopologyHint
@@ -520,29 +522,9 @@ def _packed(td: _TopoData, avail: int, n: int, spread: bool, uncore: bool) -> in
 # Distributed selection (ENGINE.md §2.7)
 # ---------------------------------------------------------------------------------------------------
 
-def _round3(value: float) -> float:
-    """Go's math.Round(v*1000)/1000: half away from zero (Python's round() is banker's)."""
-    x = value * 1000.0
-    t = math.trunc(x)
-    if abs(x - t) >= 0.5:
-        t += math.copysign(1.0, x)
-    return t / 1000.0
-
-
-def standard_deviation(values: Iterable[int]) -> float:
-    """The balance score of the distributed algorithm: population stddev, mean and result rounded to
-    3 decimals half away from zero."""
-    xs = list(values)
-    if not xs:
-        return 0.0
-    mean = _round3(sum(float(x) for x in xs) / len(xs))
-    var = sum((x - mean) * (x - mean) for x in xs) / len(xs)
-    return _round3(math.sqrt(var))
-
-
 def _distributed(td: _TopoData, avail: int, n: int, group: int, spread: bool) -> int:
     """takeByTopologyNUMADistributed on masks, with the intended (copying) semantics and the
-    group-aware remainder feasibility check."""
+    group-aware remainder feasibility check; `cpu_distributed` picks the NUMA nodes."""
     if n % group != 0:
         return _packed(td, avail, n, spread, False)
     acc = _Accumulator(td, avail, n, spread)
@@ -551,99 +533,41 @@ def _distributed(td: _TopoData, avail: int, n: int, group: int, spread: bool) ->
     if acc.failed:
         raise _not_enough(n, avail.bit_count())
     numas = acc.sorted_numa_nodes()
-    a = acc.avail
-    count = {nid: (a & td.numa_mask[nid]).bit_count() for nid in numas}
-
-    total_numa = len(td.numa_ids)
-    avail_numa = len(count)
-    groups = -(-td.num_cpus // group)
-    groups_per_numa = -(-groups // total_numa)
-    groups_needed = -(-n // group)
-    min_k = -(-groups_needed // groups_per_numa)
-    max_k = min(groups_needed, avail_numa)
-
-    for k in range(min_k, max_k + 1):
-        best_balance = math.inf
-        best_combo: tuple[int, ...] | None = None
-        best_remainder: tuple[int, ...] | None = None
-        for combo in combinations(numas, k):
-            if best_balance == 0:
-                break
-            if sum(count[x] for x in set(combo)) < n:
-                continue
-            if group * sum(count[x] // group for x in combo) < n:
-                continue
-            distribution = (n // k // group) * group
-            if any(count[x] < distribution for x in combo):
-                continue
-            after = dict(count)
-            for x in combo:
-                after[x] -= distribution
-            remainder = n - distribution * k
-            remainder_combo = [x for x in combo if after[x] >= group]
-            local_best = math.inf
-            local_remainder: tuple[int, ...] | None = None
+    counts = [(acc.avail & td.numa_mask[nid]).bit_count() for nid in numas]
+    choice = select_numa_nodes(counts, n, group, len(td.numa_ids), td.num_cpus)
+    if choice is None:
+        return _packed(td, avail, n, spread, False)
+    combo = [numas[p] for p in choice[0]]
+    distribution = (n // len(combo) // group) * group
+    for x in combo:
+        try:
+            got = _packed(td, acc.avail & td.numa_mask[x], distribution, spread, False)
+        except InsufficientResourcesError:
+            got = 0
+        acc.take(got)
+    remainder = n - distribution * len(combo)
+    takers = [numas[p] for p in choice[1] or ()]
+    while remainder > 0:
+        progressed = False
+        for x in takers:
             if remainder == 0:
-                local_best = standard_deviation(after.values())
-            j = len(remainder_combo)
-            while remainder > 0 and j >= 1:
-                for subset in combinations(remainder_combo, j):
-                    if group * sum(after[x] // group for x in subset) < remainder:
-                        continue
-                    sim = dict(after)
-                    r = remainder
-                    while r > 0:
-                        for x in subset:
-                            if r == 0:
-                                break
-                            if sim[x] < group:
-                                continue
-                            sim[x] -= group
-                            r -= group
-                    balance = standard_deviation(sim.values())
-                    if balance < local_best:
-                        local_best = balance
-                        local_remainder = subset
-                j -= 1
-            if local_best < best_balance:
-                best_balance = local_best
-                best_combo = combo
-                best_remainder = local_remainder
-        if best_combo is None:
-            continue
-
-        distribution = (n // len(best_combo) // group) * group
-        for x in best_combo:
+                break
+            if (acc.avail & td.numa_mask[x]).bit_count() < group:
+                continue
             try:
-                got = _packed(td, acc.avail & td.numa_mask[x], distribution, spread, False)
+                got = _packed(td, acc.avail & td.numa_mask[x], group, spread, False)
             except InsufficientResourcesError:
                 got = 0
             acc.take(got)
-        remainder = n - distribution * len(best_combo)
-        while remainder > 0:
-            progressed = False
-            for x in best_remainder or ():
-                if remainder == 0:
-                    break
-                if (acc.avail & td.numa_mask[x]).bit_count() < group:
-                    continue
-                try:
-                    got = _packed(td, acc.avail & td.numa_mask[x], group, spread, False)
-                except InsufficientResourcesError:
-                    got = 0
-                acc.take(got)
-                remainder -= group
-                progressed = True
-            if not progressed:
-                break
-        if acc.need > 0:
-            raise InsufficientResourcesError(
-                f"accounting error, not enough CPUs allocated, remaining: {acc.need}")
-        if acc.need < 0:
-            raise InsufficientResourcesError(
-                f"accounting error, too many CPUs allocated, remaining: {acc.need}")
-        return acc.result
-    return _packed(td, avail, n, spread, False)
+            remainder -= group
+            progressed = True
+        if not progressed:
+            break
+    if acc.need > 0:
+        raise InsufficientResourcesError(f"accounting error, not enough CPUs allocated, remaining: {acc.need}")
+    if acc.need < 0:
+        raise InsufficientResourcesError(f"accounting error, too many CPUs allocated, remaining: {acc.need}")
+    return acc.result
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -18,13 +18,13 @@ from scheduler_core.cpu import (
     pod_cpu_hints,
     reserved_cpu_set,
     reserved_physical_cpus,
-    standard_deviation,
     take_by_topology,
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
     update_cpus_to_reuse,
     validate_static_options,
 )
+from scheduler_core.cpu_distributed import standard_deviation
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
 from scheduler_core.hints import TopologyHint
