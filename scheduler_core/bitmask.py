@@ -29,13 +29,24 @@ def mask_of(bits: Iterable[int]) -> int:
     return mask
 
 
+_BYTE_BITS = [tuple(b for b in range(8) if byte >> b & 1) for byte in range(256)]
+# _SHIFTED[i][byte]: the bits of `byte` as the i-th byte of a mask; grown on demand to the widest mask seen.
+_SHIFTED: list[list[tuple[int, ...]]] = [_BYTE_BITS]
+
+
 def bits_of(mask: int) -> list[int]:
-    """Set bit numbers, ascending."""
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
+    """Set bit numbers, ascending (by table, a byte at a time: explanations expand the same kinds
+    of masks hundreds of thousands of times)."""
+    if mask < 256:
+        return list(_BYTE_BITS[mask])
+    raw = mask.to_bytes((mask.bit_length() + 7) >> 3, "little")
+    while len(_SHIFTED) < len(raw):
+        base = len(_SHIFTED) * 8
+        _SHIFTED.append([tuple(base + b for b in bits) for bits in _BYTE_BITS])
+    out: list[int] = []
+    for table, byte in zip(_SHIFTED, raw, strict=False):
+        if byte:
+            out += table[byte]
     return out
 
 

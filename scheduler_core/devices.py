@@ -133,6 +133,24 @@ def device_topology_hints(numa_nodes: Sequence[int], devices: Iterable[Device] |
             continue
         reuse_masks.append(device_mask(d))
 
+    key = (tuple(numa_nodes), frozenset(all_counts.items()), frozenset(avail_counts.items()),
+           tuple(sorted(reuse_masks)), request)
+    hints = _HINTS.get(key)
+    if hints is None:
+        if len(_HINTS) >= _HINTS_LIMIT:
+            _HINTS.clear()
+        hints = _HINTS[key] = _generate(numa_nodes, all_counts, avail_counts, reuse_masks, request)
+    return list(hints)
+
+
+# Hints by (NUMA nodes, devices per NUMA mask: all / available, reusable masks, request): the hints
+# depend on nothing else, and a session asks the same question on every node of a shape.
+_HINTS: dict[tuple, tuple[TopologyHint, ...]] = {}
+_HINTS_LIMIT = 4096
+
+
+def _generate(numa_nodes: Sequence[int], all_counts: dict[int, int], avail_counts: dict[int, int],
+              reuse_masks: list[int], request: int) -> tuple[TopologyHint, ...]:
     min_affinity = len(numa_nodes)
     found: list[int] = []
     for mask in iterate_masks(numa_nodes):
@@ -149,7 +167,7 @@ def device_topology_hints(numa_nodes: Sequence[int], devices: Iterable[Device] |
             matching += sum(n for m, n in avail_counts.items() if m & mask)
             if matching >= request:
                 found.append(mask)
-    return [TopologyHint(mask, mask.bit_count() == min_affinity) for mask in found]
+    return tuple(TopologyHint(mask, mask.bit_count() == min_affinity) for mask in found)
 
 
 def container_device_hints(numa_nodes: Sequence[int], devices: Iterable[Device], requests: Mapping[str, int],

@@ -121,6 +121,21 @@ def test_multi_numa_device_counts_in_every_mask_it_touches():
     assert device_topology_hints([0, 1], devices, ["a", "b"], [], 2) == [H([1], True), H([0, 1], False)]
 
 
+def test_hints_depend_on_the_free_layout_not_on_device_ids():
+    """Hints are remembered per (NUMA nodes, devices per NUMA mask, free per mask, reusable masks,
+    request): another node with the same layout gets equal hints, a changed free set fresh ones, and
+    changing a returned list changes nothing remembered."""
+    first = [Device("a", "r", (0,)), Device("b", "r", (1,)), Device("c", "r", (1,))]
+    other = [Device("x", "r", (0,)), Device("y", "r", (1,)), Device("z", "r", (1,))]
+    got = device_topology_hints([0, 1], first, ["b", "c"], [], 2)
+    assert got == [H([1], True), H([0, 1], False)]
+    got.clear()
+    assert device_topology_hints([0, 1], other, ["y", "z"], [], 2) == [H([1], True), H([0, 1], False)]
+    assert device_topology_hints([0, 1], other, ["x", "z"], [], 2) == [H([0, 1], False)]
+    assert device_topology_hints([0, 1], other, ["x", "z"], ["y"], 2) == [H([1], True), H([0, 1], False)]
+    assert device_topology_hints([0, 1], other, ["x", "z"], ["y"], 3) == [H([0, 1], True)]
+
+
 # -- bad input ------------------------------------------------------------------------------------------
 
 def test_negative_request_is_rejected_with_the_value():
