@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .bitmask import BitMaskError, iterate_masks, mask_of
-from .errors import InsufficientResourcesError, RequestError
+from .errors import InsufficientResourcesError, RequestError, check_int
 from .hints import TopologyHint
 from .pods import INIT, Container, Pod, pod_device_request
 from .topology import Device
@@ -66,11 +66,7 @@ def has_topology_alignment(devices: Iterable[Device]) -> bool:
 
 
 def _check_request(request: object, what: str) -> int:
-    if isinstance(request, bool) or not isinstance(request, int):
-        raise RequestError(f"{what} must be an integer number of devices, not {request!r}")
-    if request < 0:
-        raise RequestError(f"{what} cannot be negative: {request}")
-    return request
+    return check_int(request, what)
 
 
 def _index(devices: Iterable[Device] | Mapping[str, Device]) -> dict[str, Device]:

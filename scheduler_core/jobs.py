@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .errors import PolicyError, RequestError
+from .errors import PolicyError, RequestError, check_int
 from .kubelet import TOPOLOGY_POLICIES
 from .pods import Pod
-
-
-def _whole(value: object, what: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(f"{what} must be an integer, not {value!r}")
-    if value < minimum:
-        raise RequestError(f"{what} must be at least {minimum}, not {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -30,11 +22,11 @@ class Task:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise RequestError("every task needs a non-empty name")
-        _whole(self.replicas, f"task {self.name}: replicas")
+            raise RequestError("every task needs a non-empty name", "task")
+        check_int(self.replicas, f"task {self.name}: replicas", field="replicas")
         if self.topology_policy is not None and self.topology_policy not in TOPOLOGY_POLICIES:
             raise PolicyError(f"task {self.name}: unknown topology policy {self.topology_policy!r}; "
-                              f"expected one of: {', '.join(TOPOLOGY_POLICIES)}")
+                              f"expected one of: {', '.join(TOPOLOGY_POLICIES)}", "topology_policy")
 
     @property
     def policy(self) -> str | None:
@@ -57,23 +49,23 @@ class Job:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise RequestError("a job needs a non-empty name")
+            raise RequestError("a job needs a non-empty name", "name")
         object.__setattr__(self, "tasks", tuple(self.tasks))
         if not self.tasks:
             raise RequestError(f"job {self.name}: needs at least one task")
         names = [t.name for t in self.tasks]
         for name in names:
             if names.count(name) > 1:
-                raise RequestError(f"job {self.name}: task name {name!r} is used twice")
+                raise RequestError(f"job {self.name}: task name {name!r} is used twice", "task")
         total = sum(t.replicas for t in self.tasks)
         if self.min_available is None:
             object.__setattr__(self, "min_available", total)
-        _whole(self.min_available, f"job {self.name}: minAvailable")
+        check_int(self.min_available, f"job {self.name}: minAvailable", field="min_available")
         if self.min_available > total:
             raise RequestError(
-                f"job {self.name}: minAvailable ({self.min_available}) is more than its {total} replicas")
-        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
-            raise RequestError(f"job {self.name}: priority must be an integer, not {self.priority!r}")
+                f"job {self.name}: minAvailable ({self.min_available}) is more than its {total} replicas",
+                "min_available")
+        check_int(self.priority, f"job {self.name}: priority", None, field="priority")
 
     def pods(self) -> list[tuple[Task, Pod]]:
         """Every replica as a concrete pod `<job>-<task>-<i>` carrying the task's policy."""

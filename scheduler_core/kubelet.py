@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .cpuset import CPUSet
-from .errors import PolicyError
+from .errors import PolicyError, check_int
 
 CPU_MANAGER_POLICIES = ("none", "static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -147,15 +147,12 @@ class KubeletConfig:
                                TopologyOptions.parse(self.topology_manager_options))
         if isinstance(self.reserved_cpus, str):
             object.__setattr__(self, "reserved_cpus", CPUSet.parse(self.reserved_cpus))
-        milli = self.reserved_cpu_milli
-        if isinstance(milli, bool) or not isinstance(milli, int) or milli < 0:
-            raise PolicyError(f"reserved CPU must be a non-negative number of millicores, not {milli!r}")
+        check_int(self.reserved_cpu_milli, "reserved CPU (millicores)", error=PolicyError)
         if self.cpu_manager_options.align_by_socket and self.topology_manager_policy == "single-numa-node":
             raise PolicyError("align-by-socket is not compatible with the single-numa-node topology manager policy")
         for nid, resources in self.reserved_memory.items():
             for res, amount in resources.items():
-                if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-                    raise PolicyError(f"reserved {res} on NUMA node {nid} must be a non-negative byte count")
+                check_int(amount, f"reserved {res} on NUMA node {nid} (bytes)", error=PolicyError)
 
     def __hash__(self) -> int:
         # reserved_memory is a mapping: hash the canonical JSON (once) so node classes key on settings

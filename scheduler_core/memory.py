@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .bitmask import bits_of, iterate_masks, mask_string
-from .errors import InsufficientResourcesError, RequestError, TopologyError
+from .errors import InsufficientResourcesError, RequestError, TopologyError, check_int
 from .hints import TopologyHint
 from .pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
 
@@ -72,11 +72,7 @@ class Block:
 
 
 def _bytes(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(f"{what} must be a whole number of bytes, not {value!r}")
-    if value < 0:
-        raise RequestError(f"{what} cannot be negative: {value}")
-    return value
+    return check_int(value, f"{what} (bytes)")
 
 
 class MachineState:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .errors import RequestError
+from .errors import RequestError, check_int
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"
 CONTAINER_KINDS = (APP, INIT, SIDECAR)
@@ -32,11 +32,7 @@ def _amounts(values: Mapping[str, object] | None, container: str, what: str) -> 
     for res, amount in (values or {}).items():
         if not isinstance(res, str) or not res:
             raise RequestError(f"container {container}: resource names must be non-empty strings")
-        if isinstance(amount, bool) or not isinstance(amount, int):
-            raise RequestError(f"container {container}: {what} {res} must be an integer, not {amount!r}")
-        if amount < 0:
-            raise RequestError(f"container {container}: {what} {res} cannot be negative ({amount})")
-        out[res] = amount
+        out[res] = check_int(amount, f"container {container}: {what} {res}", field=res)
     return out
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from .admission import admit_pod
-from .errors import PolicyError, RequestError
+from .errors import PolicyError, check_int
 from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
 from .pods import Pod
 from .volcano import (
@@ -93,8 +93,7 @@ class Profile:
     weight: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.weight, bool) or not isinstance(self.weight, int):
-            raise RequestError(f"numa-aware weight must be an integer, not {self.weight!r}")
+        check_int(self.weight, "numa-aware weight", None)
 
     def open(self, cluster: Cluster) -> ProfileSession:
         raise NotImplementedError

@@ -24,46 +24,47 @@ _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,3})?)(n|u|m|
 _LIMIT = Decimal(2**63)
 
 
-def parse_quantity(value: object, what: str = "quantity") -> Decimal:
-    """Exact value of a Kubernetes quantity; `what` names the field in the error message."""
+def parse_quantity(value: object, what: str = "quantity", field: str | None = None) -> Decimal:
+    """Exact value of a Kubernetes quantity; `what` names the value in the error message, `field`
+    is the error's `field` (the resource name, for forms)."""
     if isinstance(value, bool):
-        raise RequestError(f"{what}: {value!r} is not a quantity")
+        raise RequestError(f"{what}: {value!r} is not a quantity", field)
     if isinstance(value, int):
         number = Decimal(value)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise RequestError(f"{what}: {value!r} is not a quantity")
+            raise RequestError(f"{what}: {value!r} is not a quantity", field)
         number = Decimal(repr(value))
     elif isinstance(value, str):
         match = _QUANTITY.match(value.strip())
         if not match:
-            raise RequestError(f"{what}: {value!r} is not a quantity (expected e.g. 2, 500m, 8Gi)")
+            raise RequestError(f"{what}: {value!r} is not a quantity (expected e.g. 2, 500m, 8Gi)", field)
         try:
             number = Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
         except InvalidOperation as exc:
-            raise RequestError(f"{what}: {value!r} is not a quantity") from exc
+            raise RequestError(f"{what}: {value!r} is not a quantity", field) from exc
     else:
-        raise RequestError(f"{what}: {value!r} is not a quantity")
+        raise RequestError(f"{what}: {value!r} is not a quantity", field)
     if number < 0:
-        raise RequestError(f"{what}: {value!r} is negative")
+        raise RequestError(f"{what}: {value!r} is negative", field)
     if number >= _LIMIT:
-        raise RequestError(f"{what}: {value!r} is too large")
+        raise RequestError(f"{what}: {value!r} is too large", field)
     return number
 
 
-def cpu_milli(value: object, what: str = "cpu") -> int:
+def cpu_milli(value: object, what: str = "cpu", field: str | None = "cpu") -> int:
     """CPU quantity in millicores (`2` → 2000, `500m` → 500); finer than 1m is an error."""
-    milli = parse_quantity(value, what) * 1000
+    milli = parse_quantity(value, what, field) * 1000
     if milli != milli.to_integral_value():
-        raise RequestError(f"{what}: {value!r} is finer than 1m")
+        raise RequestError(f"{what}: {value!r} is finer than 1m", field)
     return int(milli)
 
 
-def count(value: object, what: str = "quantity") -> int:
+def count(value: object, what: str = "quantity", field: str | None = None) -> int:
     """A whole-number quantity such as bytes of memory or a number of devices."""
-    number = parse_quantity(value, what)
+    number = parse_quantity(value, what, field)
     if number != number.to_integral_value():
-        raise RequestError(f"{what}: {value!r} is not a whole number")
+        raise RequestError(f"{what}: {value!r} is not a whole number", field)
     return int(number)
 
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .admission import admit_pod
-from .errors import RequestError
+from .errors import RequestError, check_int
 from .explain import (
     FILTERED,
     PASSED,
@@ -437,8 +437,7 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
     chosen = get_profile(profile, weight)
     _validate(cluster, jobs)
     for what, value in (("explain_names", explain_names), ("explain_groups", explain_groups)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise RequestError(f"{what} must be a non-negative integer, not {value!r}")
+        check_int(value, what)
     start = time.perf_counter()
     hooks = chosen.open(cluster)
     s = _Session(cluster, hooks, explain_names)

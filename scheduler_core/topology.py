@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .cpuset import CPUSet
-from .errors import TopologyError
+from .errors import TopologyError, check_int
 
 JSON_KIND = "numaweb.topology"
 JSON_VERSION = 1
@@ -63,11 +63,7 @@ class Header:
 
 
 def _int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TopologyError(f"{what} must be an integer, not {value!r}")
-    if value < 0:
-        raise TopologyError(f"{what} cannot be negative: {value}")
-    return value
+    return check_int(value, what, error=TopologyError)
 
 
 class Topology:
@@ -399,8 +395,7 @@ def synthetic(sockets: int, numa_per_socket: int, cores_per_numa: int, threads: 
     """
     for name, value in (("sockets", sockets), ("numa_per_socket", numa_per_socket),
                         ("cores_per_numa", cores_per_numa), ("threads", threads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TopologyError(f"{name} must be a positive integer, not {value!r}")
+        check_int(value, name, 1, error=TopologyError)
     total_cores = sockets * numa_per_socket * cores_per_numa
     cpus = []
     for core in range(total_cores):

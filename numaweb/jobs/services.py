@@ -31,7 +31,7 @@ def _amounts(values: object, where: str) -> dict[str, int]:
     out = {}
     for res, amount in values.items():
         res = str(res)
-        out[res] = cpu_milli(amount, f"{where}.{res}") if res == "cpu" else count(amount, f"{where}.{res}")
+        out[res] = cpu_milli(amount, f"{where}.{res}") if res == "cpu" else count(amount, f"{where}.{res}", res)
     return out
 
 

@@ -28,15 +28,16 @@ def parse_devices(text: str) -> dict[str, str]:
     return out
 
 
-def _field_for(message: str) -> str | None:
-    """Which form field an engine message is about (None: the whole form)."""
-    text = message.lower()
-    for needle, name in ((".cpu", "cpu"), ("cpu", "cpu"), (".memory", "memory"), ("minavailable", "min_available"),
-                         ("replicas", "replicas"), ("topology policy", "topology_policy"),
-                         ("requests.", "devices"), ("limits.", "devices"), ("name", "name")):
-        if needle in text:
-            return name
-    return None
+def _field_for(exc: EngineError) -> str | None:
+    """The form field an engine error is about, from its `field` (None: the whole form)."""
+    field = exc.field
+    if field is None:
+        return None
+    if field.startswith("hugepages-"):
+        return "memory"
+    if "/" in field:  # a device-plugin resource such as nvidia.com/gpu
+        return "devices"
+    return field
 
 
 class ResourcesMixin(forms.Form):
@@ -74,9 +75,8 @@ class JobForm(ResourcesMixin):
     guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
 
     def _engine_error(self, exc: EngineError, field: str | None) -> None:
-        message = str(exc)
-        target = field if field is not None else _field_for(message)
-        self.add_error(target if target in self.fields else None, message)
+        target = field if field is not None else _field_for(exc)
+        self.add_error(target if target in self.fields else None, str(exc))
 
     def clean(self) -> dict:
         data = super().clean()
@@ -161,9 +161,8 @@ class WhatIfForm(ResourcesMixin):
                     container["limits"] = dict(resources)
                 data["pod"] = job_services.pod_from_template("what-if", {"containers": [container]})
         except EngineError as exc:
-            message = str(exc)
-            target = "manifest" if manifest else _field_for(message)
-            self.add_error(target if target in self.fields else None, message)
+            target = "manifest" if manifest else _field_for(exc)
+            self.add_error(target if target in self.fields else None, str(exc))
         except IndexError:
             self.add_error("manifest", "the manifest has no pod (zero replicas?)")
         return data

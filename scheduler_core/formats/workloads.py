@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import EngineError, FormatError, PolicyError, RequestError
+from ..errors import EngineError, FormatError, PolicyError, RequestError, check_int
 from ..jobs import Job, Task
 from ..kubelet import TOPOLOGY_POLICIES
 from ..pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
@@ -65,7 +65,7 @@ def load_jobs(text: str, name: str = "workload") -> list[Job]:
 
 
 def _rethrow(exc: EngineError, where: str) -> EngineError:
-    return type(exc)(f"{where}: {exc}")
+    return type(exc)(f"{where}: {exc}", exc.field)
 
 
 def _object(obj: dict, where: str, submitted: int) -> Job:
@@ -106,14 +106,9 @@ def _object(obj: dict, where: str, submitted: int) -> Job:
 
 
 def _int(value: object, what: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        else:
-            raise RequestError(f"{what} must be a whole number, not {value!r}")
-    if value < minimum:
-        raise RequestError(f"{what} must be at least {minimum}, not {value}")
-    return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)  # YAML authors quote numbers
+    return check_int(value, what, minimum)
 
 
 def _policy(value: object, what: str) -> str | None:
@@ -209,7 +204,7 @@ def _container(c: object, kind: str, where: str) -> Container:
         out = {}
         for res, q in values.items():
             what = f"{where}: resources.{section}.{res}"
-            out[str(res)] = cpu_milli(q, what) if res == "cpu" else count(q, what)
+            out[str(res)] = cpu_milli(q, what) if res == "cpu" else count(q, what, str(res))
         amounts[section] = out
     try:
         return Container(cname, amounts["requests"], amounts["limits"], kind)

@@ -101,7 +101,7 @@ def test_job_pods_and_defaults():
 @pytest.mark.parametrize(("make", "exc", "needle"), [
     (lambda: Job("j", (_task("a"), _task("a"))), RequestError, "task name 'a' is used twice"),
     (lambda: Job("j", (_task("a", 2),), min_available=3), RequestError, r"minAvailable \(3\) is more than its 2"),
-    (lambda: _task("a", -1), RequestError, "replicas must be at least 0"),
+    (lambda: _task("a", -1), RequestError, "replicas cannot be negative: -1"),
     (lambda: _task("a", 1.5), RequestError, "replicas must be an integer"),
     (lambda: _task("a", 1, "numa-please"), PolicyError, "unknown topology policy 'numa-please'"),
     (lambda: Job("j", ()), RequestError, "at least one task"),
@@ -140,3 +140,22 @@ def test_bad_kubelet_settings(kwargs, needle):
 
 def test_cpu_options_parse_direct():
     assert CPUOptions.parse({"align-by-socket": "1"}).align_by_socket
+
+
+def test_errors_name_their_field():
+    """EngineError.field says which input an error is about, so forms need not read the message."""
+    from scheduler_core.errors import EngineError
+
+    cases = [
+        (lambda: cpu_milli("lots"), "cpu"),
+        (lambda: count("1.5", "limits.nvidia.com/gpu", "nvidia.com/gpu"), "nvidia.com/gpu"),
+        (lambda: Container("c", {"memory": -1}), "memory"),
+        (lambda: _task("a", -1), "replicas"),
+        (lambda: _task("a", 1, "numa-please"), "topology_policy"),
+        (lambda: Job("j", (_task("a", 1),), min_available=2), "min_available"),
+        (lambda: Job("", (_task("a", 1),)), "name"),
+    ]
+    for make, field in cases:
+        with pytest.raises(EngineError) as info:
+            make()
+        assert info.value.field == field, (field, str(info.value))

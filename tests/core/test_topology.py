@@ -90,7 +90,7 @@ def test_cpu_less_numa_node_is_kept():
 
 
 def test_synthetic_rejects_nonsense():
-    with pytest.raises(TopologyError, match="threads must be a positive integer"):
+    with pytest.raises(TopologyError, match="threads must be at least 1, not 0"):
         synthetic(1, 1, 1, 0)
 
 

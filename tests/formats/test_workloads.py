@@ -124,8 +124,8 @@ def test_unknown_policy_in_task_and_annotation():
 
 
 @pytest.mark.parametrize(("old", "new", "match"), [
-    ("replicas: 3", "replicas: -1", r"spec.tasks\[1\].replicas must be at least 0"),
-    ("replicas: 3", "replicas: 2.5", r"spec.tasks\[1\].replicas must be a whole number"),
+    ("replicas: 3", "replicas: -1", r"spec.tasks\[1\].replicas cannot be negative"),
+    ("replicas: 3", "replicas: 2.5", r"spec.tasks\[1\].replicas must be an integer"),
     ("nvidia.com/gpu: 1", "nvidia.com/gpu: 1.5", r"limits.nvidia.com/gpu: 1.5 is not a whole number"),
     ("memory: 1e3", "memory: -1Gi", r"initContainers\[0\]: resources.limits.memory: '-1Gi' is negative"),
     ("cpu: 500m", "cpu: 0.0001", r"resources.limits.cpu: 0.0001 is finer than 1m"),

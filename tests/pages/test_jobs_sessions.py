@@ -27,6 +27,19 @@ def test_bad_quantity_error_sits_next_to_the_cpu_field(client, demo):
     assert not Job.objects.filter(name="bad").exists()
 
 
+def test_engine_errors_sit_next_to_the_field_they_name(client, demo):
+    """The engine says which input an error is about (EngineError.field); no word matching."""
+    html = client.post(reverse("pages:jobs"), {"name": "m", "cpu": "1", "memory": "lots"}).content.decode()
+    assert "is not a quantity" in _field_errors(html, "memory")
+    assert "field-error" not in _field_errors(html, "cpu")
+    html = client.post(reverse("pages:jobs"),
+                       {"name": "d", "cpu": "1", "devices": "nvidia.com/gpu=1.5"}).content.decode()
+    assert "is not a whole number" in _field_errors(html, "devices")
+    html = client.post(reverse("pages:jobs"), {"name": "g", "cpu": "1", "replicas": "2",
+                                               "min_available": "3"}).content.decode()
+    assert "minAvailable (3) is more than its 2 replicas" in _field_errors(html, "min_available")
+
+
 def test_policy_with_fractional_cpu_and_bad_manifest(client, demo):
     html = client.post(reverse("pages:jobs"), {"name": "frac", "cpu": "500m", "topology_policy": "best-effort",
                                                "guaranteed": "on"}).content.decode()
