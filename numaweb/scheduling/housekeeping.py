@@ -63,8 +63,11 @@ def requeue_pending(older_than: float) -> list[int]:
 
 
 def upkeep(name: str, requeue_after: float) -> None:
-    """One round: heartbeat, lost sessions, pending sessions."""
+    """One round: heartbeat (and the rows of workers gone for a hundred timeouts dropped), lost sessions,
+    pending sessions."""
     beat(name)
+    gone = timezone.now() - timedelta(seconds=100 * settings.NUMAWEB_WORKER_TIMEOUT)
+    WorkerHeartbeat.objects.filter(seen_at__lt=gone).delete()
     lost = services.expire_lost_sessions()
     if lost:
         log.warning("sessions whose worker was lost, marked failed: %s", ", ".join(map(str, lost)))

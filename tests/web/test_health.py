@@ -105,8 +105,12 @@ def test_upkeep_beats_fails_lost_sessions_and_requeues(db, queue, settings):
     long_ago = timezone.now() - timedelta(seconds=60)
     lost = SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.RUNNING, runs=1,
                                             worker="elsewhere:1", started_at=long_ago, heartbeat_at=long_ago)
+    heartbeat("recent@host", age=60)
+    heartbeat("ancient@host", age=100 * 30 + 1)
+    settings.NUMAWEB_WORKER_TIMEOUT = 30
     housekeeping.upkeep("me@host", 0)
     assert WorkerHeartbeat.objects.get(name="me@host").seen_at > long_ago
+    assert sorted(WorkerHeartbeat.objects.values_list("name", flat=True)) == ["me@host", "recent@host"]
     lost.refresh_from_db()
     assert lost.status == "failed" and lost.error.startswith("worker lost: no heartbeat from elsewhere:1")
     assert queue() == [pending.pk]
@@ -163,3 +167,26 @@ def test_json_log_lines_carry_extras_and_tracebacks():
         failed = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
     entry = json.loads(JsonFormatter().format(failed))
     assert "Traceback" in entry["exc"] and "ValueError: bad" in entry["exc"]
+
+
+def test_gunicorn_logs_json_lines_when_asked(monkeypatch):
+    import logging.config
+    import runpy
+
+    import numaweb.gunicorn_conf
+
+    path = numaweb.gunicorn_conf.__file__
+    monkeypatch.setenv("NUMAWEB_LOG_FORMAT", "plain")
+    assert "logconfig_dict" not in runpy.run_path(path)  # gunicorn's own plain format
+    monkeypatch.setenv("NUMAWEB_LOG_FORMAT", "json")
+    logging.config.dictConfig(runpy.run_path(path)["logconfig_dict"])
+    logger = logging.getLogger("gunicorn.error")
+    try:
+        stream = io.StringIO()
+        logger.handlers[0].setStream(stream)
+        logger.info("Listening at: %s", "http://127.0.0.1:9")
+        entry = json.loads(stream.getvalue())
+        assert entry["logger"] == "gunicorn.error" and entry["message"] == "Listening at: http://127.0.0.1:9"
+    finally:
+        for name in ("gunicorn.error", "gunicorn.access"):
+            logging.getLogger(name).handlers.clear()
