@@ -3,8 +3,9 @@ broker) decides what still has to run:
 
 - publish a heartbeat (its WorkerHeartbeat row) every third of NUMAWEB_WORKER_TIMEOUT;
 - mark running sessions whose worker is lost failed (services.expire_lost_sessions);
-- queue again every session still pending NUMAWEB_REQUEUE_SECONDS after it was last queued (all of them when
-  the worker starts): a message lost by the broker, or dropped by a Redis restart, only delays the session.
+- queue again every session still pending NUMAWEB_REQUEUE_SECONDS after it was last queued (when the worker
+  starts: every one older than a few seconds): a message lost by the broker, or dropped by a Redis restart, only
+  delays the session.
   A duplicate message is harmless, since a run first claims the row."""
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from . import services
 from .models import SchedulingSession, WorkerHeartbeat
 
 log = logging.getLogger("numaweb.scheduling")
+
+# a starting worker queues again every session pending longer than this: one queued a moment ago has its message
+# on the way, and a duplicate would only be skipped (kept short: the periodic check covers the rest)
+START_GRACE = 5.0
 
 
 def beat(name: str, started_at=None) -> None:
@@ -87,7 +92,8 @@ class Housekeeping(threading.Thread):
         first = True
         while not self.stopping.is_set():
             try:
-                upkeep(self.worker_name, 0 if first else settings.NUMAWEB_REQUEUE_SECONDS)
+                upkeep(self.worker_name, min(START_GRACE, settings.NUMAWEB_REQUEUE_SECONDS) if first
+                       else settings.NUMAWEB_REQUEUE_SECONDS)
                 first = False
             except Exception:  # database or broker away: log it, the next round tries again
                 log.exception("worker housekeeping failed; retrying in %.0f s", self.interval)

@@ -86,7 +86,7 @@ def test_session_progress_then_hint_table_without_reload(page: Page, live_server
         document.body.addEventListener('htmx:afterRequest', e => {
             if (e.detail.pathInfo.requestPath.includes('/progress')) window.__polls += 1; }); }""")
     page.locator("#session-form summary").click()
-    page.get_by_label("default/vj-test").check()
+    page.locator("#session-form").get_by_label("default/vj-test").check()
     page.select_option("#session-form select[name=profile]", "volcano")
     page.click("#session-form button[type=submit]")
     section = page.locator("section.session")

@@ -209,7 +209,7 @@ def test_compose_stack_end_to_end(page: Page, tmp_path):
         page.goto(stack.base + "/jobs/")
         page.evaluate("window.__marker = 'kept'")
         page.locator("#session-form summary").click()
-        page.get_by_label("default/vj-test").check()
+        page.locator("#session-form").get_by_label("default/vj-test").check()
         page.select_option("#session-form select[name=profile]", "volcano")
         page.click("#session-form button[type=submit]")
         section = page.locator("section.session")
