@@ -11,9 +11,9 @@ a pod shape. Every figure is computed from the engine's own inputs and results; 
   task topology policy it carries.
 - `headroom(cluster, shape, profile)` → `{"total", "rejected", "nodes": [{"node", "count",
   "rejected"}]}`: how many more pods of `shape` a session of `profile` places on `cluster` as it is
-  (a real `run_session` on a copy, so exactly what a session would do). Placed pods always form a
-  prefix of the job: once one pod of a shape finds no node, the state is unchanged and so does every
-  later one; hence a session of `headroom + k` such pods places exactly `headroom`.
+  (real `run_session`s on copies, so exactly what a session would do; see `headroom`). Placed pods
+  always form a prefix of the job: once one pod of a shape finds no node, the state is unchanged and
+  so does every later one; hence a session of `headroom + k` such pods places exactly `headroom`.
 - `run_variant(nodes, jobs, variant, shape=None)` → `{"metrics", "nodes"}`; `metrics(result,
   cluster)` for a finished session (see `metrics` for the keys).
 """
@@ -220,42 +220,47 @@ class Shape:
                 "devices": dict(self.devices), "policy": self.policy}
 
 
-def fit_bound(cluster: Cluster, request: Request) -> int:
-    """How many pods of `request` the resource-fit filter alone lets onto the cluster: no session can
-    place more, so a job of this many replicas saturates it."""
-    total = 0
-    for name in cluster.nodes:
-        total += cluster.fit_count(name, request)
-    return total
-
-
 def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned") -> dict:
     """Pods of `shape` a session of `profile` (a name or a Profile with its options) would still place
     on `cluster` (left unchanged), per node.
 
-    `rejected` counts those the kubelet would then refuse (placed by the scheduler, as the session
-    counts them, but holding nothing); always 0 for `aligned`."""
+    A session of identical pods changes only the node it places on, and keeps placing while any node
+    passes, so each node ends with as many pods as a session over that node alone places, whatever
+    the order. Nodes in the same state (shape, settings, allocations, scheduler tally) therefore need
+    one real session each, over one of them: a job of as many replicas as resource fit allows there.
+    The sum is what one session over the whole cluster places (tests/core/test_compare.py checks it
+    against such a session, for every profile). `rejected` counts those the kubelet would then refuse
+    (placed by the scheduler, as a session counts them, but holding nothing); always 0 for `aligned`."""
     try:
         profile = get_profile(profile)
     except PolicyError as exc:
         raise PolicyError(f"profile: {exc}") from None
-    work = cluster.copy()
-    bound = fit_bound(work, Request.of(shape.pod()))
-    per_node = {name: [0, 0] for name in sorted(work.nodes)}
     started = time.perf_counter()
-    if bound:
-        job = Job("headroom", (Task("pod", shape.pod(), bound, shape.policy),), min_available=1,
-                  namespace=HEADROOM_NAMESPACE)
-        result = run_session(work, [job], profile=profile, explain_names=0, explain_groups=0)
-        for record in result.pods:
-            if record.placed:
-                per_node[record.node][0] += 1
-                if record.status == "rejected":
-                    per_node[record.node][1] += 1
+    pod = shape.pod()
+    request = Request.of(pod)
+    groups: dict[tuple, list[str]] = {}
+    for name in sorted(cluster.nodes):
+        groups.setdefault((cluster.nodes[name].state_key(), cluster.tally[name].key()), []).append(name)
+    per_node: dict[str, tuple[int, int]] = {}
+    bound = sessions = 0
+    for members in groups.values():
+        fits = cluster.fit_count(members[0], request)
+        bound += fits * len(members)
+        placed = rejected = 0
+        if fits:
+            sessions += 1
+            job = Job("headroom", (Task("pod", pod, fits, shape.policy),), min_available=1,
+                      namespace=HEADROOM_NAMESPACE)
+            result = run_session(cluster.copy(members[:1]), [job], profile=profile, explain_names=0,
+                                 explain_groups=0)
+            counts = result.counts
+            placed, rejected = counts["placed"], counts["topology_affinity_errors"] + counts["admission_errors"]
+        for name in members:
+            per_node[name] = (placed, rejected)
     return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r in per_node.values()),
-            "rejected": sum(r for _c, r in per_node.values()), "bound": bound,
+            "rejected": sum(r for _c, r in per_node.values()), "bound": bound, "sessions": sessions,
             "engine_s": time.perf_counter() - started,
-            "nodes": [{"node": name, "count": c, "rejected": r} for name, (c, r) in per_node.items()]}
+            "nodes": [{"node": name, "count": c, "rejected": r} for name, (c, r) in sorted(per_node.items())]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -353,5 +358,5 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     return out
 
 
-__all__ = ["BLOCK_BINS", "Shape", "Variant", "block_histogram", "fit_bound", "headroom", "metrics", "node_table",
+__all__ = ["BLOCK_BINS", "Shape", "Variant", "block_histogram", "headroom", "metrics", "node_table",
            "numa_use", "run_variant"]

@@ -227,12 +227,14 @@ class Cluster:
         self.tally[name] = tally
         self.refresh(name)
 
-    def copy(self) -> Cluster:
-        """An independent cluster (node copies share the immutable topologies)."""
+    def copy(self, names: Iterable[str] | None = None) -> Cluster:
+        """An independent cluster of the nodes `names` (default: all), with their scheduler tally;
+        node copies share the immutable topologies."""
+        names = list(self.nodes) if names is None else [self.node(n).name for n in names]
         other = Cluster.__new__(Cluster)
-        other.nodes = {n: node.copy() for n, node in self.nodes.items()}
-        other.tally = {n: t.copy() for n, t in self.tally.items()}
-        other.numa_free = dict(self.numa_free)
+        other.nodes = {n: self.nodes[n].copy() for n in names}
+        other.tally = {n: self.tally[n].copy() for n in names}
+        other.numa_free = {n: self.numa_free[n] for n in names}
         other._static = self._static
         other._static_ids = self._static_ids
         other._alloc_cap = self._alloc_cap
