@@ -102,11 +102,9 @@ def _changed(snapshot: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
 
 
 # -- starting -----------------------------------------------------------------------------------------
-def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
-                     shape: Shape | None = None) -> Comparison:
-    """Create the comparison (every pending job unless `jobs` is given) and, once committed, send
-    its variants to the workers as one group. A broker that cannot be reached marks the variants
-    failed and raises BrokerUnavailable (with `session_id` = the comparison's id)."""
+def create_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
+                      shape: Shape | None = None) -> Comparison:
+    """The comparison's rows (every pending job unless `jobs` is given), its snapshot taken now."""
     with transaction.atomic():
         comparison = Comparison.objects.create(cluster=cluster, shape=None if shape is None else shape.to_dict(),
                                                snapshot=_snapshot(cluster.pk))
@@ -114,6 +112,15 @@ def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterab
         ComparisonVariant.objects.bulk_create([
             ComparisonVariant(comparison=comparison, index=i, profile=v.profile, settings=v.to_dict(), label=v.label)
             for i, v in enumerate(variants)])
+    return comparison
+
+
+def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
+                     shape: Shape | None = None) -> Comparison:
+    """Create the comparison and, once committed, send its variants to the workers as one group. A
+    broker that cannot be reached marks the variants failed and raises BrokerUnavailable (with
+    `session_id` = the comparison's id)."""
+    comparison = create_comparison(cluster, variants, jobs, shape)
     ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
     if transaction.get_connection().in_atomic_block:  # inside someone's transaction: send after its commit
         def later() -> None:

@@ -75,7 +75,7 @@ def _context(comparison: Comparison) -> dict:
     ctx["histogram"] = charts.column_chart(
         "free single-NUMA blocks by size (free CPUs on one NUMA node)", bins,
         [(f"{v.index + 1}. {v.label}", [v.metrics["block_histogram"][b] for b in bins], v.index) for v in done],
-        x_label="free CPUs on one NUMA node")
+        width=900, x_label="free CPUs on one NUMA node")
     ctx["legend"] = charts.legend([(f"{v.index + 1}. {v.label}", v.index) for v in done])
     ctx["heat_legend"] = charts.heat_legend()
     ctx["strips"] = [(v, charts.heat_strip(f"NUMA use after placement: {v.label}", v.nodes)) for v in done]

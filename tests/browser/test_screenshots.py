@@ -1,4 +1,4 @@
-"""The screenshots command's capture step against the live server: three real PNGs."""
+"""The screenshots command's capture step against the live server: five real PNGs."""
 
 import struct
 
@@ -6,7 +6,7 @@ import pytest
 
 from numaweb.inventory.models import Node
 from numaweb.jobs.models import Job
-from numaweb.pages.management.commands.screenshots import take_screenshots
+from numaweb.pages.management.commands.screenshots import Command, take_screenshots
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
 
@@ -18,8 +18,10 @@ def test_take_screenshots_writes_pngs(browser, live_server, demo, tmp_path):
     session.jobs.set(Job.objects.all())
     session = services.execute_session(session.pk)
     node = Node.objects.get(name="srv-gpu-1")
-    written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots")
-    assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png"]
+    comparison = Command._comparison(demo)
+    assert comparison.status == "done"
+    written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots", comparison=comparison)
+    assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png", "comparison.png", "headroom.png"]
     for path in written:
         head = path.read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,9 +1,10 @@
 """`manage.py screenshots [--output docs/screenshots] [--cluster demo] [--node srv-gpu-1]`.
 
 Serves the pages from this process on a free loopback port, drives Debian's Chromium through
-Playwright (never a downloaded browser) and writes PNGs of the dashboard, a node page and a session
-page. Builds the demo cluster when it is missing and runs a dry-run session in-process when the
-cluster has none, so `manage.py migrate && manage.py screenshots` is enough."""
+Playwright (never a downloaded browser) and writes PNGs of the dashboard, a node page, a session
+page, a comparison page and the dashboard answering a headroom question. Builds the demo cluster
+when it is missing, and runs a dry-run session and a comparison of the three profiles in-process
+when the cluster has none, so `manage.py migrate && manage.py screenshots` is enough."""
 
 from __future__ import annotations
 
@@ -14,25 +15,36 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from numaweb.comparisons import services as comparison_services
+from numaweb.comparisons.models import Comparison
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
+from scheduler_core.compare import Shape, Variant
+from scheduler_core.profiles import PROFILES
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+HEADROOM_QUERY = "?hr-cpu=4&hr-memory=8Gi&hr-devices=nvidia.com%2Fgpu%3D1&hr-policy=single-numa-node&hr-profile=aligned"
+
+
 def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSession, output: Path,
-                     width: int = 1366) -> list[Path]:
-    """Open the pages in `browser` (a Playwright Browser) and write dashboard/node/session PNGs."""
+                     width: int = 1366, comparison: Comparison | None = None) -> list[Path]:
+    """Open the pages in `browser` (a Playwright Browser) and write dashboard/node/session PNGs, and
+    with a finished `comparison` its page and the dashboard answering a headroom question."""
     output.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     pod = session.placements.filter(job="vj-test").first() or session.placements.order_by("index").first()
     shots = [("dashboard.png", "/", None), ("node.png", f"/nodes/{node.pk}/", "#grid"),
              ("session.png", f"/sessions/{session.pk}/" + (f"?pod={pod.index}" if pod else ""), "#hint-table")]
+    if comparison is not None:
+        shots += [("comparison.png", f"/comparisons/{comparison.pk}/", "svg[data-chart=heat]"),
+                  ("headroom.png", "/" + HEADROOM_QUERY, "[data-headroom]")]
     written = []
     try:
         for name, path, ready in shots:
@@ -72,7 +84,8 @@ class _Server:
 
 
 class Command(BaseCommand):
-    help = "Write PNG screenshots of the dashboard, a node page and a session page (demo data) for the docs."
+    help = ("Write PNG screenshots of the dashboard, a node page, a session page, a comparison and the headroom "
+            "box (demo data) for the docs.")
 
     def add_arguments(self, parser):
         parser.add_argument("--output", default=str(Path(settings.BASE_DIR) / "docs" / "screenshots"))
@@ -97,14 +110,32 @@ class Command(BaseCommand):
             session = services.execute_session(session.pk)
             if session.status != SchedulingSession.DONE:
                 raise CommandError(f"session {session.pk} failed: {session.error}")
+        comparison = self._comparison(target)
         os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # sync Playwright runs an event loop here
         from playwright.sync_api import sync_playwright
 
         with _Server() as base_url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
             try:
-                written = take_screenshots(browser, base_url, row, session, Path(output), width)
+                written = take_screenshots(browser, base_url, row, session, Path(output), width, comparison)
             finally:
                 browser.close()
         for path in written:
             self.stdout.write(f"wrote {path}")
+
+    @staticmethod
+    def _comparison(cluster: Cluster) -> Comparison:
+        """The cluster's latest finished comparison, else the three profiles compared in this process."""
+        done = Comparison.objects.filter(cluster=cluster, finished_at__isnull=False).order_by("-id")
+        for comparison in done:
+            if comparison.status == Comparison.DONE:
+                return comparison
+        comparison = comparison_services.create_comparison(cluster, [Variant(p) for p in PROFILES], Job.objects.all(),
+                                                           Shape.parse("4", "8Gi", policy="single-numa-node"))
+        for variant in comparison.variants.all():
+            comparison_services.execute_variant(variant.pk)
+        comparison = Comparison.objects.get(pk=comparison.pk)
+        if comparison.status != Comparison.DONE:
+            raise CommandError(f"comparison {comparison.pk} failed: "
+                               + "; ".join(v.error for v in comparison.variants.all() if v.error))
+        return comparison
