@@ -58,6 +58,7 @@ class ComparisonVariant(models.Model):
     worker = models.CharField(max_length=255, blank=True, default="")
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="last sent to the workers")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     engine_ms = models.FloatField(null=True, blank=True, help_text="session + headroom time in the engine")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,7 +22,7 @@ from numaweb.inventory.models import Cluster, Node
 from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
-from numaweb.scheduling.services import BrokerUnavailable, worker_id
+from numaweb.scheduling.services import BrokerUnavailable, worker_gone, worker_id
 from scheduler_core.compare import Shape, Variant, headroom, run_variant
 from scheduler_core.errors import EngineError
 from scheduler_core.kubelet import KubeletConfig
@@ -153,11 +154,29 @@ def enqueue(variant_ids: Sequence[int]) -> None:
 
     from .tasks import run_comparison_variant
 
+    ComparisonVariant.objects.filter(pk__in=variant_ids).update(queued_at=timezone.now())
     try:
         group(run_comparison_variant.si(pk) for pk in variant_ids).apply_async()
     except (OperationalError, ConnectionError, OSError) as exc:
         raise BrokerUnavailable(f"the task queue is unavailable ({exc}); the comparison was saved as failed "
                                 "and can be asked for again when the broker is back") from exc
+
+
+def requeue_pending(older_than: float) -> list[int]:
+    """Send again every variant still pending `older_than` seconds after it was last sent, and every
+    running one whose worker process is gone from this host (a lost message or a killed worker only
+    delays a comparison). The conditional update of `queued_at` lets one of several workers send it."""
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    stale = list(ComparisonVariant.objects.filter(status=Comparison.PENDING, queued_at__lte=cutoff)
+                 .values_list("pk", "queued_at"))
+    stale += [(pk, queued) for pk, queued, worker in ComparisonVariant.objects.filter(status=Comparison.RUNNING)
+              .values_list("pk", "queued_at", "worker") if worker and worker_gone(worker)]
+    sent = [pk for pk, queued in stale
+            if ComparisonVariant.objects.filter(pk=pk, queued_at=queued).update(queued_at=timezone.now())]
+    if sent:
+        enqueue(sent)
+        log.info("sent comparison variants again: %s", ", ".join(map(str, sent)))
+    return sent
 
 
 # -- running --------------------------------------------------------------------------------------------

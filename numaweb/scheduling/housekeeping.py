@@ -5,7 +5,7 @@ broker) decides what still has to run:
 - mark running sessions whose worker is lost failed (services.expire_lost_sessions);
 - queue again every session still pending NUMAWEB_REQUEUE_SECONDS after it was last queued (when the worker
   starts: every one older than a few seconds): a message lost by the broker, or dropped by a Redis restart, only
-  delays the session.
+  delays the session; the same for comparison variants (and running ones whose worker process died on this host).
   A duplicate message is harmless, since a run first claims the row."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
+
+from numaweb.comparisons import services as comparisons
 
 from . import services
 from .models import SchedulingSession, WorkerHeartbeat
@@ -69,7 +71,7 @@ def requeue_pending(older_than: float) -> list[int]:
 
 def upkeep(name: str, requeue_after: float) -> None:
     """One round: heartbeat (and the rows of workers gone for a hundred timeouts dropped), lost sessions,
-    pending sessions."""
+    pending sessions, comparison variants to send again."""
     beat(name)
     gone = timezone.now() - timedelta(seconds=100 * settings.NUMAWEB_WORKER_TIMEOUT)
     WorkerHeartbeat.objects.filter(seen_at__lt=gone).delete()
@@ -77,6 +79,7 @@ def upkeep(name: str, requeue_after: float) -> None:
     if lost:
         log.warning("sessions whose worker was lost, marked failed: %s", ", ".join(map(str, lost)))
     requeue_pending(requeue_after)
+    comparisons.requeue_pending(requeue_after)
 
 
 class Housekeeping(threading.Thread):

@@ -10,6 +10,7 @@ import json
 import socket
 
 import pytest
+from django.utils import timezone
 
 from numaweb.comparisons import services
 from numaweb.comparisons.models import Comparison, ComparisonVariant
@@ -245,3 +246,25 @@ def test_headroom_bad_queries_are_400_naming_the_parameter(api, cluster, query, 
 
 def test_headroom_of_a_missing_cluster_is_404(api, db):
     assert api.get("/api/clusters/987654/headroom/?cpu=1").status_code == 404
+
+
+def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monkeypatch,
+                                                              django_capture_on_commit_callbacks):
+    """The workers' housekeeping sends again what is still pending (a message the broker lost) and what
+    runs on a worker process that died; what was sent recently is left alone."""
+    import socket
+
+    make_node(cluster, "n1")
+    sent: list[list[int]] = []
+    monkeypatch.setattr(services, "enqueue", lambda ids: sent.append(list(ids)) or
+                        ComparisonVariant.objects.filter(pk__in=ids).update(queued_at=timezone.now()))
+    with django_capture_on_commit_callbacks(execute=True):
+        comparison = services.start_comparison(cluster, services.parse_variants(cluster, THREE))
+    ids = sorted(comparison.variants.values_list("pk", flat=True))
+    assert sent == [ids]
+    assert services.requeue_pending(60) == []  # just sent
+    first, *_rest = ids
+    ComparisonVariant.objects.filter(pk=first).update(status="running", worker=f"{socket.gethostname()}:999999999")
+    assert sorted(services.requeue_pending(0)) == ids
+    ComparisonVariant.objects.filter(pk=first).update(status="done")
+    assert services.requeue_pending(60) == []
