@@ -86,6 +86,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "numaweb.limits.RequestSizeLimit",
     "django.middleware.security.SecurityMiddleware",
     # static files straight from STATIC_ROOT (hashed names, gzip, far-future cache headers), before any other work
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -236,10 +237,16 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# size bound on uploaded topology files and submitted manifests (DESIGN §6)
-NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(32 * 1024 * 1024))
+# -- limits on input (README "Limits"); each answers 400 (413 for a body too large) naming the limit
+# a request body (upload, manifest, form) larger than this is refused with 413 before any byte is read
+# (numaweb.limits.RequestSizeLimit); the engine reads topology files of at most 16 MiB in any case
+NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(16 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# jobs: replicas of one task, pods of one job, pods one session schedules
+NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
+NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
+NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown

@@ -67,13 +67,16 @@ class Job:
                 "min_available")
         check_int(self.priority, f"job {self.name}: priority", None, field="priority")
 
+    def pod(self, task: Task, index: int) -> Pod:
+        """Replica `index` of `task` as a concrete pod `<job>-<task>-<index>` carrying the task's policy."""
+        name = f"{self.name}-{task.name}-{index}"
+        return replace(task.template, name=name, namespace=self.namespace, uid=f"{self.namespace}/{name}",
+                       topology_policy=task.policy)
+
+    def first_pod(self) -> Pod | None:
+        """The first replica of the first task that has one (None: no replicas), without building the rest."""
+        return next((self.pod(t, 0) for t in self.tasks if t.replicas), None)
+
     def pods(self) -> list[tuple[Task, Pod]]:
-        """Every replica as a concrete pod `<job>-<task>-<i>` carrying the task's policy."""
-        out = []
-        for task in self.tasks:
-            for i in range(task.replicas):
-                pod = replace(task.template, name=f"{self.name}-{task.name}-{i}", namespace=self.namespace,
-                              uid=f"{self.namespace}/{self.name}-{task.name}-{i}",
-                              topology_policy=task.policy)
-                out.append((task, pod))
-        return out
+        """Every replica as a concrete pod (see `pod`), tasks in order, replicas in index order."""
+        return [(task, self.pod(task, i)) for task in self.tasks for i in range(task.replicas)]

@@ -20,6 +20,7 @@ from numaweb.inventory.models import (
     Cluster,
     Node,
 )
+from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.scheduling.models import Placement, SchedulingSession
@@ -288,7 +289,8 @@ class TaskSerializer(serializers.ModelSerializer):
                                               required=False, allow_blank=True, default="")
     template = ObjectField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
                                      '"memory": "4Gi"}, "limits": {...}}], "init_containers": [...]}')
-    replicas = serializers.IntegerField(min_value=0, max_value=100000, default=1)
+    replicas = serializers.IntegerField(min_value=0, max_value=bounds.INT32[1], default=1,
+                                        help_text="at most NUMAWEB_MAX_REPLICAS_PER_TASK (default 10,000)")
 
     class Meta:
         model = Task
@@ -308,9 +310,12 @@ class JobSerializer(serializers.ModelSerializer):
     tasks = TaskSerializer(many=True, required=False)
     manifest = serializers.CharField(required=False, allow_blank=True, max_length=1_000_000,
                                      help_text="Volcano Job (batch.volcano.sh/v1alpha1) or Pod YAML/JSON")
-    name = serializers.CharField(max_length=253, required=False)
-    min_available = serializers.IntegerField(min_value=0, max_value=10_000_000, required=False, allow_null=True)
-    priority = serializers.IntegerField(min_value=-(2**31), max_value=2**31 - 1, required=False, default=0)
+    name = serializers.CharField(max_length=253, required=False, help_text="a DNS-1123 subdomain")
+    namespace = serializers.CharField(max_length=63, required=False, default="default",
+                                      help_text="a DNS-1123 label")
+    min_available = serializers.IntegerField(min_value=0, max_value=bounds.INT32[1], required=False, allow_null=True)
+    priority = serializers.IntegerField(min_value=bounds.INT32[0], max_value=bounds.INT32[1], required=False,
+                                        default=0)
 
     class Meta:
         model = Job
@@ -329,8 +334,9 @@ class JobSerializer(serializers.ModelSerializer):
             if len(jobs) != 1:
                 raise serializers.ValidationError({"manifest": [f"expected one job, found {len(jobs)}"]})
             try:
+                bounds.check_job(jobs[0], manifest=True)
                 job_services.check_policy_cpus(jobs[0])
-            except EngineError as exc:
+            except (EngineError, bounds.OutOfBounds) as exc:
                 raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
             attrs["_engine"], attrs["_format"] = jobs[0], "yaml"
         else:
@@ -341,7 +347,10 @@ class JobSerializer(serializers.ModelSerializer):
             data = {**attrs, "tasks": [dict(t) for t in attrs["tasks"]]}
             try:
                 attrs["_engine"] = job_services.engine_job_from_data(data)
+                bounds.check_job(attrs["_engine"], {"replicas": "tasks", "task": "tasks"})
                 job_services.check_policy_cpus(attrs["_engine"])
+            except bounds.OutOfBounds as exc:
+                raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
             except EngineError as exc:
                 message = str(exc)
                 field = "min_available" if "minAvailable" in message else (
@@ -377,7 +386,7 @@ class SessionSerializer(serializers.ModelSerializer):
     def validate_jobs(self, value: list[Job]) -> list[Job]:
         try:
             job_services.check_schedulable(value)
-        except job_services.NotSchedulable as exc:
+        except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
             raise serializers.ValidationError(str(exc)) from exc
         return value
 

@@ -20,6 +20,7 @@ from rest_framework.reverse import reverse
 from numaweb.inventory import checks, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services as scheduling
@@ -194,6 +195,8 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         try:
             session = scheduling.start_session(data["cluster"], data.get("profile", "volcano"),
                                                data.get("dry_run", False), jobs if jobs else None)
+        except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:  # the jobs taken when none are named
+            raise ValidationError({"jobs": [str(exc)]}) from exc
         except scheduling.BrokerUnavailable as exc:
             body = {"detail": str(exc)}
             if exc.session_id is not None:

@@ -91,6 +91,9 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 class AllocationForm(forms.ModelForm):
+    """Checked with the node held: the admin runs the whole request in one transaction, so the row lock
+    (PostgreSQL) or the IMMEDIATE transaction (SQLite) taken here lasts until the row is saved."""
+
     class Meta:
         model = Allocation
         fields = ["node", "pod", "container", "cpus", "memory", "devices", "origin"]
@@ -99,13 +102,12 @@ class AllocationForm(forms.ModelForm):
         cleaned = super().clean()
         if self.errors or not cleaned.get("node"):
             return cleaned
-        node = cleaned["node"]
-        row = Allocation(node=node, **{k: cleaned.get(k) for k in ("pod", "container", "cpus", "memory", "devices",
-                                                                    "origin")})
-        others = node.allocations.exclude(pk=self.instance.pk) if self.instance.pk else node.allocations.all()
+        node = services.hold_nodes([cleaned["node"].pk])[cleaned["node"].pk]
+        row = Allocation(pk=self.instance.pk, node=node, cluster_id=node.cluster_id,
+                         **{k: cleaned.get(k) for k in ("pod", "container", "cpus", "memory", "devices", "origin")})
         try:
-            services.to_engine(node, others).allocate(services.allocation_to_engine(row))
-        except EngineError as exc:
+            services.check_allocation(row, node)
+        except (EngineError, services.AllocationConflict) as exc:
             raise forms.ValidationError(str(exc)) from exc
         return cleaned
 
@@ -113,8 +115,24 @@ class AllocationForm(forms.ModelForm):
 @admin.register(Allocation)
 class AllocationAdmin(admin.ModelAdmin):
     form = AllocationForm
-    list_display = ["pod", "container", "node", "cpus", "origin", "session", "created_at"]
+    list_display = ["pod", "container", "node", "cpus", "origin", "job", "session", "created_at"]
     list_filter = ["origin", "node__cluster"]
     search_fields = ["pod", "node__name"]
     raw_id_fields = ["node"]
-    readonly_fields = ["session", "created_at"]
+    readonly_fields = ["cluster", "job", "session", "created_at"]
+
+    def save_model(self, request, obj: Allocation, form, change: bool) -> None:
+        from numaweb.jobs import services as jobs
+
+        before = Allocation.objects.filter(pk=obj.pk).values_list("job_id", flat=True).first() if change else None
+        obj.cluster_id = obj.node.cluster_id
+        obj.job = jobs.job_for_pod(obj.pod)
+        super().save_model(request, obj, form, change)
+        jobs.refresh_status([before, obj.job_id])
+
+    def delete_model(self, request, obj: Allocation) -> None:
+        services.remove_allocation(obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for row in queryset:
+            services.remove_allocation(row)

@@ -19,6 +19,7 @@ from scheduler_core.pods import APP, Container, Pod
 from scheduler_core.quantity import count, cpu_milli
 from scheduler_core.volcano import job_topology_policy_violation
 
+from . import bounds
 from .models import Job, Task
 
 
@@ -215,10 +216,11 @@ class NotSchedulable(ValueError):
 
 
 def check_schedulable(jobs: Iterable[Job]) -> None:
-    """Refuse jobs a session cannot place: finished ones, and ones whose every pod already holds resources.
-    The message names each job."""
+    """Refuse jobs a session cannot place: finished ones, and ones whose every pod already holds resources
+    (NotSchedulable, naming each job); and more pods than a session may schedule (bounds.OutOfBounds)."""
     jobs = list(jobs)
     held = held_pods(j.pk for j in jobs)
+    bounds.check_session(j.replicas - len(held.get(j.pk, ())) for j in jobs)
     problems = []
     for job in jobs:
         if job.finished_at is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, Cluster
+from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
@@ -67,11 +68,11 @@ class JobForm(ResourcesMixin):
     manifest = forms.CharField(required=False, max_length=1_000_000, widget=forms.Textarea(attrs={"rows": 10}),
                                help_text="Volcano Job or Pod YAML; leave empty to use the fields")
     name = forms.CharField(required=False, max_length=253)
-    namespace = forms.CharField(required=False, max_length=253, initial="default")
+    namespace = forms.CharField(required=False, max_length=63, initial="default")
     task = forms.CharField(required=False, max_length=253, initial="main", label="task name")
-    replicas = forms.IntegerField(required=False, min_value=0, max_value=100_000, initial=1)
+    replicas = forms.IntegerField(required=False, min_value=0, max_value=bounds.INT32[1], initial=1)
     topology_policy = forms.ChoiceField(required=False, choices=POLICY_CHOICES)
-    min_available = forms.IntegerField(required=False, min_value=0, max_value=10_000_000)
+    min_available = forms.IntegerField(required=False, min_value=0, max_value=bounds.INT32[1])
     guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
 
     def _engine_error(self, exc: EngineError, field: str | None) -> None:
@@ -119,6 +120,11 @@ class JobForm(ResourcesMixin):
                 return data
             fmt, check_field = "json", "cpu"
         try:
+            bounds.check_job(engine, manifest=bool(manifest))
+        except bounds.OutOfBounds as exc:
+            self.add_error(exc.field, str(exc))
+            return data
+        try:
             job_services.check_policy_cpus(engine)
         except EngineError as exc:
             self._engine_error(exc, check_field)
@@ -136,7 +142,8 @@ class JobForm(ResourcesMixin):
 
 
 class WhatIfForm(ResourcesMixin):
-    """A pod to try on one node: pasted YAML (Pod or Job: its first pod) or CPU/memory/device fields."""
+    """A pod to try on one node: pasted YAML (Pod or Job: its first pod, the only one built) or
+    CPU/memory/device fields."""
 
     manifest = forms.CharField(required=False, max_length=200_000, widget=forms.Textarea(attrs={"rows": 6}),
                                help_text="Pod YAML (or a Volcano Job: its first pod); or use the fields")
@@ -149,8 +156,11 @@ class WhatIfForm(ResourcesMixin):
         manifest = (data.get("manifest") or "").strip()
         try:
             if manifest:
-                jobs = job_services.engine_jobs_from_manifest(manifest)
-                data["pod"] = jobs[0].pods()[0][1]
+                job = job_services.engine_jobs_from_manifest(manifest)[0]
+                bounds.check_job(job, manifest=True)
+                data["pod"] = job.first_pod()
+                if data["pod"] is None:
+                    self.add_error("manifest", "the manifest has no pod (zero replicas?)")
             else:
                 resources = self.resources()
                 if not resources:
@@ -163,8 +173,8 @@ class WhatIfForm(ResourcesMixin):
         except EngineError as exc:
             target = "manifest" if manifest else _field_for(exc)
             self.add_error(target if target in self.fields else None, str(exc))
-        except IndexError:
-            self.add_error("manifest", "the manifest has no pod (zero replicas?)")
+        except bounds.OutOfBounds as exc:
+            self.add_error("manifest", str(exc))
         return data
 
 
@@ -179,8 +189,8 @@ class SessionForm(forms.Form):
     def clean_jobs(self) -> list[Job]:
         jobs = list(self.cleaned_data.get("jobs") or ())
         try:
-            job_services.check_schedulable(jobs)
-        except job_services.NotSchedulable as exc:
+            job_services.check_schedulable(jobs or job_services.schedulable_jobs())
+        except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
             raise forms.ValidationError(str(exc)) from exc
         return jobs
 

@@ -138,10 +138,10 @@ def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
                 ctx["result"] = tables.admission_view(result)
                 highlight = result.cpus.mask
                 ctx["highlight_count"] = highlight.bit_count()
-    if not request.htmx:
+    if not request.htmx:  # htmx swaps 2xx responses only; a plain POST with errors gets 422
         full = _node_context(node, highlight)
         full.update(ctx, whatif=form)
-        return render(request, "pages/node.html", full)
+        return render(request, "pages/node.html", full, status=200 if form.is_valid() else 422)
     state = grid.node_state(node)
     ctx["grid_oob"] = grid.render_grid(state, highlight, grid_id="grid", oob=True)
     return render(request, "pages/_whatif.html", ctx)

@@ -112,13 +112,13 @@ def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = Fa
     committed.
 
     Raises jobs.services.NotSchedulable, naming the job, when a given job is finished or all its pods
-    already hold resources. Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
+    already hold resources, and jobs.bounds.OutOfBounds when the jobs hold more pods than a session may
+    schedule. Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
     lost) when the broker is down."""
     if profile not in SchedulingSession.PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of: {', '.join(SchedulingSession.PROFILES)}")
     chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs()
-    if jobs is not None:
-        job_services.check_schedulable(chosen)
+    job_services.check_schedulable(chosen)
     with transaction.atomic():
         session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
         session.jobs.set(chosen)

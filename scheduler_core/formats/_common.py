@@ -201,6 +201,26 @@ def parse_int(text: object, what: str, minimum: int | None = 0) -> int:
     return value
 
 
+#: The largest id of each kind an importer accepts, checked as the id is read, before any mask or table
+#: sized by it is built (`1 << id` of a CPU id of 4e9 is a 500 MB integer). CPU ids: CPUSet's range;
+#: NUMA node ids: the kernel's (at most 1024 nodes; ids above 63 are left out later, with a note); core
+#: and package ids only name things, so their bound just refuses absurd input.
+MAX_ID = {"CPU": MAX_CPU_ID, "NUMA node": 1023, "core": (1 << 20) - 1, "socket": (1 << 20) - 1}
+
+
+def check_id(value: int, kind: str, what: str) -> int:
+    """`value` if it is a valid `kind` id (see MAX_ID), else FormatError naming where it was read."""
+    limit = MAX_ID[kind]
+    if not 0 <= value <= limit:
+        raise FormatError(f"{what}: {kind} id {value} is out of range 0-{limit}")
+    return value
+
+
+def parse_id(text: object, kind: str, what: str) -> int:
+    """An id read from text, range-checked at once (`check_id`)."""
+    return check_id(parse_int(text, what), kind, what)
+
+
 def parse_cpulist(text: str, what: str) -> CPUSet:
     """Linux list format, errors re-raised as FormatError naming where the list came from."""
     try:

@@ -46,7 +46,7 @@ import re
 
 from ..errors import FormatError
 from ..topology import Device
-from ._common import CPURecord, Draft, bits, hugepage_key, parse_hex_mask, parse_int
+from ._common import CPURecord, Draft, bits, hugepage_key, parse_hex_mask, parse_id, parse_int
 
 FORMAT = "hwloc-xml"
 IO_TYPES = {"Bridge", "PCIDev", "OSDev", "Misc"}
@@ -149,7 +149,7 @@ def load(text: str, what: str = FORMAT) -> Draft:
             pcidev = None
         if t == "Package":
             pkg_os = el.get("os_index")
-            pkg = parse_int(pkg_os, f"hwloc XML: os_index of {_where(el, counter)}") if pkg_os is not None \
+            pkg = parse_id(pkg_os, "socket", f"hwloc XML: os_index of {_where(el, counter)}") if pkg_os is not None \
                 else pkg_count
             pkg_count += 1
             packages.append(pkg)
@@ -166,7 +166,7 @@ def load(text: str, what: str = FORMAT) -> Draft:
             os_index = el.get("os_index")
             if os_index is None:
                 raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
-            cpu = parse_int(os_index, f"hwloc XML: os_index of {_where(el, counter)}")
+            cpu = parse_id(os_index, "CPU", f"hwloc XML: os_index of {_where(el, counter)}")
             pus.append((cpu, core if core is not None else ("pu", cpu), pkg, l3, v1numa, memstack, el))
         elif t == "OSDev":
             osdevs.append((el, anchor, pcidev))
@@ -244,7 +244,7 @@ def _numa_node(el, counter: int, numa_info: dict, gp_to_numa: dict) -> int:
     os_index = el.get("os_index")
     if os_index is None:
         raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
-    nid = parse_int(os_index, f"hwloc XML: os_index of {_where(el, counter)}")
+    nid = parse_id(os_index, "NUMA node", f"hwloc XML: os_index of {_where(el, counter)}")
     if nid in numa_info:
         raise FormatError(f"hwloc XML: NUMA node {nid} is listed twice ({_where(el, counter)})")
     memory = parse_int(el.get("local_memory", "0"), f"hwloc XML: local_memory of {_where(el, counter)}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from ..errors import FormatError
-from ._common import CPURecord, Draft, parse_cpulist, parse_int
+from ._common import CPURecord, Draft, check_id, parse_cpulist, parse_id, parse_int
 
 _NUMA_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)$")
 _KV = re.compile(r"^([A-Za-z][^:]{0,60}):\s*(.*)$")
@@ -94,7 +94,7 @@ def _numa_lists(summary: list) -> dict[int, tuple[int, int]]:
     for key, value, lineno in summary:
         m = _NUMA_LINE.match(f"{key}: {value}")
         if m:
-            nid = parse_int(m.group(1), f"lscpu line {lineno}: NUMA node id")
+            nid = parse_id(m.group(1), "NUMA node", f"lscpu line {lineno}: NUMA node id")
             out[nid] = (parse_cpulist(m.group(2), f"lscpu line {lineno}: NUMA node{nid} CPU(s)").mask, lineno)
     return out
 
@@ -147,7 +147,7 @@ def _from_sections(sections: list[dict], numa_lists: dict, draft: Draft, declare
             cpu_text = _cell(row, c_cpu)
             if not cpu_text:
                 raise FormatError(f"{where}: no CPU id in {','.join(row)!r}")
-            cpu = parse_int(cpu_text, f"{where}: CPU id")
+            cpu = parse_id(cpu_text, "CPU", f"{where}: CPU id")
             if cpu in seen:
                 raise FormatError(f"{where}: CPU {cpu} is listed twice")
             seen.add(cpu)
@@ -155,14 +155,16 @@ def _from_sections(sections: list[dict], numa_lists: dict, draft: Draft, declare
             if online in ("n", "no", "0"):
                 draft.offline |= 1 << cpu
                 continue
+            if _cell(row, c_core).isdigit():
+                check_id(int(_cell(row, c_core)), "core", f"{where}: Core")
             key = per_cpu.setdefault(cpu, [])
             for c in (c_drawer, c_book, c_sock, c_core):
                 key.append(_cell(row, c))
             if n == 0 or cpu not in socket_of:
                 sock = _cell(row, c_sock)
-                socket_of[cpu] = parse_int(sock, f"{where}: Socket") if sock else None
+                socket_of[cpu] = parse_id(sock, "socket", f"{where}: Socket") if sock else None
                 node = _cell(row, c_node)
-                node_of[cpu] = parse_int(node, f"{where}: Node") if node else None
+                node_of[cpu] = parse_id(node, "NUMA node", f"{where}: Node") if node else None
                 l3 = _cell(row, c_l3)
                 if not l3 and c_caches is not None:
                     names = h[c_caches].split(":")

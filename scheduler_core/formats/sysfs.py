@@ -29,7 +29,18 @@ import re
 
 from ..errors import FormatError
 from . import _tar
-from ._common import CPURecord, Draft, Source, bits, hugepage_key, parse_cpulist, parse_hex_mask, parse_int
+from ._common import (
+    CPURecord,
+    Draft,
+    Source,
+    bits,
+    check_id,
+    hugepage_key,
+    parse_cpulist,
+    parse_hex_mask,
+    parse_id,
+    parse_int,
+)
 
 MAX_MEMBERS = 400_000
 MAX_MEMBER_BYTES = 1 << 20
@@ -61,7 +72,8 @@ def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
         if kind == "link":
             link = _CPU_NODE_LINK.fullmatch(path)
             if link:
-                links[int(link.group(1))] = int(link.group(2))
+                links[check_id(int(link.group(1)), "CPU", f"{name}: {member}")] = check_id(
+                    int(link.group(2)), "NUMA node", f"{name}: {member}")
             continue
         if not _WANTED.fullmatch(path):
             continue
@@ -100,7 +112,7 @@ def _read_dir(root: pathlib.Path) -> tuple[dict[str, str], dict[int, int]]:
                 rel = f"{rel_dir}/{entry}"
                 link = _CPU_NODE_LINK.search(rel)
                 if link:
-                    links[int(link.group(1))] = int(link.group(2))
+                    links[check_id(int(link.group(1)), "CPU", rel)] = check_id(int(link.group(2)), "NUMA node", rel)
             for fname in filenames:
                 rel = f"{rel_dir}/{fname}"
                 if not _WANTED.search(rel):
@@ -141,7 +153,7 @@ def load(src: Source) -> Draft:
         value = _clean(text)
         m = _CPU_FILE.match(path)
         if m:
-            cpu, rest = int(m.group(1)), m.group(2)
+            cpu, rest = check_id(int(m.group(1)), "CPU", f"{src.name}: {path}"), m.group(2)
             if rest == "online":
                 cpu_online_files[cpu] = value
             elif rest.startswith("topology/"):
@@ -152,7 +164,7 @@ def load(src: Source) -> Draft:
             continue
         m = _NODE_FILE.match(path)
         if m:
-            nodes.setdefault(int(m.group(1)), {})[m.group(2)] = text
+            nodes.setdefault(check_id(int(m.group(1)), "NUMA node", f"{src.name}: {path}"), {})[m.group(2)] = text
     if not topo and not cpu_online_files and f"{cpu_dir}/online" not in files:
         raise FormatError(f"{src.name}: no sys/devices/system/cpu information found")
     draft = Draft(description=f"sysfs: {_model(files.get('proc/cpuinfo', ''))}".rstrip(": "))
@@ -202,7 +214,7 @@ def load(src: Source) -> Draft:
         where = f"{src.name}: cpu{cpu}/topology"
         pkg_text = t.get("physical_package_id")
         if pkg_text is not None and pkg_text.strip() != "-1":
-            pkg = parse_int(pkg_text, f"{where}/physical_package_id")
+            pkg = parse_id(pkg_text, "socket", f"{where}/physical_package_id")
         elif cpu in package_rank:
             pkg = package_rank[cpu]
         else:
@@ -219,6 +231,8 @@ def load(src: Source) -> Draft:
             key: tuple = ("cpu", cpu)
             draft.inferred.add("cores")
         else:
+            if t.get("core_id", "").strip().isdigit():
+                parse_id(t["core_id"], "core", f"{where}/core_id")
             key = (pkg, t.get("drawer_id"), t.get("book_id"), t.get("die_id"), t.get("cluster_id"), t.get("core_id"),
                    numa_of[cpu], siblings)
         draft.cpus.append(CPURecord(cpu, key, pkg, numa_of[cpu], _l3(cache.get(cpu, {}), f"{src.name}: cpu{cpu}")))

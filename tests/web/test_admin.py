@@ -69,7 +69,7 @@ def test_allocation_double_booking_refused(admin_client):
     r = admin_client.post("/admin/inventory/allocation/add/", {
         "node": node.pk, "pod": "default/b", "container": "", "cpus": "1-2", "memory": "{}", "devices": "{}",
         "origin": "scheduled"})
-    assert r.status_code == 200 and "already allocated" in r.content.decode()
+    assert r.status_code == 200 and "CPUs 1 of node n1 are held by default/a" in r.content.decode()
     assert Allocation.objects.count() == 1
 
 

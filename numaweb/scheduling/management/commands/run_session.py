@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from numaweb.commands import require_migrated_database
 from numaweb.inventory.models import Cluster
+from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
@@ -42,17 +43,18 @@ class Command(BaseCommand):
                 missing = sorted(set(job) - {j.name for j in jobs})
                 if missing:
                     raise CommandError(f"unknown job {missing[0]!r}")
+            if jobs is None:
+                jobs = job_services.schedulable_jobs()
             try:
-                if jobs is not None:
-                    job_services.check_schedulable(jobs)
+                job_services.check_schedulable(jobs)
                 if queue:
                     row = services.start_session(target, profile, dry_run, jobs)
                     self.stdout.write(f"session {row.pk} queued")
                     return
-            except (services.BrokerUnavailable, job_services.NotSchedulable) as exc:
+            except (services.BrokerUnavailable, job_services.NotSchedulable, bounds.OutOfBounds) as exc:
                 raise CommandError(str(exc)) from exc
             row = SchedulingSession.objects.create(cluster=target, profile=profile, dry_run=dry_run)
-            row.jobs.set(jobs if jobs is not None else job_services.schedulable_jobs())
+            row.jobs.set(jobs)
         row = services.execute_session(row.pk)
         self.stdout.write(f"session {row.pk}: {row.status}; {row.pods_placed}/{row.pods_total} pods placed, "
                           f"{row.jobs_placed}/{row.jobs_total} jobs, {row.nodes_total} nodes, "
