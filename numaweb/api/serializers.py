@@ -187,13 +187,14 @@ class NodeUploadSerializer(serializers.Serializer):
         return attrs
 
 
-def _upload_bytes(upload, field: str) -> bytes:
+def _upload_bytes(upload, field: str, limit: int | None = None) -> bytes:
     """An uploaded file's content, refused above the importers' size limit before it is read."""
     from scheduler_core.formats._common import MAX_INPUT_BYTES
 
-    if upload.size > MAX_INPUT_BYTES:
+    limit = limit or MAX_INPUT_BYTES
+    if upload.size > limit:
         raise serializers.ValidationError({field: [f"{upload.size} bytes is larger than the "
-                                                   f"{MAX_INPUT_BYTES >> 20} MiB limit"]})
+                                                   f"{limit >> 20} MiB limit"]})
     return upload.read()
 
 

@@ -26,6 +26,7 @@ from numaweb.jobs.models import Job
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
+from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import serializers as s
 
@@ -76,7 +77,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
         cluster = self.get_object()
         upload = s.SnapshotUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        data = s._upload_bytes(upload.validated_data["file"], "file")
+        data = s._upload_bytes(upload.validated_data["file"], "file", MAX_SNAPSHOT_BYTES)
         try:
             report = snapshot.import_snapshot(cluster, data)
         except EngineError as exc:

@@ -61,9 +61,11 @@ def topology_of(node: Node) -> Topology:
     return topology
 
 
-def set_topology(node: Node, topology: Topology, source_format: str = "json", imported: bool = True) -> None:
-    """Store an engine Topology on the row (not saved) with its summary columns."""
-    node.topology = topology.to_dict()
+def set_topology(node: Node, topology: Topology, source_format: str = "json", imported: bool = True,
+                 data: dict | None = None) -> None:
+    """Store an engine Topology on the row (not saved) with its summary columns (`data`: its
+    `to_dict()`, when the caller already has it)."""
+    node.topology = data if data is not None else topology.to_dict()
     node.num_cpus = len(topology.cpus)
     node.num_numa_nodes = len(topology.numa_ids)
     node.num_sockets = topology.header.num_sockets

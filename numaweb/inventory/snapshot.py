@@ -73,6 +73,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
         for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
             allocs.setdefault(a.node_id, []).append(a)
         new_rows: list[tuple[Node, list[Allocation]]] = []
+        dicts: dict[int, dict] = {}  # nodes of one shape share their Topology: serialise it once
         for name, snode in snap.nodes.items():
             row = existing.get(name)
             is_new = row is None
@@ -81,7 +82,10 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             before = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}), row.source_format,
                       dict(row.snapshot or {})) if not is_new else None
             services.set_kubelet(row, snode.kubelet)  # the snapshot is the cluster's truth
-            services.set_topology(row, snode.topology, snode.source, imported=False)
+            data = dicts.get(id(snode.topology))
+            if data is None:
+                data = dicts[id(snode.topology)] = snode.topology.to_dict()
+            services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
             row.labels = snode.labels
             row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
                             "available": {str(n): r for n, r in sorted(snode.available.items())},
@@ -162,7 +166,8 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             services.release(Allocation.objects.filter(pk__in=drop))
         if new_rows:
             Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
-            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])}
+            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])
+                       .only("pk", "name", "cluster_id")}
             inserts.extend((created[row.name], a) for row, replayed in new_rows for a in replayed)
         for row, a in inserts:
             a.node, a.cluster = row, cluster

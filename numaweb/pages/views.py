@@ -27,6 +27,7 @@ from scheduler_core.admission import admit_pod
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
+from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import grid, tables
 from .forms import JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
@@ -147,12 +148,12 @@ def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/_whatif.html", ctx)
 
 
-def _upload(form, field: str) -> bytes | None:
+def _upload(form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
     upload = form.cleaned_data.get(field)
     if upload is None:
         return None
-    if upload.size > MAX_INPUT_BYTES:
-        form.add_error(field, f"{upload.size} bytes is larger than the {MAX_INPUT_BYTES >> 20} MiB limit")
+    if upload.size > limit:
+        form.add_error(field, f"{upload.size} bytes is larger than the {limit >> 20} MiB limit")
         return None
     return upload.read()
 
@@ -183,7 +184,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     form = SnapshotImportForm(request.POST or None, request.FILES or None)
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
-        data = _upload(form, "file")
+        data = _upload(form, "file", MAX_SNAPSHOT_BYTES)
         if data is not None:
             from django.db import transaction
 

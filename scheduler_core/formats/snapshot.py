@@ -23,7 +23,8 @@ whose `status.state.phase` is absent, Pending or Inqueue (their PodGroup's `minM
 owner reference, or named after the job — overrides `minAvailable`), and pending pods without a
 node that no Volcano Job owns, each as a one-pod job.
 
-Limits: the same input cap as any topology file; each document may expand to at most
+Limits: the importers' checks (size before parsing, hardened YAML), with a size cap of its own
+(`MAX_SNAPSHOT_BYTES`, 64 MiB: a cluster is many objects); each document may expand to at most
 max(200,000, its input length) YAML nodes, so aliases cannot blow up memory.
 """
 
@@ -43,6 +44,10 @@ from . import nrt, volcano_numatopo, workloads
 from ._common import MAX_YAML_NODES, Draft, build_topology, load_yaml_documents, read_source
 
 PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
+#: Largest snapshot accepted, checked before parsing. Larger than one topology file's limit: a
+#: cluster's objects add up (1,000 nodes with their NRT, Numatopology and pods are ~10 MiB of YAML,
+#: ~27 MiB of kubectl's indented JSON); the JSON of 64 MiB is ~0.5 GiB of Python objects at most.
+MAX_SNAPSHOT_BYTES = 64 * 2**20
 NODE_KINDS = ("Node", "NodeResourceTopology", "Numatopology")
 
 
@@ -82,16 +87,21 @@ class Snapshot:
     #: each pending job's manifest: the object's metadata (name, namespace, labels, annotations) and spec
     manifests: dict[tuple[str, str], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    _running: dict[str, list[SnapshotPod]] | None = field(default=None, repr=False)
 
     def running_on(self, node: str) -> list[SnapshotPod]:
         """The node's running pods in creation order (ties: name), the order the kubelet admitted them."""
-        return sorted((p for p in self.pods if p.node == node and p.phase == "Running"),
-                      key=lambda p: (p.created, p.namespace, p.name))
+        if self._running is None:
+            self._running = {}
+            for p in sorted(self.pods, key=lambda p: (p.created, p.namespace, p.name)):
+                if p.phase == "Running":
+                    self._running.setdefault(p.node, []).append(p)
+        return list(self._running.get(node, ()))
 
 
 def objects(data: object, name: str = "snapshot") -> list[dict]:
     """Every object of a kubectl output: `kind: List` items, multi-document YAML, JSON object or array."""
-    src = read_source(data)
+    src = read_source(data, MAX_SNAPSHOT_BYTES)
     if src.text is None:
         raise FormatError(f"{src.name}: a snapshot must be YAML or JSON text")
     text = src.text
@@ -151,13 +161,24 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
     for node_name in sorted(set(by_kind["Node"]) - set(names)):
         snap.notes.append(f"node {node_name}: no NodeResourceTopology or Numatopology object; skipped")
+    shapes: dict[str, SnapshotNode] = {}
     for node_name in names:
+        objs = (by_kind["Numatopology"].get(node_name), by_kind["NodeResourceTopology"].get(node_name),
+                by_kind["Node"].get(node_name))
+        # nodes of one pool describe the same machine: build each distinct description once
+        status = (objs[2] or {}).get("status") or {}
+        used = [(objs[0] or {}).get("spec"), {k: (objs[1] or {}).get(k) for k in ("zones", "attributes",
+                                                                                "topologyPolicies")},
+                objs[0] is None, objs[1] is None, status.get("capacity"), status.get("allocatable")]
+        key = json.dumps(used, sort_keys=True, default=str)
+        shape = shapes.get(key)
         try:
-            snap.nodes[node_name] = _node(node_name, by_kind["Numatopology"].get(node_name),
-                                          by_kind["NodeResourceTopology"].get(node_name),
-                                          by_kind["Node"].get(node_name))
+            if shape is None:
+                shape = shapes[key] = _node(node_name, *objs)
         except EngineError as exc:
             raise FormatError(f"{name}: node {node_name}: {exc}") from None
+        labels = {str(k): str(v) for k, v in ((objs[2] or {}).get("metadata", {}).get("labels") or {}).items()}
+        snap.nodes[node_name] = dataclasses.replace(shape, name=node_name, labels=labels)
     snap.pods = [_pod(obj, where) for where, obj in pods]
     _pending_jobs(snap, vc_jobs, groups, pods, name)
     return snap
@@ -207,7 +228,7 @@ def _node(name: str, numatopo: dict | None, topo: dict | None, node: dict | None
         if reserved_milli > 0 and not kubelet_settings.get("reserved_cpus") \
                 and not kubelet_settings.get("reserved_cpu_milli"):
             kubelet_settings["reserved_cpu_milli"] = reserved_milli
-    draft.description = f"{' + '.join(sources)} {name}"
+    draft.description = f"kubectl snapshot: {' + '.join(sources)}"
     topology = build_topology(draft, name)
     kubelet = KubeletConfig.from_dict(kubelet_settings)
     return SnapshotNode(name, topology, kubelet, "+".join(sources), labels, capacity, allocatable, available,

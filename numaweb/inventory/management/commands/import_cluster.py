@@ -12,7 +12,7 @@ from numaweb.commands import require_migrated_database
 from numaweb.inventory import snapshot
 from numaweb.inventory.models import Cluster
 from scheduler_core.errors import EngineError
-from scheduler_core.formats._common import MAX_INPUT_BYTES
+from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 
 def report_lines(report: dict) -> list[str]:
@@ -49,8 +49,8 @@ class Command(BaseCommand):
         path = Path(file)
         if not path.is_file():
             raise CommandError(f"{file}: no such file")
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise CommandError(f"{file}: larger than the {MAX_INPUT_BYTES >> 20} MiB limit")
+        if path.stat().st_size > MAX_SNAPSHOT_BYTES:
+            raise CommandError(f"{file}: larger than the {MAX_SNAPSHOT_BYTES >> 20} MiB limit")
         start = time.perf_counter()
         try:
             with transaction.atomic():  # a new cluster is only kept if its import succeeds
