@@ -79,14 +79,16 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             is_new = row is None
             if is_new:
                 row = Node(cluster=cluster, name=name)
-            before = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}), row.source_format,
-                      dict(row.snapshot or {})) if not is_new else None
+            before = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}),
+                      (row.source_format, row.numatopology), dict(row.snapshot or {})) if not is_new else None
             services.set_kubelet(row, snode.kubelet)  # the snapshot is the cluster's truth
             data = dicts.get(id(snode.topology))
             if data is None:
                 data = dicts[id(snode.topology)] = snode.topology.to_dict()
             services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
             row.labels = snode.labels
+            # Volcano's numa-aware plugin sees only nodes whose resource exporter publishes a Numatopology
+            row.numatopology = "numatopo" in snode.source.split("+")
             row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
                             "available": {str(n): r for n, r in sorted(snode.available.items())},
                             "inferred": list(snode.topology.inferred), "notes": snode.notes}
@@ -133,8 +135,8 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
                 new_rows.append((row, replayed))
                 report["nodes_added"].append(name)
                 continue
-            after = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}), row.source_format,
-                     dict(row.snapshot or {}))
+            after = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}),
+                     (row.source_format, row.numatopology), dict(row.snapshot or {}))
             changed = [label for label, a, b in zip(("topology", "kubelet", "labels", "source", "capacity"),
                                                      before, after, strict=True) if a != b]
             if allocs_changed:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Cluster, Node
+from scheduler_core.cpuset import CPUSet
 from tests.pages.helpers import grid_cells
 
 pytestmark = pytest.mark.django_db
@@ -46,24 +47,31 @@ def test_import_form_errors_inline(client):
 
 
 def test_session_schedules_the_pending_jobs_around_the_replayed_pods(client, capsys):
+    """Volcano's plugin sees only nodes that publish a Numatopology, so under the volcano profile the
+    NUMA-policy tasks stay pending (node1 and worker-node-a have only an NRT, node5's CPU Manager is
+    none); the kubelet-aligned profile, which asks each node's kubelet model, places them."""
     call_command("import_cluster", str(UPSTREAM), "--cluster", "prod")
-    call_command("run_session", "--cluster", "prod", "--job", "numa-job", "--job", "lonely")
+    call_command("run_session", "--cluster", "prod", "--job", "numa-job", "--job", "lonely", "--dry-run")
     out = capsys.readouterr().out
-    assert "4/4 pods placed, 2/2 jobs, 3 nodes" in out
-    # single-numa-node tasks go to the single-numa-node nodes only, never onto replayed CPUs (5-34)
-    assert "numa-job-ps-0: node1 cpus 35-36" in out and "numa-job-worker-1: node1 cpus 41-44" in out
+    assert "0/4 pods placed" in out and "numa info is empty" in out
+    call_command("run_session", "--cluster", "prod", "--profile", "aligned", "--job", "numa-job", "--job", "lonely")
+    out = capsys.readouterr().out
+    assert "4/4 pods placed, 2/2 jobs, 3 nodes" in out, out
+    assert Allocation.objects.filter(origin="scheduled").count() == 4
+    for node in Node.objects.all():
+        taken: set[int] = set()
+        for a in Allocation.objects.filter(node=node):
+            cpus = set(CPUSet.parse(a.cpus))
+            assert not cpus & taken, (node.name, a.pod)
+            taken |= cpus
     node1 = Node.objects.get(name="node1")
     replayed = {a.cpus for a in Allocation.objects.filter(node=node1, origin="replayed")}
-    scheduled = Allocation.objects.filter(origin="scheduled")
-    assert scheduled.exists()
-    taken = set()
-    for a in Allocation.objects.filter(node=node1):
-        for cpu in a.cpus.split(","):
-            assert cpu not in taken
-            taken.add(cpu)
-    page = client.get(reverse("pages:node", args=[node1.pk])).content.decode()
-    assert "replayed" in page and "scheduled" in page
     assert replayed == {"5-8", "9-18", "25-34"}
+    page = client.get(reverse("pages:node", args=[node1.pk])).content.decode()
+    assert "replayed" in page and "ml/train-worker-1" in page
+    placed_on = Node.objects.get(name=out.split("numa-job-ps-0: ")[1].split()[0])
+    page = client.get(reverse("pages:node", args=[placed_on.pk])).content.decode()
+    assert "scheduled" in page and "numa-job-ps-0" in page
 
 
 # -- kubelet state check --------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ def test_upstream_examples_import(db, capsys):
     # Numatopology + NRT v1alpha2: CPUs from cpuDetail, memory and policy attributes from the NRT
     assert (node5.source_format, node5.num_cpus, node5.num_sockets) == ("numatopo+nrt", 16, 8)
     assert node5.from_numatopology and not node1.from_numatopology
+    assert node5.numatopology and not node1.numatopology  # what Volcano's plugin can see
     assert node5.topology_manager_policy == "best-effort" and node5.cpu_manager_policy == "none"
     assert node5.topology["numa_nodes"][0]["memory"] == 34359738368
     assert worker.topology_manager_scope == "container" and worker.reserved_cpus == "0,4"
