@@ -42,11 +42,13 @@ from ._common import (
     parse_int,
 )
 
-MAX_MEMBERS = 400_000
+#: Bounds on an archive (a 448-thread dump has ~35,000 members and ~31 MiB of tar stream; the limits
+#: leave room for machines three times larger and refuse an archive bomb in well under a second).
+MAX_MEMBERS = 100_000
 MAX_MEMBER_BYTES = 1 << 20
-MAX_TOTAL_BYTES = 64 << 20
-#: Largest decompressed archive read (a 400-thread dump with caches is a few tens of MiB).
-MAX_TAR_BYTES = 256 << 20
+MAX_TOTAL_BYTES = 16 << 20  # the wanted sysfs files together
+MAX_TAR_BYTES = 64 << 20  # decompressed, every member counted (skipped ones too)
+MAX_TAR_SECONDS = 5.0
 _WANTED = re.compile(
     r"(?:^|/)(sys/devices/system/(?:cpu/(?:online|possible|present|"
     r"cpu\d+/(?:online|topology/[a-z_]+|cache/index\d+/(?:level|id|shared_cpu_list|shared_cpu_map|type)))|"
@@ -58,29 +60,33 @@ _HUGEPAGES = re.compile(r"hugepages/hugepages-(\d+)kB/nr_hugepages$")
 _CPU_NODE_LINK = re.compile(r"(?:^|/)sys/devices/system/cpu/cpu(\d+)/node(\d+)$")
 
 
+def _wanted(member: str) -> bool:
+    """Members whose content the importer reads (every other payload is skipped unread)."""
+    if member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo"):
+        return True
+    at = member.find("sys/devices/system/")
+    return at >= 0 and (at == 0 or member[at - 1] == "/") and _WANTED.fullmatch(member[at:]) is not None
+
+
 def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
     files: dict[str, str] = {}
     links: dict[int, int] = {}
     total = 0
-    for member, kind, payload in _tar.members(_tar.decompress(raw, name, MAX_TAR_BYTES), name, MAX_MEMBERS):
-        at = member.find("sys/devices/system/")
-        if at < 0 or (at and member[at - 1] != "/"):
-            if kind == "file" and (member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo")):
-                files["proc/cpuinfo"] = _text(payload, name, member)
-            continue
-        path = member[at:]
+    for member, kind, payload in _tar.members(raw, name, _wanted, max_members=MAX_MEMBERS, max_bytes=MAX_TAR_BYTES,
+                                              max_member_bytes=MAX_MEMBER_BYTES, seconds=MAX_TAR_SECONDS):
         if kind == "link":
-            link = _CPU_NODE_LINK.fullmatch(path)
+            link = _CPU_NODE_LINK.search(member)
             if link:
                 links[check_id(int(link.group(1)), "CPU", f"{name}: {member}")] = check_id(
                     int(link.group(2)), "NUMA node", f"{name}: {member}")
             continue
-        if not _WANTED.fullmatch(path):
+        if member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo"):
+            files["proc/cpuinfo"] = _text(payload, name, member)
             continue
         total += len(payload)
         if total > MAX_TOTAL_BYTES:
             raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
-        files[path] = _text(payload, name, member)
+        files[member[member.find("sys/devices/system/"):]] = _text(payload, name, member)
     return files, links
 
 

@@ -155,3 +155,55 @@ def test_upload_within_the_limit_still_works(token, cluster, settings):
     environ["wsgi.input"] = LazyBody(cluster.pk, size)
     response = ClientHandler()(environ)
     assert response.status_code == 400 and "file" in json.loads(response.content)
+
+
+def _header(name: str, size: int) -> bytes:
+    """A ustar header for a regular file, checksum included."""
+    h = bytearray(512)
+    h[0:len(name)] = name.encode()
+    h[100:108] = b"0000644\x00"
+    h[124:136] = b"%011o\x00" % size
+    h[148:156] = b" " * 8
+    h[156:157] = b"0"
+    h[257:263] = b"ustar\x00"
+    h[263:265] = b"00"
+    h[148:156] = b"%06o\x00 " % sum(h)
+    return bytes(h)
+
+
+def _gzip_tar(parts) -> bytes:
+    """A tar.gz from an iterable of byte blocks, compressed as they come (the tar is never whole in memory)."""
+    import zlib
+
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    out = [z.compress(block) for block in parts]
+    out.append(z.compress(bytes(1024)) + z.flush())
+    return b"".join(out)
+
+
+@pytest.fixture(scope="module")
+def many_members() -> bytes:
+    """300,000 empty members (one header repeated: the reader counts members, whatever their names)."""
+    return _gzip_tar([_header("sys/class/x/item", 0) * 300_000])
+
+
+@pytest.fixture(scope="module")
+def one_big_member() -> bytes:
+    """A 1 GiB member of no interest before the one file wanted: as gzip members one after the other (as
+    `cat a.gz b.gz` makes), one MiB of zeros repeated, so the test does not spend seconds compressing."""
+    import gzip
+
+    mib = gzip.compress(bytes(1 << 20), 1)
+    return (gzip.compress(_header("var/log/huge.bin", 1 << 30)) + mib * 1024
+            + _gzip_tar([_header("sys/devices/system/cpu/online", 2), b"0\n" + bytes(510)]))
+
+
+@pytest.mark.parametrize(("payload", "needle"), [
+    ("many_members", "more than 100000 archive members"),
+    ("one_big_member", "decompresses to more than 64 MiB"),
+])
+def test_tarball_bombs(api, cluster, request, payload, needle):
+    upload = SimpleUploadedFile("dump.tar.gz", request.getfixturevalue(payload))
+    body = refused(lambda: api.post("/api/nodes/upload/", {"cluster": cluster.pk, "name": "n1", "file": upload},
+                                    format="multipart"))
+    assert needle in body["file"][0], body
