@@ -64,8 +64,11 @@ def workers() -> dict[str, Any]:
 
 def workers_alive() -> bool:
     """For the banner: True when a worker has been seen (or the database cannot tell)."""
+    from numaweb.scheduling.models import WorkerHeartbeat
+
+    since = timezone.now() - timedelta(seconds=settings.NUMAWEB_WORKER_TIMEOUT)
     try:
-        return workers()["alive"] > 0
+        return WorkerHeartbeat.objects.filter(seen_at__gte=since).exists()
     except Exception:
         return True
 

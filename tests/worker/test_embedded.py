@@ -2,6 +2,7 @@
 + kombu's file-system queue + a real worker process, behind gunicorn). A session started through the API
 completes and shows placements; stopping the server stops the worker; a killed worker is replaced."""
 
+import http.cookiejar
 import os
 import re
 import signal
@@ -9,6 +10,7 @@ import socket
 import sqlite3
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from benchmarks.api_latency import embedded_server, one_run
@@ -54,12 +56,27 @@ def test_serve_runs_demo_sessions_on_the_file_system_queue(tmp_path):
     assert not _alive(worker)
 
 
-def _get(url: str) -> tuple[int, dict, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            return resp.status, dict(resp.headers), resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+class Browser:
+    """urllib with cookies, signed in as serve's admin through the admin login form (open on every set-up), so the
+    crawl sees the pages whether or not they require a login."""
+
+    def __init__(self, base: str, password: str) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        form = self.get("/admin/login/")[2].decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+        data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": "admin", "password": password,
+                                       "next": "/admin/"}).encode()
+        request = urllib.request.Request(base + "/admin/login/", data=data, headers={"Referer": base + "/admin/login/"})
+        with self.opener.open(request, timeout=30) as resp:
+            assert resp.url.endswith("/admin/"), f"admin login failed: {resp.url}"
+
+    def get(self, path: str) -> tuple[int, dict, bytes]:
+        try:
+            with self.opener.open(self.base + path, timeout=30) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read()
 
 
 def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
@@ -72,20 +89,21 @@ def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
         text = log.read_text(errors="replace")
         assert "gunicorn" in text and "development server" not in text.lower() and "runserver" not in text
         node = api.call("GET", "/api/nodes/")[1]["results"][0]["id"]
+        browser = Browser(base, (data / "admin_password").read_text().strip())
         assets: set[str] = set()
-        for page in ("/", "/jobs/", "/sessions/", f"/nodes/{node}/", "/api/docs/", "/api/redoc/", "/admin/login/"):
-            status, _headers, body = _get(base + page)
+        for page in ("/", "/jobs/", "/sessions/", f"/nodes/{node}/", "/api/docs/", "/api/redoc/", "/admin/"):
+            status, _headers, body = browser.get(page)
             assert status == 200, page
             found = set(re.findall(r'(?:src|href)="(/static/[^"]+)"', body.decode()))
             assert found, f"{page} links no static file"
             assets |= found
         for asset in sorted(assets):
-            status, headers, _body = _get(base + asset)
+            status, headers, _body = browser.get(asset)
             assert status == 200, asset
             assert re.search(r"\.[0-9a-f]{12}\.\w+$", asset), f"{asset}: no content hash in the name"
             assert "immutable" in headers["Cache-Control"] and "max-age=315360000" in headers["Cache-Control"]
         assert any("htmx" in a for a in assets) and any(a.endswith(".css") for a in assets)
-        assert _get(base + "/healthz")[0] == 200
+        assert browser.get("/healthz")[0] == 200
 
         # a session the worker is running (as its claim writes it), then the worker is killed
         first = facts["worker_pid"]
@@ -101,7 +119,7 @@ def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
         os.kill(first, signal.SIGKILL)
         seen_503, deadline = False, time.monotonic() + 60
         while time.monotonic() < deadline:
-            status, _h, body = _get(base + "/healthz")
+            status, _h, body = browser.get("/healthz")
             seen_503 |= status == 503
             pids = [int(p) for p in re.findall(r"worker pid (\d+)", log.read_text(errors="replace"))]
             if seen_503 and status == 200 and len(pids) > 1:
