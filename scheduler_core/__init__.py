@@ -49,7 +49,7 @@ _EXPORTS = {
     "KubeletConfig": "kubelet", "TopologyOptions": "kubelet", "CPUOptions": "kubelet",
     "Pod": "pods", "Container": "pods",
     "TopologyHint": "hints", "MergeResult": "hints", "merge_hints": "hints",
-    "cpu_topology_hints": "cpu", "take_by_topology": "cpu",
+    "cpu_topology_hints": "cpu_hints", "take_by_topology": "cpu_take",
     "device_topology_hints": "devices", "filter_by_affinity": "devices",
     "memory_topology_hints": "memory",
     "Node": "node", "Allocation": "node", "Job": "jobs", "Task": "jobs",

@@ -4,8 +4,8 @@ Builds a cluster of two node shapes — 2 sockets × 2 NUMA × 16 cores × 2 thr
 2 × 4 × 16 × 2 (128 CPUs) with 1 GPU and 1 NIC per NUMA node — with mixed kubelet policies, and a
 workload of single-pod jobs (plus a few gangs) of mixed sizes and task policies; runs one session
 and prints pods/s, µs per pod × node evaluation (as if every node were evaluated), peak memory
-(ru_maxrss), and the size of the JSON explanation. Also prints the hint-merge and CPU-selection
-micro-benchmarks of `hints.bench_merge()` and `cpu.bench_take_by_topology()` when present.
+(ru_maxrss), and the size of the JSON explanation. Then the micro-benchmarks defined here: the hint
+merge (`bench_merge`) and the kubelet's CPU selection (`bench_take_by_topology`).
 
     python -m scheduler_core.bench --nodes 1000 --pods 2000 --profile volcano
 """
@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import resource
 import sys
 import time
+from collections.abc import Callable, Sequence
 
+from .cpu_take import take_by_topology
+from .cpuset import CPUSet
+from .hints import TopologyHint, merge_hints, merge_hints_reference
 from .jobs import Job, Task
-from .kubelet import KubeletConfig
+from .kubelet import CPUOptions, KubeletConfig
 from .node import Node
 from .pods import Container, Pod
 from .session import PROFILES, Cluster, run_session
@@ -89,10 +94,126 @@ def run(nodes: int, pods: int, profile: str, explain: bool = True) -> dict:
             "explanation_bytes": size, "counts": result.counts}
 
 
-def _micro() -> None:
-    from .cpu import bench_take_by_topology
-    from .hints import bench_merge
+# -- micro-benchmarks ---------------------------------------------------------------------------------
 
+def capacity_hints(free: Sequence[int], capacity: Sequence[int], request: int) -> list[TopologyHint]:
+    """Provider-style hints: every mask whose free amount covers the request; preferred when its
+    bit count is the smallest that the machine's capacity could satisfy."""
+    n = len(free)
+    free_sum = [0] * (1 << n)
+    cap_sum = [0] * (1 << n)
+    for z in range(1, 1 << n):
+        low = z & -z
+        j = low.bit_length() - 1
+        free_sum[z] = free_sum[z ^ low] + free[j]
+        cap_sum[z] = cap_sum[z ^ low] + capacity[j]
+    min_count = min((z.bit_count() for z in range(1, 1 << n) if cap_sum[z] >= request), default=n)
+    return [TopologyHint(z, z.bit_count() == min_count) for z in range(1, 1 << n) if free_sum[z] >= request]
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000.0
+
+
+def bench_merge() -> list[tuple[str, float]]:
+    """(label, milliseconds per merge) for the merges that matter: 8 NUMA nodes with every mask
+    offered by three providers (16.6 million permutations for the kubelet), and 16 NUMA nodes with
+    capacity-generated CPU / device / memory lists."""
+    rng = random.Random(7)
+    out: list[tuple[str, float]] = []
+    nodes8 = list(range(8))
+    every = [(z, rng.random() < 0.5) for z in range(1, 256)]
+    mixed = [{f"r{i}": [TopologyHint(z, p) for z, p in every]} for i in range(3)]
+    out.append(("merge 8 NUMA, 3x255 masks, mixed preferred (best-effort)",
+                _timed(lambda: merge_hints("best-effort", mixed, nodes8), 20)))
+    non_pref = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 256)]} for i in range(3)]
+    out.append(("merge 8 NUMA, 3x255 masks, none preferred (best-effort)",
+                _timed(lambda: merge_hints("best-effort", non_pref, nodes8), 20)))
+    dist8 = {a: [10 if a == b else (11 if a // 4 == b // 4 else 21) for b in range(8)] for a in range(8)}
+    out.append(("merge 8 NUMA, 3x255 masks, none preferred (prefer-closest)",
+                _timed(lambda: merge_hints("best-effort", non_pref, nodes8, {"prefer-closest-numa-nodes": "true"},
+                                           dist8), 20)))
+
+    nodes16 = list(range(16))
+    opts16 = {"max-allowable-numa-nodes": "16"}
+    cpu_cap = [32] * 16
+    cpu_free = [rng.randrange(0, 33) for _ in range(16)]
+    dev_cap = [2] * 16
+    dev_free = [rng.randrange(0, 3) for _ in range(16)]
+    mem_cap = [64] * 16
+    mem_free = [rng.randrange(8, 65) for _ in range(16)]
+    cpu = capacity_hints(cpu_free, cpu_cap, 40)
+    dev = capacity_hints(dev_free, dev_cap, 1)
+    mem = capacity_hints(mem_free, mem_cap, 100)
+    realistic = [{"gpu": dev}, {"cpu": cpu}, {"memory": mem}]
+    label = f"merge 16 NUMA, CPU/device/memory lists of {len(cpu)}/{len(dev)}/{len(mem)} hints"
+    out.append((label + " (best-effort)", _timed(lambda: merge_hints("best-effort", realistic, nodes16, opts16), 3)))
+    out.append((label + " (restricted)", _timed(lambda: merge_hints("restricted", realistic, nodes16, opts16), 5)))
+    full = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 1 << 16)]} for i in range(3)]
+    out.append(("merge 16 NUMA, 3x65535 masks, none preferred (worst case)",
+                _timed(lambda: merge_hints("best-effort", full, nodes16, opts16), 5)))
+    two = non_pref[:2]
+    out.append(("cross-product reference, 8 NUMA, 2x255 masks (65,025 permutations)",
+                _timed(lambda: merge_hints_reference("best-effort", two, nodes8), 1)))
+    out.append(("fast merge of the same", _timed(lambda: merge_hints("best-effort", two, nodes8), 20)))
+    small = [{"cpu": [TopologyHint(1, True), TopologyHint(2, True), TopologyHint(3, False)]},
+             {"gpu": [TopologyHint(2, True)]}, None]
+    out.append(("merge 2 NUMA, seed-style small lists (restricted)",
+                _timed(lambda: merge_hints("restricted", small, [0, 1]), 200)))
+    return out
+
+
+def bench_take_by_topology(repeat: int = 0) -> list[tuple[str, float]]:
+    """µs per `take_by_topology` call on a 2-socket, 4-NUMA, 256-thread machine
+    (`synthetic(2, 2, 32, 2)`), empty and partly used, for a few request sizes and options."""
+    topo = synthetic(2, 2, 32, 2)
+    everything = topo.all_cpus
+    # Partly used: every third core of NUMA 0 and 2 busy, one thread of some cores on NUMA 1, NUMA 3 half.
+    busy = 0
+    for core, cm in topo.core_cpus.items():
+        numa = topo.cpu_info[core].numa
+        if (numa in (0, 2) and core % 3 == 0) or (numa == 3 and core % 32 < 16):
+            busy |= cm
+        elif numa == 1 and core % 4 == 1:
+            busy |= cm & -cm
+    used = everything & ~busy
+    cases: list[tuple[str, int, int, CPUOptions | None]] = [
+        ("empty, 1 CPU", everything, 1, None),
+        ("empty, 4 CPUs", everything, 4, None),
+        ("empty, 16 CPUs", everything, 16, None),
+        ("empty, 64 CPUs", everything, 64, None),
+        ("empty, 100 CPUs", everything, 100, None),
+        ("partly used, 1 CPU", used, 1, None),
+        ("partly used, 6 CPUs", used, 6, None),
+        ("partly used, 24 CPUs", used, 24, None),
+        ("partly used, 90 CPUs", used, 90, None),
+        ("partly used, 7 CPUs, uncore", used, 7, CPUOptions(prefer_align_cpus_by_uncorecache=True)),
+        ("partly used, 9 CPUs, spread", used, 9, CPUOptions(distribute_cpus_across_cores=True)),
+        ("partly used, 24 CPUs, distributed", used, 24, CPUOptions(distribute_cpus_across_numa=True)),
+        ("partly used, 24 CPUs, distributed+full-pcpus", used, 24,
+         CPUOptions(distribute_cpus_across_numa=True, full_pcpus_only=True)),
+    ]
+    out: list[tuple[str, float]] = []
+    for label, avail, n, opts in cases:
+        available_cpus = CPUSet(avail)
+        take_by_topology(topo, available_cpus, n, opts)  # warm the per-topology cache
+        loops = repeat or 100
+        best = math.inf
+        for _ in range(5):  # best of 5 rounds: the figure least disturbed by other load
+            start = time.perf_counter()
+            for _ in range(loops):
+                take_by_topology(topo, available_cpus, n, opts)
+            best = min(best, (time.perf_counter() - start) / loops)
+        out.append((label, best * 1e6))
+    return out
+
+
+def _micro() -> None:
     for title, rows, fmt in (("hint merge (ms per merge):", bench_merge(), "10.3f"),
                              ("take_by_topology (µs per call):", bench_take_by_topology(), "10.1f")):
         print(title)

@@ -27,9 +27,7 @@ Masks are ints (bit i = NUMA node i); `None` is the kubelet's nil mask ("any NUM
 
 from __future__ import annotations
 
-import random
 import sys
-import time
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +42,7 @@ from .kubelet import TOPOLOGY_OPTIONS, TOPOLOGY_POLICIES, TopologyOptions
 
 __all__ = [
     "MergeResult", "NUMAInfo", "ProviderHints", "TopologyHint", "as_hint", "average_distance",
-    "bench_merge", "can_admit", "compare", "compare_masks", "filter_single_numa_hints",
+    "can_admit", "compare", "compare_masks", "filter_single_numa_hints",
     "flatten_providers", "flatten_providers_labeled", "format_hint", "iterate_permutations",
     "max_of_min_affinity_counts", "merge_hints", "merge_hints_reference", "merge_permutation", "narrowest",
 ]
@@ -790,77 +788,3 @@ def _best_fast(lists: list[list[TopologyHint]], info: NUMAInfo, closest: bool) -
     raise AssertionError("unreachable: a non-empty class exists")  # pragma: no cover
 
 
-# --------------------------------------------------------------------------------------------------
-# Benchmark
-
-
-def _capacity_hints(free: Sequence[int], capacity: Sequence[int], request: int) -> list[TopologyHint]:
-    """Provider-style hints: every mask whose free amount covers the request; preferred when its
-    bit count is the smallest that the machine's capacity could satisfy."""
-    n = len(free)
-    free_sum = [0] * (1 << n)
-    cap_sum = [0] * (1 << n)
-    for z in range(1, 1 << n):
-        low = z & -z
-        j = low.bit_length() - 1
-        free_sum[z] = free_sum[z ^ low] + free[j]
-        cap_sum[z] = cap_sum[z ^ low] + capacity[j]
-    min_count = min((z.bit_count() for z in range(1, 1 << n) if cap_sum[z] >= request), default=n)
-    return [TopologyHint(z, z.bit_count() == min_count) for z in range(1, 1 << n) if free_sum[z] >= request]
-
-
-def _timed(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1000.0
-
-
-def bench_merge() -> list[tuple[str, float]]:
-    """(label, milliseconds per merge) for the merges that matter: 8 NUMA nodes with every mask
-    offered by three providers (16.6 million permutations for the kubelet), and 16 NUMA nodes with
-    capacity-generated CPU / device / memory lists."""
-    rng = random.Random(7)
-    out: list[tuple[str, float]] = []
-    nodes8 = list(range(8))
-    every = [(z, rng.random() < 0.5) for z in range(1, 256)]
-    mixed = [{f"r{i}": [TopologyHint(z, p) for z, p in every]} for i in range(3)]
-    out.append(("merge 8 NUMA, 3x255 masks, mixed preferred (best-effort)",
-                _timed(lambda: merge_hints("best-effort", mixed, nodes8), 20)))
-    non_pref = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 256)]} for i in range(3)]
-    out.append(("merge 8 NUMA, 3x255 masks, none preferred (best-effort)",
-                _timed(lambda: merge_hints("best-effort", non_pref, nodes8), 20)))
-    dist8 = {a: [10 if a == b else (11 if a // 4 == b // 4 else 21) for b in range(8)] for a in range(8)}
-    out.append(("merge 8 NUMA, 3x255 masks, none preferred (prefer-closest)",
-                _timed(lambda: merge_hints("best-effort", non_pref, nodes8, {"prefer-closest-numa-nodes": "true"},
-                                           dist8), 20)))
-
-    nodes16 = list(range(16))
-    opts16 = {"max-allowable-numa-nodes": "16"}
-    cpu_cap = [32] * 16
-    cpu_free = [rng.randrange(0, 33) for _ in range(16)]
-    dev_cap = [2] * 16
-    dev_free = [rng.randrange(0, 3) for _ in range(16)]
-    mem_cap = [64] * 16
-    mem_free = [rng.randrange(8, 65) for _ in range(16)]
-    cpu = _capacity_hints(cpu_free, cpu_cap, 40)
-    dev = _capacity_hints(dev_free, dev_cap, 1)
-    mem = _capacity_hints(mem_free, mem_cap, 100)
-    realistic = [{"gpu": dev}, {"cpu": cpu}, {"memory": mem}]
-    label = f"merge 16 NUMA, CPU/device/memory lists of {len(cpu)}/{len(dev)}/{len(mem)} hints"
-    out.append((label + " (best-effort)", _timed(lambda: merge_hints("best-effort", realistic, nodes16, opts16), 3)))
-    out.append((label + " (restricted)", _timed(lambda: merge_hints("restricted", realistic, nodes16, opts16), 5)))
-    full = [{f"r{i}": [TopologyHint(z, False) for z in range(1, 1 << 16)]} for i in range(3)]
-    out.append(("merge 16 NUMA, 3x65535 masks, none preferred (worst case)",
-                _timed(lambda: merge_hints("best-effort", full, nodes16, opts16), 5)))
-    two = non_pref[:2]
-    out.append(("cross-product reference, 8 NUMA, 2x255 masks (65,025 permutations)",
-                _timed(lambda: merge_hints_reference("best-effort", two, nodes8), 1)))
-    out.append(("fast merge of the same", _timed(lambda: merge_hints("best-effort", two, nodes8), 20)))
-    small = [{"cpu": [TopologyHint(1, True), TopologyHint(2, True), TopologyHint(3, False)]},
-             {"gpu": [TopologyHint(2, True)]}, None]
-    out.append(("merge 2 NUMA, seed-style small lists (restricted)",
-                _timed(lambda: merge_hints("restricted", small, [0, 1]), 200)))
-    return out

@@ -16,9 +16,11 @@ Hot paths work on int masks and per-NUMA counts; hint lists are cached per (free
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations, product
+from functools import lru_cache
+from itertools import accumulate, combinations, product
 from typing import NamedTuple
 
 from .bitmask import bits_of as _bits
@@ -49,7 +51,6 @@ REASON_CPU_NOT_STATIC = "cpu manager policy isn't static"
 REASON_NO_TOPO = "no topo information"
 REASON_ALLOCATABLE_EMPTY = "cpu allocatable map is empty"
 
-_HINT_CACHE_LIMIT = 65536
 
 
 def reason_policy_mismatch(task_policy: str, node_policy: str) -> str:
@@ -142,8 +143,8 @@ class NumaModel:
         self.cpu_topology = VolcanoCPUTopology(self.detail)
         self.reserved_cpu_milli = reserved_cpu_milli
         self.reserved = self._reserved()
-        self._hint_cache: dict[tuple, list[Hint]] = {}
-        self._min_aff: dict[int, int] = {}
+        #: the k largest NUMA capacities summed, for k = 1..n: the narrowest width that could hold a request
+        self._widest_sums = list(accumulate(sorted(self.capacity, reverse=True)))
         # subsets in Volcano's order as (index-space mask, width), and their hint objects built once
         self._order = [(sum(1 << i for i in idx), len(idx)) for _m, idx, _c in self.subsets]
         self._by_width: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in range(len(self.numa_ids) + 1)]
@@ -221,10 +222,10 @@ class NumaModel:
         return Hint(self.default_mask, False), admit
 
     def hints_for(self, counts: tuple[int, ...], req: int) -> list[Hint]:
-        key = (counts, req)
-        cached = self._hint_cache.get(key)
-        if cached is not None:
-            return cached
+        """The hint list for free counts per NUMA node (`free_counts`); cached per (model, counts, request)."""
+        return _hints_for(self, counts, req)
+
+    def _generate(self, counts: tuple[int, ...], req: int) -> list[Hint]:
         # free CPUs of every NUMA subset (index-space masks), each from its subset minus the lowest bit
         n = len(counts)
         sums = [0] * (1 << n)
@@ -233,24 +234,12 @@ class NumaModel:
             sums[m] = sums[m ^ low] + counts[low.bit_length() - 1]
         min_aff = self._min_affinity(req)
         pref, plain = self._hint_objects
-        out = [pref[i] if width == min_aff else plain[i]
-               for i, (index_mask, width) in enumerate(self._order) if sums[index_mask] >= req]
-        if len(self._hint_cache) >= _HINT_CACHE_LIMIT:
-            self._hint_cache.clear()
-        self._hint_cache[key] = out
-        return out
+        return [pref[i] if width == min_aff else plain[i]
+                for i, (index_mask, width) in enumerate(self._order) if sums[index_mask] >= req]
 
     def _min_affinity(self, req: int) -> int:
         """Narrowest subset width whose *total* CPUs cover the request (len(numa_ids) when none)."""
-        got = self._min_aff.get(req)
-        if got is None:
-            got = len(self.numa_ids)
-            for _mask, idx, cap in self.subsets:
-                if cap >= req and len(idx) < got:
-                    got = len(idx)
-                    break
-            self._min_aff[req] = got
-        return got
+        return min(bisect_left(self._widest_sums, req) + 1, len(self.numa_ids))
 
     def numa_count(self, cpus: int) -> int:
         """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (ENGINE.md §3.6)."""
@@ -268,6 +257,11 @@ class NumaModel:
             if cpus & m:
                 mask |= 1 << n
         return mask
+
+
+@lru_cache(maxsize=65536)
+def _hints_for(model: NumaModel, counts: tuple[int, ...], req: int) -> list[Hint]:
+    return model._generate(counts, req)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,10 +8,8 @@ import json
 import os
 import pathlib
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..bitmask import bits_of as bits
 from ..cpuset import MAX_CPU_ID, CPUSet
 from ..errors import EngineError, FormatError
 from ..topology import CPU, Device, NUMANode, Topology
@@ -389,19 +387,6 @@ def build_topology(draft: Draft, what: str) -> Topology:
                         inferred=draft.inferred, description=draft.description)
     except EngineError as exc:
         raise FormatError(f"{what}: {exc}") from None
-
-
-def numa_of_cpus(numa_cpus: Mapping[int, int]) -> dict[int, int]:
-    """CPU id → NUMA id from NUMA → mask; a CPU listed by several nodes goes to the lowest id."""
-    out: dict[int, int] = {}
-    for nid in sorted(numa_cpus):
-        for cpu in bits(numa_cpus[nid]):
-            out.setdefault(cpu, nid)
-    return out
-
-
-def unique(items: Iterable) -> list:
-    return list(dict.fromkeys(items))
 
 
 def json_object(text: str, what: str) -> dict:

@@ -3,7 +3,7 @@ align-by-socket) and podGuaranteedCPUs (ENGINE.md §2.6)."""
 
 import pytest
 
-from scheduler_core.cpu import container_cpu_hints, cpu_topology_hints
+from scheduler_core.cpu_hints import container_cpu_hints, cpu_topology_hints
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.hints import TopologyHint
 from scheduler_core.pods import INIT, SIDECAR, Container, Pod, pod_guaranteed_cpus

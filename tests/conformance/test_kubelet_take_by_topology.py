@@ -3,12 +3,8 @@ orderings and the static policy's allocateCPUs (ENGINE.md §2.6, §2.7)."""
 
 import pytest
 
-from scheduler_core.cpu import (
-    accumulator_order,
-    allocate_cpus,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from scheduler_core.cpu import allocate_cpus
+from scheduler_core.cpu_take import accumulator_order, take_by_topology_numa_distributed, take_by_topology_numa_packed
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
 from scheduler_core.topology import Topology

@@ -6,8 +6,9 @@ kept only as the oracle the fast search is tested against."""
 import math
 from itertools import combinations
 
-from scheduler_core import cpu
+from scheduler_core import cpu_take
 from scheduler_core.cpu_distributed import standard_deviation
+from scheduler_core.cpu_index import cpu_index
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
 
@@ -92,26 +93,26 @@ def exhaustive_choice(counts: list[int], n: int, group: int, total_numa: int, to
 
 def take_distributed(topology, available: CPUSet, n: int, group: int = 1, strategy: str = "packed") -> CPUSet:
     """take_by_topology_numa_distributed with the exhaustive choice."""
-    td = cpu._topo_data(topology)
+    td = cpu_index(topology)
     spread = strategy == "spread"
     avail = available.mask
     if n % group != 0:
-        return CPUSet(cpu._packed(td, avail, n, spread, False))
-    acc = cpu._Accumulator(td, avail, n, spread)
+        return CPUSet(cpu_take._packed(td, avail, n, spread, False))
+    acc = cpu_take._Accumulator(td, avail, n, spread)
     if acc.satisfied:
         return CPUSet()
     if acc.failed:
-        raise cpu._not_enough(n, avail.bit_count())
+        raise cpu_take._not_enough(n, avail.bit_count())
     numas = acc.sorted_numa_nodes()
     counts = [(acc.avail & td.numa_mask[x]).bit_count() for x in numas]
     choice = exhaustive_choice(counts, n, group, len(td.numa_ids), td.num_cpus)
     if choice is None:
-        return CPUSet(cpu._packed(td, avail, n, spread, False))
+        return CPUSet(cpu_take._packed(td, avail, n, spread, False))
     combo = [numas[p] for p in choice[0]]
     distribution = (n // len(combo) // group) * group
     for x in combo:
         try:
-            got = cpu._packed(td, acc.avail & td.numa_mask[x], distribution, spread, False)
+            got = cpu_take._packed(td, acc.avail & td.numa_mask[x], distribution, spread, False)
         except InsufficientResourcesError:
             got = 0
         acc.take(got)
@@ -123,7 +124,7 @@ def take_distributed(topology, available: CPUSet, n: int, group: int = 1, strate
                 break
             if (acc.avail & td.numa_mask[x]).bit_count() < group:
                 continue
-            acc.take(cpu._packed(td, acc.avail & td.numa_mask[x], group, spread, False))
+            acc.take(cpu_take._packed(td, acc.avail & td.numa_mask[x], group, spread, False))
             remainder -= group
             progressed = True
         if not progressed:

@@ -6,25 +6,25 @@ import random
 
 import pytest
 
+from scheduler_core.bench import bench_take_by_topology
 from scheduler_core.cpu import (
     SMTAlignmentError,
-    accumulator_order,
     allocate_container,
     allocate_cpus,
-    bench_take_by_topology,
     check_smt_alignment,
-    container_cpu_hints,
-    cpu_topology_hints,
-    pod_cpu_hints,
     reserved_cpu_set,
     reserved_physical_cpus,
-    take_by_topology,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
     update_cpus_to_reuse,
     validate_static_options,
 )
 from scheduler_core.cpu_distributed import standard_deviation
+from scheduler_core.cpu_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
+from scheduler_core.cpu_take import (
+    accumulator_order,
+    take_by_topology,
+    take_by_topology_numa_distributed,
+    take_by_topology_numa_packed,
+)
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
 from scheduler_core.hints import TopologyHint

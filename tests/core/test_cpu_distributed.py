@@ -6,8 +6,8 @@ formula."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.cpu import take_by_topology_numa_distributed
 from scheduler_core.cpu_distributed import balance_milli, select_numa_nodes, standard_deviation
+from scheduler_core.cpu_take import take_by_topology_numa_distributed
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
 from scheduler_core.topology import Topology, synthetic

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler_core import hints as H
+from scheduler_core.bench import capacity_hints
 from scheduler_core.hints import TopologyHint, flatten_providers, merge_hints, merge_hints_reference
 
 POLICIES = ["none", "best-effort", "restricted", "single-numa-node"]
@@ -148,8 +149,8 @@ def test_16_nodes_capacity_lists() -> None:
     full lists (tens of thousands of hints each) give a sound answer."""
     rnd = random.Random(11)
     nodes = list(range(16))
-    cpu = H._capacity_hints([rnd.randrange(0, 9) for _ in range(16)], [8] * 16, 12)
-    gpu = H._capacity_hints([rnd.randrange(0, 2) for _ in range(16)], [1] * 16, 1)
+    cpu = capacity_hints([rnd.randrange(0, 9) for _ in range(16)], [8] * 16, 12)
+    gpu = capacity_hints([rnd.randrange(0, 2) for _ in range(16)], [1] * 16, 1)
     providers = [{"gpu": gpu}, {"cpu": cpu}]
     try:
         merge_hints("best-effort", providers, nodes)
