@@ -44,9 +44,10 @@ from __future__ import annotations
 
 import re
 
+from ..bitmask import bits_of as bits
 from ..errors import FormatError
 from ..topology import Device
-from ._common import CPURecord, Draft, bits, hugepage_key, parse_hex_mask, parse_id, parse_int
+from ._common import CPURecord, Draft, hugepage_key, parse_hex_mask, parse_id, parse_int
 
 FORMAT = "hwloc-xml"
 IO_TYPES = {"Bridge", "PCIDev", "OSDev", "Misc"}

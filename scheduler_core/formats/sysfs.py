@@ -27,13 +27,13 @@ import os
 import pathlib
 import re
 
+from ..bitmask import bits_of as bits
 from ..errors import FormatError
 from . import _tar
 from ._common import (
     CPURecord,
     Draft,
     Source,
-    bits,
     check_id,
     hugepage_key,
     parse_cpulist,
