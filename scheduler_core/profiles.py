@@ -30,7 +30,7 @@ The three profiles (ENGINE.md §4.2):
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from .admission import admit_pod
@@ -48,6 +48,7 @@ from .volcano import (
     VolcanoTask,
     normalize_scores,
 )
+from .volcano_cache import NumaCache
 
 if TYPE_CHECKING:
     from .session import Cluster
@@ -106,16 +107,25 @@ class _VolcanoSession(ProfileSession):
     """Drives one `VolcanoPlugin` over the cluster: predicate on a class's first node, scores from the
     verdicts' NUMA counts, allocate on place, deallocate on rollback, the plugin's close at the end."""
 
-    def __init__(self, cluster: Cluster, weight: int) -> None:
+    def __init__(self, cluster: Cluster, weight: int, cache: NumaCache | None) -> None:
         models: dict[int, NumaModel | None] = {}
         nodes = {}
         for name, node in cluster.nodes.items():
-            sid = cluster.static_id(name)
-            if sid not in models:
-                models[sid] = NumaModel.from_node(node) if node.numatopology else None
+            static_id = cluster.static_id(name)
+            if static_id not in models:
+                models[static_id] = NumaModel.from_node(node) if node.numatopology else None
+            model = models[static_id]
             # the exporter's allocatable: every CPU the kubelet has not pinned (reserved ones included)
-            nodes[name] = (models[sid], node.free_cpus | node.reserved_cpus.mask)
+            free: int | None = node.free_cpus | node.reserved_cpus.mask
+            if cache is not None and name in cache.nodes:
+                view = cache.refresh(name)  # the CRD's view minus the pods Volcano placed and nobody pinned yet
+                if view is None:
+                    model = None
+                else:
+                    free = view.numares["cpu"][0] if "cpu" in view.numares else None
+            nodes[name] = (model, free)
         self.plugin = VolcanoPlugin(nodes, weight)
+        self.cache = cache
 
     def state_key(self, name: str) -> Hashable:
         return self.plugin.free[name]
@@ -150,16 +160,25 @@ class _VolcanoSession(ProfileSession):
         self.plugin.deallocate(pod.uid, name)
 
     def close(self) -> list[dict]:
-        return self.plugin.close()
+        handed = self.plugin.close()
+        if self.cache is not None:
+            self.cache.add_session_close(handed)
+        return handed
 
 
 @dataclass(frozen=True)
 class VolcanoProfile(Profile):
+    """`cache`: Volcano's scheduler cache of a Volcano-managed cluster kept across sessions
+    (ENGINE.md §3.8); each session starts from its views and hands its placements back to it.
+    Without one, every session sees the nodes as the kubelet has pinned them."""
+
     name: ClassVar[str] = "volcano"
     summary: ClassVar[str] = "Volcano's numa-aware plugin as upstream decides: CPU only, per container, legacy merge"
 
+    cache: NumaCache | None = field(default=None, compare=False)
+
     def open(self, cluster: Cluster) -> ProfileSession:
-        return _VolcanoSession(cluster, self.weight)
+        return _VolcanoSession(cluster, self.weight, self.cache)
 
 
 # -- aligned ---------------------------------------------------------------------------------------------

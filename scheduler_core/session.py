@@ -129,8 +129,8 @@ class Cluster:
             self.tally[name] = t
             self.numa_free[name] = self._numa_free_of(node)
             skey = (node.topology.fingerprint, node.kubelet, node.numatopology)
-            sid = self._static_ids.setdefault(skey, len(self._static_ids))
-            self._static[name] = sid
+            static_id = self._static_ids.setdefault(skey, len(self._static_ids))
+            self._static[name] = static_id
             self._alloc_cap[name] = self._capacity(node)
 
     # -- views -----------------------------------------------------------------------------------
@@ -362,16 +362,16 @@ class _Session:
                  ) -> tuple[PodRecord, str | None, NodeVerdict | None]:
         t0 = time.perf_counter()
         sig = _pod_signature(pod)
-        sid = self.shapes.setdefault(sig, len(self.shapes))
+        shape_id = self.shapes.setdefault(sig, len(self.shapes))
         req = Request.of(pod)
         rows = []  # (cid, verdict, members)
         for cid, members in self.classes.members.items():
             self.class_visits += 1
-            verdict = self.cache.get((cid, sid))
+            verdict = self.cache.get((cid, shape_id))
             if verdict is None:
                 verdict = self.evaluate(members[0], pod, prepared, req)
                 self.table.intern(verdict)
-                self.cache[(cid, sid)] = verdict
+                self.cache[(cid, shape_id)] = verdict
             rows.append((cid, verdict, members))
         passing = [r for r in rows if r[1].outcome in (PASSED, SKIPPED)]
         values = self.profile.scores(prepared, [r[1] for r in passing]) if passing else None

@@ -41,6 +41,18 @@ class NumaInfo:
     pod_allocations: tuple[PodMeta, ...] = ()
 
     @classmethod
+    def of_node(cls, node) -> NumaInfo:
+        """What the resource exporter publishes for an engine `Node`: the CPUs the kubelet has not pinned
+        as allocatable, and every pod holding an allocation there as pinned."""
+        pods = {}
+        for a in node.allocations:
+            namespace, _, name = a.pod.rpartition("/")
+            pods.setdefault(a.pod, PodMeta(a.pod, name, namespace or "default"))
+        allocatable = node.free_cpus | node.reserved_cpus.mask
+        return cls(numares={"cpu": (allocatable, node.topology.all_cpus.bit_count())},
+                   pod_allocations=tuple(pods.values()))
+
+    @classmethod
     def from_crd(cls, spec: Mapping, pod_allocations: Iterable[PodMeta] = ()) -> NumaInfo:
         """The conversion upstream's event handler does, leniencies included: an allocatable that is
         not a valid cpuset becomes empty; missing numa/socket/core are 0; a resReserved with an unknown
@@ -109,6 +121,18 @@ class NumaCache:
 
     def __init__(self, nodes: Mapping[str, NumaInfo | None] = ()) -> None:
         self.nodes: dict[str, _CachedNode] = {n: _CachedNode(info) for n, info in dict(nodes).items()}
+
+    @classmethod
+    def of_cluster(cls, cluster) -> NumaCache:
+        """A cache whose views are what every node's exporter publishes now (nodes without a
+        Numatopology have none)."""
+        return cls({name: NumaInfo.of_node(node) if node.numatopology else None
+                    for name, node in cluster.nodes.items()})
+
+    def republish(self, cluster) -> None:
+        """Every node's exporter publishes again (after the kubelet pinned what it admitted)."""
+        for name, node in cluster.nodes.items():
+            self.set_numa_info(name, NumaInfo.of_node(node) if node.numatopology else None)
 
     def set_numa_info(self, node: str, info: NumaInfo | None) -> None:
         """A Numatopology add/update (or delete, with None) replaces the node's view wholesale."""
