@@ -69,17 +69,11 @@ def cpu_topology_hints(topology: Topology, available: CPUSet | int | Iterable[in
     return _generate_hints(td, avail, reuse, n, bool(align_by_socket))
 
 
-def _align_by_socket(options: CPUOptions | Mapping[str, object] | bool | None) -> bool:
-    if isinstance(options, bool):
-        return options
-    return as_options(options).align_by_socket
-
-
 def container_cpu_hints(topology: Topology, pod: Pod, container: Container,
                         default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
                         assignments: Mapping[str, CPUSet] | None = None,
                         reusable: CPUSet | int | Iterable[int] | None = None,
-                        options: CPUOptions | Mapping[str, object] | bool | None = None,
+                        options: CPUOptions | Mapping[str, object] | None = None,
                         ) -> dict[str, list[TopologyHint]] | None:
     """GetTopologyHints (container scope): None when the container has no exclusive CPUs; `{"cpu": []}`
     when its existing assignment has the wrong size; else `{"cpu": hints}` over the free pool
@@ -89,7 +83,7 @@ def container_cpu_hints(topology: Topology, pod: Pod, container: Container,
     req = guaranteed_cpus(pod, container)
     if req == 0:
         return None
-    by_socket = _align_by_socket(options)
+    by_socket = as_options(options).align_by_socket
     existing = (assignments or {}).get(container.name)
     if existing is not None:
         held = as_mask(existing, f"CPUs of container {container.name}")
@@ -103,7 +97,7 @@ def container_cpu_hints(topology: Topology, pod: Pod, container: Container,
 def pod_cpu_hints(topology: Topology, pod: Pod, default_cpuset: CPUSet | int | Iterable[int],
                   reserved: CPUSet | int | Iterable[int] = 0, assignments: Mapping[str, CPUSet] | None = None,
                   reusable: CPUSet | int | Iterable[int] | None = None,
-                  options: CPUOptions | Mapping[str, object] | bool | None = None,
+                  options: CPUOptions | Mapping[str, object] | None = None,
                   ) -> dict[str, list[TopologyHint]] | None:
     """GetPodTopologyHints (pod scope): the pod-level exclusive CPU count over the free pool, with
     CPUs already held by the pod's containers counted as reusable (ENGINE.md §2.6)."""
@@ -111,7 +105,7 @@ def pod_cpu_hints(topology: Topology, pod: Pod, default_cpuset: CPUSet | int | I
     req = pod_guaranteed_cpus(pod)
     if req == 0:
         return None
-    by_socket = _align_by_socket(options)
+    by_socket = as_options(options).align_by_socket
     assigned = 0
     for c in pod.all_containers():
         existing = (assignments or {}).get(c.name)
