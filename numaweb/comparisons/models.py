@@ -31,14 +31,16 @@ class Comparison(models.Model):
 
     @property
     def status(self) -> str:
-        """From the variants: pending until one starts, running until all finish, then done (or
-        failed when any variant failed)."""
+        """From the variants: pending until one starts, running until the comparison is closed (its
+        `finished_at`, written with the last variant's outcome), then done, or failed when any variant
+        failed. Keying the end on `finished_at` keeps a reader that saw the row before that commit and
+        the variants after it from reporting done without a finish time."""
         states = {v.status for v in self.variants.all()}
+        if self.finished_at is not None:
+            return self.FAILED if self.FAILED in states else self.DONE
         if not states or states == {self.PENDING}:
             return self.PENDING
-        if states & {self.PENDING, self.RUNNING}:
-            return self.RUNNING
-        return self.FAILED if self.FAILED in states else self.DONE
+        return self.RUNNING
 
     @property
     def finished(self) -> bool:
