@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "numaweb.comparisons",
     "numaweb.api",
     "numaweb.pages",
+    "numaweb.access",
 ]
 
 MIDDLEWARE = [
@@ -94,6 +95,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # every page needs a login unless its view says otherwise (numaweb.access.decorators.requires, healthz)
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -113,6 +116,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "numaweb.pages.context_processors.workers",
+                "numaweb.access.context.role",
             ],
         },
     },
@@ -167,7 +171,12 @@ STORAGES = {
                     else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-LOGIN_URL = "admin:login"
+# -- access (numaweb.access): roles viewer/operator/admin, login everywhere --------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+# true: anonymous visitors may read pages and the API (a demo site); writes still need a role
+NUMAWEB_PUBLIC_READ = envbool("NUMAWEB_PUBLIC_READ", "false")
 
 # -- Celery ----------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -209,7 +218,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -226,6 +235,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SCHEMA_PATH_PREFIX": "/api/",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["numaweb.access.drf.RolePermission"],
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

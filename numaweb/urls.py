@@ -1,6 +1,8 @@
-"""URL map: the pages (numaweb.pages; the dashboard is home), the admin, the REST API and its offline docs."""
+"""URL map: the pages (numaweb.pages; the dashboard is home), login and logout, the admin, the REST API and its
+offline docs."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -11,6 +13,8 @@ from . import views
 urlpatterns = [
     path("", pages.dashboard, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("login/", auth.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -1,5 +1,6 @@
 """Project-level views outside the pages app: a health check for docker-compose and monitors."""
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -7,6 +8,7 @@ from django.views.decorators.http import require_GET
 from . import health
 
 
+@login_not_required
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:

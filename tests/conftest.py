@@ -16,3 +16,52 @@ def load_vectors(name: str) -> dict:
 @pytest.fixture(scope="session")
 def vectors():
     return load_vectors
+
+
+@pytest.fixture
+def make_user(db):
+    """`make_user(name, role)`: a user holding one role (viewer, operator, admin) through its group, with the
+    password `pw-<name>-123`; role None gives a user with no role."""
+    from django.contrib.auth import get_user_model
+
+    from numaweb.access.roles import set_role
+
+    def make(name: str, role: str | None):
+        user = get_user_model().objects.create_user(name, password=f"pw-{name}-123")
+        if role is not None:
+            set_role(user, role)
+        return user
+
+    return make
+
+
+def _logged_in(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def client(make_user):
+    """Django's test client (pytest-django's `client`, overridden) logged in with role admin."""
+    return _logged_in(make_user("pat", "admin"))
+
+
+@pytest.fixture
+def operator_client(make_user):
+    return _logged_in(make_user("olga", "operator"))
+
+
+@pytest.fixture
+def viewer_client(make_user):
+    return _logged_in(make_user("vera", "viewer"))
+
+
+@pytest.fixture
+def anon_client(db):
+    """Not logged in: pages redirect to the login page, the API answers 401."""
+    from django.test import Client
+
+    return Client()

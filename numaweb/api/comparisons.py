@@ -106,6 +106,7 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
 
     queryset = Comparison.objects.prefetch_related("variants", "jobs").order_by("-id")
     serializer_class = CreateComparisonSerializer
+    required_permissions = {"create": ["access.compare"]}  # operators compare (numaweb.access.drf)
 
     @extend_schema(request=CreateComparisonSerializer, responses={202: COMPARISON, 400: OpenApiTypes.OBJECT,
                                                                   503: ERROR})

@@ -66,6 +66,7 @@ CLUSTER_PARAM = OpenApiParameter("cluster", OpenApiTypes.INT, description="only 
 class ClusterViewSet(viewsets.ModelViewSet):
     serializer_class = s.ClusterSerializer
     queryset = Cluster.objects.annotate(node_count=Count("nodes")).order_by("name")
+    required_permissions = {"import_snapshot": ["access.import_inventory"]}  # numaweb.access.drf
 
     @extend_schema(request={"multipart/form-data": s.SnapshotUploadSerializer},
                    responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")})
@@ -88,6 +89,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
 @extend_schema(parameters=[CLUSTER_PARAM])
 class NodeViewSet(viewsets.ModelViewSet):
     serializer_class = s.NodeSerializer
+    required_permissions = {"check_state": ["access.run_whatif"]}  # reads only: operators, as what-if
 
     def get_queryset(self):
         qs = Node.objects.select_related("cluster").annotate(allocation_count=Count("allocations")).order_by(
@@ -157,6 +159,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     serializer_class = s.JobSerializer
     queryset = Job.objects.prefetch_related("tasks").order_by("id")
     parser_classes = [JSONParser, FormParser, MultiPartParser]
+    required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
     def perform_destroy(self, instance: Job) -> None:
         job_services.delete_job(instance)

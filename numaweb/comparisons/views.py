@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from numaweb.access.decorators import requires
 from numaweb.scheduling.services import BrokerUnavailable
 from scheduler_core.compare import BLOCK_BINS
 
@@ -27,6 +28,7 @@ def form_context(form: ComparisonForm | None = None, formset=None, error: str = 
             "variant_forms": formset or variant_formset(), "compare_error": error}
 
 
+@requires("access.compare")
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
     form = ComparisonForm(request.POST)
@@ -82,6 +84,7 @@ def _context(comparison: Comparison) -> dict:
     return ctx
 
 
+@requires("comparisons.view_comparison")
 @require_GET
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison.objects.select_related("cluster").prefetch_related("variants", "jobs"),
@@ -92,6 +95,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "comparisons/detail.html", ctx)
 
 
+@requires("comparisons.view_comparison")
 @require_GET
 def comparison_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(Comparison.objects.select_related("cluster").prefetch_related("variants").order_by("-id"),

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from numaweb.access.decorators import requires
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
 from numaweb.comparisons.forms import HeadroomForm
@@ -46,6 +47,7 @@ def _int(value: str | None, default: int, low: int = 1, high: int = 10**9) -> in
 
 
 # -- dashboard --------------------------------------------------------------------------------------
+@requires("inventory.view_node")
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Every node as a compact NUMA map, filterable by policy and free capacity (HTMX)."""
@@ -110,6 +112,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
     }
 
 
+@requires("inventory.view_node")
 @require_GET
 def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
@@ -118,6 +121,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/node.html", ctx)
 
 
+@requires("access.run_whatif")
 @require_POST
 def node_whatif(request: HttpRequest, pk: int) -> HttpResponse:
     """This node's hint table for a pasted pod (admit_pod with commit=False), and the CPUs it would
@@ -158,6 +162,7 @@ def _upload(form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
     return upload.read()
 
 
+@requires("access.run_whatif")
 @require_http_methods(["GET", "POST"])
 def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
     """The node's real kubelet state files against the engine's replay: per container predicted vs
@@ -178,6 +183,7 @@ def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/state_check.html", ctx, status=400 if form.errors else 200)
 
 
+@requires("access.import_inventory")
 @require_http_methods(["GET", "POST"])
 def cluster_import(request: HttpRequest) -> HttpResponse:
     """Import a kubectl snapshot into a cluster; the report shows what changed and every disagreement."""
@@ -198,6 +204,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 
+@requires("inventory.view_node")
 @require_GET
 def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node, pk=pk)
@@ -229,6 +236,7 @@ def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_for
             **comparisons.form_context()}
 
 
+@requires("jobs.view_job", write="jobs.add_job")
 @require_http_methods(["GET", "POST"])
 def job_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -267,6 +275,7 @@ class _Replicas:
         return out
 
 
+@requires("jobs.view_job")
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The job, its status (derived from what its pods hold) and one page of its pods."""
@@ -307,6 +316,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
                                               "sessions": job.sessions.order_by("-id")[:10]})
 
 
+@requires("jobs.change_job")
 @require_POST
 def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
     """Finish the job: every allocation its pods hold is released in the same transaction."""
@@ -316,6 +326,7 @@ def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # -- sessions -----------------------------------------------------------------------------------------
+@requires("scheduling.add_schedulingsession")
 @require_POST
 def session_start(request: HttpRequest) -> HttpResponse:
     form = SessionForm(request.POST)
@@ -374,12 +385,14 @@ def _session_context(request: HttpRequest, session: SchedulingSession, error: st
     return ctx
 
 
+@requires("scheduling.view_schedulingsession")
 @require_GET
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
     return render(request, "pages/session.html", _session_context(request, session))
 
 
+@requires("scheduling.view_schedulingsession")
 @require_GET
 def session_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """The polled fragment: progress while pending/running; results (no hx-trigger) once finished."""
@@ -431,6 +444,7 @@ def _hint_context(request: HttpRequest, session: SchedulingSession, placement: P
             "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
 
 
+@requires("scheduling.view_schedulingsession")
 @require_GET
 def session_pod(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
@@ -441,6 +455,7 @@ def session_pod(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     return render(request, "pages/_pod.html", ctx)
 
 
+@requires("scheduling.view_schedulingsession")
 @require_GET
 def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """The hint table alone: sorted, filtered (failed only, by reason) and paginated."""
@@ -451,6 +466,7 @@ def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     return render(request, "pages/_hint_table.html", ctx)
 
 
+@requires("scheduling.view_schedulingsession")
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(SchedulingSession.objects.select_related("cluster").order_by("-id"), 50).get_page(

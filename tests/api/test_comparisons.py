@@ -168,13 +168,15 @@ def test_an_override_a_node_cannot_take_is_refused_naming_it(api, cluster):
     assert "variant 1: node n1: align-by-socket is not compatible" in r.json()["variants"][0]
 
 
-def test_anonymous_can_read_but_not_ask(anon, api, cluster, django_capture_on_commit_callbacks):
+def test_a_viewer_can_read_but_not_ask(anon, viewer_api, api, cluster, django_capture_on_commit_callbacks):
     make_node(cluster, "n1")
-    r = anon.post("/api/comparisons/", {"cluster": cluster.pk, "variants": THREE}, format="json")
-    assert r.status_code in (401, 403)
+    r = viewer_api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": THREE}, format="json")
+    assert r.status_code == 403
+    assert anon.post("/api/comparisons/", {"cluster": cluster.pk, "variants": THREE}, format="json").status_code == 401
     pk = ask(api, cluster, django_capture_on_commit_callbacks).json()["id"]
-    assert anon.get(f"/api/comparisons/{pk}/").status_code == 200
-    assert anon.get("/api/comparisons/").json()["count"] == 1
+    assert viewer_api.get(f"/api/comparisons/{pk}/").status_code == 200
+    assert viewer_api.get("/api/comparisons/").json()["count"] == 1
+    assert anon.get(f"/api/comparisons/{pk}/").status_code == 401
 
 
 def _closed_port() -> int:

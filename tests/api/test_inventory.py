@@ -16,7 +16,10 @@ def node_body(cluster, name="n1", **extra):
             "topology_manager_policy": "single-numa-node", **extra}
 
 
-def test_reads_are_open_writes_need_credentials(anon, cluster):
+def test_reads_and_writes_need_credentials(anon, cluster, settings):
+    assert anon.get("/api/clusters/").status_code == 401
+    assert anon.post("/api/clusters/", {"name": "x"}, format="json").status_code == 401
+    settings.NUMAWEB_PUBLIC_READ = True  # a demo site: reads open, writes still need a role
     assert anon.get("/api/clusters/").status_code == 200
     assert anon.post("/api/clusters/", {"name": "x"}, format="json").status_code == 401
     anon.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")

@@ -25,6 +25,15 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture
+def context(context, live_server, make_user):
+    """Every page opens logged in with role admin (`anon_context` for a visitor who is not)."""
+    from numaweb.access.sessions import session_cookie
+
+    context.add_cookies([session_cookie(make_user("pat", "admin"), live_server.url)])
+    return context
+
+
+@pytest.fixture
 def demo(transactional_db):
     from numaweb.inventory.demo import build_demo
 

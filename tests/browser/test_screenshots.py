@@ -13,14 +13,15 @@ from numaweb.scheduling.models import SchedulingSession
 pytestmark = pytest.mark.browser
 
 
-def test_take_screenshots_writes_pngs(browser, live_server, demo, tmp_path):
+def test_take_screenshots_writes_pngs(browser, live_server, demo, tmp_path, make_user):
     session = SchedulingSession.objects.create(cluster=demo, profile="volcano", dry_run=True)
     session.jobs.set(Job.objects.all())
     session = services.execute_session(session.pk)
     node = Node.objects.get(name="srv-gpu-1")
     comparison = Command._comparison(demo)
     assert comparison.status == "done"
-    written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots", comparison=comparison)
+    written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots", comparison=comparison,
+                               user=make_user("pat", "viewer"))
     assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png", "comparison.png", "headroom.png"]
     for path in written:
         head = path.read_bytes()[:24]

@@ -15,3 +15,4 @@ def _private_queue(tmp_path_factory):
 @pytest.fixture
 def demo(db):
     return build_demo("demo")
+

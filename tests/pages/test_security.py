@@ -61,8 +61,9 @@ def test_script_names_render_as_text_on_every_page(client):
         reverse("pages:node", args=[node.pk])).content.decode()
 
 
-def test_forms_carry_csrf_and_posts_without_it_are_refused(demo):
+def test_forms_carry_csrf_and_posts_without_it_are_refused(demo, make_user):
     strict = Client(enforce_csrf_checks=True)
+    strict.force_login(make_user("pat", "admin"))
     node = Node.objects.get(name="node-2")
     for url in (reverse("pages:jobs"), reverse("pages:node", args=[node.pk])):
         html = strict.get(url).content.decode()

@@ -37,7 +37,10 @@ def _client():
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from numaweb.access.roles import ADMIN, set_role
+
     user, _ = get_user_model().objects.get_or_create(username="race-writer")
+    set_role(user, ADMIN)  # allocations are inventory: the admin role's
     token, _ = Token.objects.get_or_create(user=user)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")

@@ -6,7 +6,6 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -26,8 +25,8 @@ def workers(redis_url, transactional_db):
         yield redis_url
 
 
-def test_three_profiles_finish_through_the_workers(workers):
-    user = get_user_model().objects.create_user("carol", password="pw-carol-12345")
+def test_three_profiles_finish_through_the_workers(workers, make_user):
+    user = make_user("carol", "operator")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     demo = build_demo("demo")

@@ -5,7 +5,6 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -34,8 +33,8 @@ def wait_done(client, url, timeout=30.0):
     raise AssertionError(f"session not finished after {timeout}s: {body}")
 
 
-def test_sessions_run_on_a_real_worker_over_redis(worker):
-    user = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+def test_sessions_run_on_a_real_worker_over_redis(worker, make_user):
+    user = make_user("bob", "operator")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     cluster = Cluster.objects.create(name="redis")

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -112,10 +111,10 @@ def test_session_task_is_acked_late_and_rejected_when_its_worker_is_lost():
     assert run_scheduling_session.reject_on_worker_lost is True
 
 
-def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_path):
+def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_path, make_user):
     generations = dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
     marker = tmp_path / "paused.json"
-    user = get_user_model().objects.create_user("ops", password="pw-ops-12345")
+    user = make_user("ops", "operator")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     with filesystem_broker(tmp_path / "broker"):

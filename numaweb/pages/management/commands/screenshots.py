@@ -13,8 +13,12 @@ import threading
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.core.management.base import BaseCommand, CommandError
 
+from numaweb.access.roles import OPERATOR, set_role
+from numaweb.access.sessions import session_cookie
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.demo import build_demo
@@ -33,11 +37,12 @@ HEADROOM_QUERY = "?hr-cpu=4&hr-memory=8Gi&hr-devices=nvidia.com%2Fgpu%3D1&hr-pol
 
 
 def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSession, output: Path,
-                     width: int = 1366, comparison: Comparison | None = None) -> list[Path]:
-    """Open the pages in `browser` (a Playwright Browser) and write dashboard/node/session PNGs, and
-    with a finished `comparison` its page and the dashboard answering a headroom question."""
+                     width: int = 1366, comparison: Comparison | None = None, *, user) -> list[Path]:
+    """Open the pages in `browser` (a Playwright Browser) logged in as `user` and write dashboard/node/session
+    PNGs, and with a finished `comparison` its page and the dashboard answering a headroom question."""
     output.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
+    context.add_cookies([session_cookie(user, base_url)])
     page = context.new_page()
     pod = session.placements.filter(job="vj-test").first() or session.placements.order_by("index").first()
     shots = [("dashboard.png", "/", None), ("node.png", f"/nodes/{node.pk}/", "#grid"),
@@ -111,13 +116,18 @@ class Command(BaseCommand):
             if session.status != SchedulingSession.DONE:
                 raise CommandError(f"session {session.pk} failed: {session.error}")
         comparison = self._comparison(target)
+        # the pages need a login: an operator account of its own (no password) shows what an operator sees
+        user, _ = get_user_model().objects.get_or_create(username="screenshots",
+                                                         defaults={"password": make_password(None)})
+        set_role(user, OPERATOR)
         os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # sync Playwright runs an event loop here
         from playwright.sync_api import sync_playwright
 
         with _Server() as base_url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
             try:
-                written = take_screenshots(browser, base_url, row, session, Path(output), width, comparison)
+                written = take_screenshots(browser, base_url, row, session, Path(output), width, comparison,
+                                           user=user)
             finally:
                 browser.close()
         for path in written:

@@ -148,8 +148,8 @@ class Command(BaseCommand):
                   extra={"worker_pid": worker.pid, "exit_code": worker.returncode, "sessions": lost})
 
     def _admin(self) -> None:
-        """An `admin` superuser (password from NUMAWEB_ADMIN_PASSWORD, else generated and kept in the data
-        folder) and its API token, printed so the API can be tried at once."""
+        """An `admin` superuser (role admin; password from NUMAWEB_ADMIN_PASSWORD, else generated and kept in
+        the data folder), its login and API token printed so the pages and the API can be tried at once."""
         User = get_user_model()
         user = User.objects.filter(username="admin").first()
         secret_file = settings.DATA_DIR / "admin_password"
@@ -160,5 +160,8 @@ class Command(BaseCommand):
                 secret_file.write_text(password)
                 secret_file.chmod(0o600)
         token, _ = Token.objects.get_or_create(user=user)
-        where = f" (password in {secret_file})" if secret_file.exists() else ""
-        self.stdout.write(f"admin user: admin{where}; API token: {token.key}")
+        if secret_file.exists():
+            login = f"admin / {secret_file.read_text().strip()} (kept in {secret_file})"
+        else:
+            login = "admin / the password you set (NUMAWEB_ADMIN_PASSWORD, or changed since)"
+        self.stdout.write(f"admin login: {login}; API token: {token.key}")
