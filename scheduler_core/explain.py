@@ -60,7 +60,8 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .bitmask import bits_of as _bits
 from .cpuset import CPUSet
@@ -166,7 +167,13 @@ class PodRecord:
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
     allocations: list | None = None  # node.Allocation
-    rows: list[tuple[int, int | None, int, list[str]]] = field(default_factory=list)
+    #: builds the pod's verdict rows `[(verdict id, score, node count, names)]` when they are read: the
+    #: session keeps a snapshot of its node classes, so scheduling a pod does not group them
+    row_source: Callable[[], list[tuple[int, int | None, int, list[str]]]] | None = None
+
+    @property
+    def rows(self) -> list[tuple[int, int | None, int, list[str]]]:
+        return [] if self.row_source is None else self.row_source()
 
     @property
     def placed(self) -> bool:

@@ -67,10 +67,14 @@ class ProfileSession:
         raise NotImplementedError
 
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
+        """One score per verdict, or None. The session passes one verdict per distinct (outcome, NUMA
+        count) among the passing ones, so a score may depend on those two and on the set of them
+        (e.g. the largest NUMA count), not on anything else in the verdict or on how many nodes share it."""
         return None
 
     def tie_break(self, name: str, verdict: NodeVerdict) -> float:
-        """Orders nodes with equal score and NUMA count before their names (lower first); 0: by name."""
+        """Orders nodes with equal score and NUMA count before their names (lower first); 0: by name.
+        Asked once per node class, so it may depend on the node's shape and settings, not its name."""
         return 0.0
 
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:

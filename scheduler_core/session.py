@@ -28,18 +28,25 @@ Mutation: `run_session` **mutates the given cluster** (nodes receive the admitte
 the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first for what-if runs.
 
 Speed: nodes with the same shape, settings and free state form a class (interned int id); a pod is
-evaluated once per class, and verdicts are cached per (class, pod shape), so only the node that just
-changed is re-evaluated on the next step.
+evaluated once per class, and verdicts are kept per (class, pod shape), so only the node that just
+changed is re-evaluated on the next step. Each pod shape keeps its passing classes bucketed by
+(outcome, NUMA count, tie-break) and catches up with the classes born and gone since its last pod, so
+choosing a node does not walk every class; a pod's explanation rows are grouped when read, from a
+snapshot of the classes (immutable tuples, shared by reference).
 
 Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
-from bisect import insort
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
+from operator import itemgetter
 
 from .admission import admit_pod
 from .errors import RequestError, check_int
@@ -249,37 +256,50 @@ class Cluster:
 # ------------------------------------------------------------------------------------------------
 
 
-def _group_rows(rows: list, scores: dict[int, int] | None, limit: int) -> list[tuple[int, int | None, int, list[str]]]:
-    """A pod's explanation rows merged by (verdict, score) as they are made, keeping only the `limit`
-    smallest node names of each group (each class's members are sorted), so a pod costs memory per
-    distinct verdict, not per node class."""
+def _rows(verdicts: dict[int, NodeVerdict], snapshot: tuple[tuple[int, tuple[str, ...]], ...],
+          scores: dict[tuple[str, int], int] | None, limit: int) -> list[tuple[int, int | None, int, list[str]]]:
+    """A pod's explanation rows from the node classes as they were when it was scheduled: classes
+    merged by (verdict, score), with the node count and the `limit` smallest names of each group."""
     merged: dict[tuple[int, int | None], list] = {}
-    for cid, verdict, members in rows:
-        key = (verdict.sig, None if scores is None else scores.get(cid))
-        entry = merged.get(key)
+    for cid, names in snapshot:
+        verdict = verdicts[cid]
+        score = None
+        if scores is not None and verdict.outcome in (PASSED, SKIPPED):
+            score = scores[(verdict.outcome, verdict.numa_count)]
+        entry = merged.get((verdict.sig, score))
         if entry is None:
-            merged[key] = [len(members), members[:limit]]
+            merged[(verdict.sig, score)] = [len(names), [names]]
         else:
-            entry[0] += len(members)
-            if limit and (len(entry[1]) < limit or members[0] < entry[1][-1]):
-                entry[1] = sorted(entry[1] + members[:limit])[:limit]
-    return [(sig, score, count, names) for (sig, score), (count, names) in merged.items()]
+            entry[0] += len(names)
+            entry[1].append(names)
+    out = []
+    for (sig, score), (count, lists) in merged.items():
+        if len(lists) == 1:
+            names = list(lists[0][:limit])
+        else:
+            # the `limit` smallest names come from the `limit` classes whose smallest names are smallest
+            firsts = heapq.nsmallest(limit, lists, key=itemgetter(0))
+            names = sorted(chain.from_iterable(n[:limit] for n in firsts))[:limit]
+        out.append((sig, score, count, names))
+    return out
 
 
 class _Classes:
-    """Nodes grouped by (static shape, request tally, the profile's state key); each class keeps its
-    members sorted by name."""
+    """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
+    live class id to (id, its node names sorted): immutable, replaced when the class changes, so a
+    pod's explanation can keep the classes as they were by reference."""
 
     def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
         self.cluster = cluster
         self.profile = profile
         self.ids: dict[tuple, int] = {}
-        self.members: dict[int, list[str]] = {}
         self.of: dict[str, int] = {}
+        grouped: dict[int, list[str]] = {}
         for name in sorted(cluster.nodes):
             cid = self._key_id(name)
             self.of[name] = cid
-            self.members.setdefault(cid, []).append(name)
+            grouped.setdefault(cid, []).append(name)
+        self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
 
     def _key_id(self, name: str) -> int:
         c = self.cluster
@@ -294,12 +314,36 @@ class _Classes:
         new = self._key_id(name)
         if new == old:
             return
-        members = self.members[old]
-        members.remove(name)
-        if not members:
+        names = self.members[old][1]
+        i = bisect_left(names, name)
+        if len(names) > 1:
+            self.members[old] = (old, names[:i] + names[i + 1:])
+        else:
             del self.members[old]
         self.of[name] = new
-        insort(self.members.setdefault(new, []), name)
+        entry = self.members.get(new)
+        if entry is None:
+            self.members[new] = (new, (name,))
+        else:
+            names = entry[1]
+            i = bisect_left(names, name)
+            self.members[new] = (new, (*names[:i], name, *names[i:]))
+
+
+class _ShapeView:
+    """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
+    is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
+    what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
+    date by the classes born and gone since the shape's last pod, never by walking every class."""
+
+    __slots__ = ("bucket_of", "buckets", "counted", "request", "verdicts")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.verdicts: dict[int, NodeVerdict] = {}
+        self.bucket_of: dict[int, tuple[str, int, float]] = {}
+        self.buckets: dict[tuple[str, int, float], set[int]] = {}
+        self.counted: set[int] = set()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -332,22 +376,26 @@ def _validate(cluster: Cluster, jobs: Sequence[Job]) -> None:
 
 
 class _Session:
-    """Gang bookkeeping aside, everything one session does: node classes, the verdict cache, the
-    resource-fit filter, node choice and the kubelet's admission on the chosen node. What a
-    profile decides is asked of `self.profile`."""
+    """Gang bookkeeping aside, everything one session does: node classes, the verdicts per pod shape,
+    the resource-fit filter, node choice and the kubelet's admission on the chosen node. What a
+    profile decides is asked of `self.profile`.
+
+    A pod's cost does not grow with the number of live classes: its shape's view catches up with the
+    classes born and gone since the shape's last pod (set differences), evaluates only the new ones,
+    scores one verdict per (outcome, NUMA count) and picks the node from the best bucket."""
 
     def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
         self.cluster = cluster
         self.profile = profile
         self.classes = _Classes(cluster, profile)
-        self.cache: dict[tuple[int, int], NodeVerdict] = {}
-        self.shapes: dict[tuple, int] = {}
+        self.views: dict[tuple, _ShapeView] = {}
         self.table = VerdictTable()
         self.explain_names = explain_names
         self.evaluations = 0
         self.class_visits = 0
         self.t_eval = 0.0
         self.t_admit = 0.0
+        self.request: Request | None = None  # the last scheduled pod's requests, for `place`
 
     # -- one pod on one node class ----------------------------------------------------------------
     def evaluate(self, name: str, pod: Pod, prepared: object, req: Request) -> NodeVerdict:
@@ -357,53 +405,93 @@ class _Session:
             return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
         return self.profile.evaluate(name, pod, prepared)
 
+    def _catch_up(self, view: _ShapeView, pod: Pod, prepared: object) -> None:
+        """Bring the shape's buckets to the live classes: drop the classes gone, add the ones born
+        (evaluating, in class order, those this shape has never seen)."""
+        live = self.classes.members
+        counted = view.counted
+        gone = counted.difference(live)
+        born = live.keys() - counted
+        buckets, bucket_of = view.buckets, view.bucket_of
+        for cid in gone:
+            counted.discard(cid)
+            key = bucket_of.get(cid)
+            if key is not None:
+                bucket = buckets[key]
+                bucket.discard(cid)
+                if not bucket:
+                    del buckets[key]
+        if not born:
+            return
+        verdicts = view.verdicts
+        for cid in [c for c in live if c in born]:
+            if cid not in verdicts:
+                first = live[cid][1][0]
+                verdict = verdicts[cid] = self.evaluate(first, pod, prepared, view.request)
+                self.table.intern(verdict)
+                if verdict.outcome in (PASSED, SKIPPED):
+                    bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
+            counted.add(cid)
+            key = bucket_of.get(cid)
+            if key is not None:
+                buckets.setdefault(key, set()).add(cid)
+
     # -- one pod ----------------------------------------------------------------------------------
     def schedule(self, job: Job, task: Task, pod: Pod, prepared: object
                  ) -> tuple[PodRecord, str | None, NodeVerdict | None]:
         t0 = time.perf_counter()
         sig = _pod_signature(pod)
-        shape_id = self.shapes.setdefault(sig, len(self.shapes))
-        req = Request.of(pod)
-        rows = []  # (cid, verdict, members)
-        for cid, members in self.classes.members.items():
-            self.class_visits += 1
-            verdict = self.cache.get((cid, shape_id))
-            if verdict is None:
-                verdict = self.evaluate(members[0], pod, prepared, req)
-                self.table.intern(verdict)
-                self.cache[(cid, shape_id)] = verdict
-            rows.append((cid, verdict, members))
-        passing = [r for r in rows if r[1].outcome in (PASSED, SKIPPED)]
-        values = self.profile.scores(prepared, [r[1] for r in passing]) if passing else None
-        scores = {} if values is None else {r[0]: s for r, s in zip(passing, values, strict=True)}
+        view = self.views.get(sig)
+        if view is None:
+            view = self.views[sig] = _ShapeView(Request.of(pod))
+        self.request = view.request
+        live = self.classes.members
+        self.class_visits += len(live)
+        self._catch_up(view, pod, prepared)
+        verdicts, buckets = view.verdicts, view.buckets
+        scores = None
         best = None
-        best_key = None
-        for cid, verdict, members in passing:
-            key = (-scores.get(cid, 0), verdict.numa_count, self.profile.tie_break(members[0], verdict), members[0])
-            if best_key is None or key < best_key:
-                best_key, best = key, (cid, verdict, members[0])
+        if buckets:
+            # a score depends on a verdict's (outcome, NUMA count) and on the set of those that pass
+            pairs: dict[tuple[str, int], set[int]] = {}
+            for (outcome, count, _tie), cids in buckets.items():
+                pairs.setdefault((outcome, count), cids)
+            values = self.profile.scores(prepared, [verdicts[next(iter(c))] for c in pairs.values()])
+            if values is not None:
+                scores = dict(zip(pairs, values, strict=True))
+            best_key = None
+            chosen: list[set[int]] = []
+            for (outcome, count, tie), cids in buckets.items():
+                key = (-(scores[(outcome, count)] if scores is not None else 0), count, tie)
+                if best_key is None or key < best_key:
+                    best_key, chosen = key, [cids]
+                elif key == best_key:
+                    chosen.append(cids)
+            best = min(live[cid][1][0] for cids in chosen for cid in cids)
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
                            policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
-        record.rows = _group_rows(rows, None if values is None else scores, self.explain_names)
+        record.row_source = partial(_rows, verdicts, tuple(live.values()), scores, self.explain_names)
         self.t_eval += time.perf_counter() - t0
         if best is None:
             reasons: dict[str, int] = {}
-            for _cid, verdict, members in rows:
+            for cid, names in live.values():
+                verdict = verdicts[cid]
                 if verdict.outcome in (FILTERED, UNSCHEDULABLE):
-                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(members)
+                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(names)
             record.status = "unschedulable"
             record.message = unavailable_message(reasons)
             return record, None, None
-        cid, verdict, name = best
-        record.node = name
-        record.score = None if values is None else scores.get(cid)
+        verdict = verdicts[self.classes.of[best]]
+        record.node = best
+        record.score = None if scores is None else scores[(verdict.outcome, verdict.numa_count)]
         record.predicted = verdict
-        return record, name, verdict
+        return record, best, verdict
 
     # -- commit one placement ----------------------------------------------------------------------
     def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        """Bind the pod just scheduled to `name` and run the kubelet's admission there."""
         c = self.cluster
-        c.add_request(name, Request.of(pod))
+        c.add_request(name, self.request)
         self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
         node = c.nodes[name]
