@@ -6,6 +6,7 @@ formula."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.bench import bench_distributed
 from scheduler_core.cpu_distributed import balance_milli, select_numa_nodes, standard_deviation
 from scheduler_core.cpu_take import take_by_topology_numa_distributed
 from scheduler_core.cpuset import CPUSet
@@ -100,3 +101,9 @@ def test_score_is_monotone_in_the_sum_of_squares():
     assert balance_milli(3, 6, 14) <= balance_milli(3, 6, 18) <= balance_milli(3, 6, 36)
     assert standard_deviation([1, 0, 0]) == 0.471
     assert standard_deviation([]) == 0.0
+
+
+def test_bench_reports_milliseconds_per_call():
+    rows = bench_distributed()
+    assert [label for label, _ in rows][:3] == ["empty, 80 CPUs", "empty, 100 CPUs", "empty, 112 CPUs"]
+    assert all(ms > 0 for _, ms in rows)

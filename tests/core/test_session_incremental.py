@@ -101,3 +101,12 @@ def test_incremental_session_decides_like_a_straightforward_one(profile, seed, m
     assert _outcome(fast) == _outcome(slow)
     assert any(not j["committed"] for j in fast.jobs)  # the workload exercises rollbacks
     assert any(p.status == "unschedulable" for p in fast.pods)  # and pods that fit nowhere
+
+
+def test_scaling_benchmark_compares_two_cluster_sizes(monkeypatch):
+    from scheduler_core import bench
+
+    monkeypatch.setattr(bench, "SCALING", ((8, 16), (24, 48)))
+    (row,) = bench.scaling(["volcano"])
+    assert (row["small"]["nodes"], row["large"]["pods"]) == (8, 48)
+    assert row["ratio_cpu"] == row["large"]["pods_per_cpu_s"] / row["small"]["pods_per_cpu_s"] > 0
