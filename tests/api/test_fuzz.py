@@ -42,3 +42,22 @@ def seeded(db, token):
 def test_api_never_errors(case, seeded):
     response = case.call(headers={"Authorization": f"Token {seeded.key}"})
     case.validate_response(response, checks=[not_a_server_error])
+
+
+def test_stateful_links_never_error(seeded):
+    """Stateful: Schemathesis chains calls through the links it infers from the schema (POST /api/jobs/ →
+    GET/DELETE /api/jobs/{id}, finish; clusters → nodes → allocations; sessions → results, rerun), using
+    ids from real responses, so sequences such as create, finish, delete, read reach the code paths a
+    single random call cannot. No step may answer 500."""
+    machine = schema.as_state_machine()
+    assert machine.bundles, "no links were found in the schema: the stateful phase would test nothing"
+
+    class Machine(machine):
+        def get_call_kwargs(self, case):
+            return {"headers": {"Authorization": f"Token {seeded.key}"}}
+
+        def validate_response(self, response, case, additional_checks=(), **kwargs):
+            case.validate_response(response, checks=[not_a_server_error])
+
+    Machine.run(settings=settings(max_examples=12, stateful_step_count=6, deadline=None,
+                                  suppress_health_check=list(HealthCheck)))
