@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -84,11 +86,15 @@ INSTALLED_APPS = [
     "numaweb.api",
     "numaweb.pages",
     "numaweb.access",
+    "axes",
+    "simple_history",
 ]
 
 MIDDLEWARE = [
     "numaweb.limits.RequestSizeLimit",
     "django.middleware.security.SecurityMiddleware",
+    # the Content-Security-Policy on every response, static files included (numaweb.access; CONTENT_SECURITY_POLICY)
+    "csp.middleware.CSPMiddleware",
     # static files straight from STATIC_ROOT (hashed names, gzip, far-future cache headers), before any other work
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -97,9 +103,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # every page needs a login unless its view says otherwise (numaweb.access.decorators.requires, healthz)
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # who made a change, for the audit trail (numaweb.access.history)
+    "simple_history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # failed logins lock out (django-axes); last, so it answers for any view that authenticates
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "numaweb.urls"
@@ -177,6 +187,36 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 # true: anonymous visitors may read pages and the API (a demo site); writes still need a role
 NUMAWEB_PUBLIC_READ = envbool("NUMAWEB_PUBLIC_READ", "false")
+# failed logins (login page, admin, /api/auth-token/): after AXES_FAILURE_LIMIT failures the account and the
+# client address are each locked out for NUMAWEB_LOGIN_LOCKOUT_MINUTES; `manage.py axes_reset` unlocks
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("NUMAWEB_LOGIN_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = timedelta(minutes=envint("NUMAWEB_LOGIN_LOCKOUT_MINUTES", "15"))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+# HTTPS deployments: HSTS, and cookies only over HTTPS
+NUMAWEB_HTTPS = envbool("NUMAWEB_HTTPS", "false")
+SECURE_HSTS_SECONDS = envint("NUMAWEB_HSTS_SECONDS", "31536000") if NUMAWEB_HTTPS else 0
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = NUMAWEB_HTTPS
+# no inline script or style anywhere: scripts, styles and images come from this site only (htmx included,
+# its indicator style is in numaweb.css); nothing may frame the pages
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        **({"upgrade-insecure-requests": True} if NUMAWEB_HTTPS else {}),
+    },
+}
 
 # -- Celery ----------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -219,6 +259,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["numaweb.access.throttles.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
+        "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
+    },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -239,7 +284,6 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",

@@ -65,3 +65,11 @@ def anon_client(db):
     from django.test import Client
 
     return Client()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rate limits count in Django's cache: each test starts with none spent."""
+    from django.core.cache import cache
+
+    cache.clear()

@@ -1,8 +1,9 @@
 """The API router (namespace "api")."""
 
 from django.urls import include, path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
+
+from numaweb.access.views import ObtainToken
 
 from . import comparisons, views
 
@@ -17,7 +18,7 @@ router.register("sessions", views.SessionViewSet, basename="session")
 router.register("comparisons", comparisons.ComparisonViewSet, basename="comparison")
 
 urlpatterns = [
-    path("auth-token/", obtain_auth_token, name="auth-token"),
+    path("auth-token/", ObtainToken.as_view(), name="auth-token"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
     path("", include(router.urls)),
 ]

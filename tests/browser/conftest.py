@@ -34,6 +34,20 @@ def context(context, live_server, make_user):
 
 
 @pytest.fixture
+def page(page):
+    """Every page the tests open carries a Content-Security-Policy, and nothing on it breaks the policy
+    (Chromium reports each refused inline script or style, eval or foreign load on the console)."""
+    violations: list[str] = []
+    unprotected: list[str] = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
+    page.on("response", lambda r: r.request.resource_type == "document"
+            and "content-security-policy" not in r.headers and unprotected.append(r.url))
+    yield page
+    assert not violations, violations
+    assert not unprotected, unprotected
+
+
+@pytest.fixture
 def demo(transactional_db):
     from numaweb.inventory.demo import build_demo
 

@@ -91,7 +91,7 @@ def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
         node = api.call("GET", "/api/nodes/")[1]["results"][0]["id"]
         browser = Browser(base, (data / "admin_password").read_text().strip())
         assets: set[str] = set()
-        for page in ("/", "/jobs/", "/sessions/", f"/nodes/{node}/", "/api/docs/", "/api/redoc/", "/admin/"):
+        for page in ("/", "/jobs/", "/sessions/", f"/nodes/{node}/", "/api/docs/", "/admin/"):
             status, _headers, body = browser.get(page)
             assert status == 200, page
             found = set(re.findall(r'(?:src|href)="(/static/[^"]+)"', body.decode()))

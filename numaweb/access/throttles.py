@@ -1,0 +1,39 @@
+"""API rate limits (DRF throttles): writes per user, and the token endpoint per client address.
+
+Rates come from REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] when a request arrives (not when the class is
+imported), so settings changed at run time apply. Failed logins are counted by django-axes on top."""
+
+from __future__ import annotations
+
+from rest_framework.settings import api_settings
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+
+from .roles import READ_METHODS
+
+
+class _LiveRate:
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def allow_request(self, request, view) -> bool:
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+
+class WriteRateThrottle(_LiveRate, UserRateThrottle):
+    """POST, PUT, PATCH and DELETE per user (reads are not limited)."""
+
+    scope = "writes"
+
+    def allow_request(self, request, view) -> bool:
+        return request.method in READ_METHODS or super().allow_request(request, view)
+
+
+class TokenRateThrottle(_LiveRate, AnonRateThrottle):
+    """Token requests per client address, whoever they claim to be."""
+
+    scope = "auth-token"
+
+    def get_cache_key(self, request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

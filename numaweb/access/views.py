@@ -1,0 +1,26 @@
+"""The token endpoint: DRF's, throttled per client address and answering 429 once django-axes has locked
+the account or the client out."""
+
+from __future__ import annotations
+
+from rest_framework import status
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .throttles import TokenRateThrottle
+
+LOCKED_OUT = "too many failed logins: this account or client is locked out for a while (an admin can unlock it)"
+
+
+class ObtainToken(ObtainAuthToken):
+    throttle_classes = [TokenRateThrottle]
+
+    def post(self, request: Request, *args, **kwargs) -> Response:
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            if getattr(request, "axes_locked_out", False):
+                return Response({"detail": LOCKED_OUT}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            raise
