@@ -124,6 +124,13 @@ def heat_strip(title: str, nodes: Sequence[dict], width: int = 960, height: int 
     return _svg(width, height, title, mark_safe("".join(parts)), "heat")
 
 
+def span_chart(counts: dict[str, int]) -> SafeString:
+    """The session page's NUMA span per pod: pods by NUMA nodes spanned (compare.span_histogram)."""
+    return column_chart("pods by the number of NUMA nodes they span", list(counts),
+                        [("pods", list(counts.values()), 0)], width=620, height=200,
+                        x_label="NUMA nodes holding the pod's CPUs, memory and devices")
+
+
 def heat_legend() -> SafeString:
     """The heat strip's shades, idle to full, with words at both ends and the middle."""
     words = {0: "idle", (HEAT_LEVELS - 1) // 2 + 1: "half", HEAT_LEVELS - 1: "full"}
@@ -133,4 +140,4 @@ def heat_legend() -> SafeString:
         ((level, words.get(level, "")) for level in range(HEAT_LEVELS))))
 
 
-__all__ = ["bar_chart", "column_chart", "heat_legend", "heat_strip", "legend"]
+__all__ = ["bar_chart", "column_chart", "heat_legend", "heat_strip", "legend", "span_chart"]

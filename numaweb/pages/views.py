@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from numaweb.access.decorators import requires
+from numaweb.comparisons import charts
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
 from numaweb.comparisons.forms import HeadroomForm
@@ -25,6 +26,7 @@ from numaweb.jobs.models import Job, Task
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.admission import admit_pod
+from scheduler_core.compare import span_histogram
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
@@ -370,6 +372,7 @@ def _session_context(request: HttpRequest, session: SchedulingSession, error: st
     if session.status != SchedulingSession.DONE:
         return ctx
     placements = session.placements.order_by("index")
+    ctx["span_chart"] = _span_chart(session)
     page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
                                      "admitted", "reason", "session_id"), PODS_PER_PAGE).get_page(
         request.GET.get("pods_page"))
@@ -383,6 +386,13 @@ def _session_context(request: HttpRequest, session: SchedulingSession, error: st
     if chosen is not None:
         ctx.update(_pod_context(request, session, chosen))
     return ctx
+
+
+def _span_chart(session: SchedulingSession):
+    """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
+    masks = [sum(1 << n for n in numa or ()) if admitted else None
+             for admitted, numa in session.placements.values_list("admitted", "detail__admitted_numa")]
+    return charts.span_chart(span_histogram(masks))
 
 
 @requires("scheduling.view_schedulingsession")

@@ -84,3 +84,17 @@ def test_dashboard_headroom_box(page: Page, live_server, demo):
     # filtering keeps the question: the answers stay on the remaining cards
     page.select_option("select[name=policy]", "single-numa-node")
     expect(answers).to_have_count(Node.objects.filter(cluster=demo, topology_manager_policy="single-numa-node").count())
+
+
+def test_session_page_draws_numa_span_per_pod(page: Page, live_server, demo):
+    from numaweb.jobs.models import Job
+    from numaweb.scheduling import services
+    from scheduler_core.compare import SPAN_BINS
+
+    session = services.start_session(demo, "volcano", dry_run=True, jobs=list(Job.objects.all()))
+    session = services.execute_session(session.pk)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    columns = page.locator("[data-metric=numa_span] rect.chart-bar").evaluate_all(BOXES)
+    assert [c["category"] for c in columns] == list(SPAN_BINS)
+    assert sum(int(c["value"]) for c in columns) == session.pods_total
+    assert all((c["h"] > 0) == (int(c["value"]) > 0) for c in columns)

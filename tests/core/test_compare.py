@@ -14,6 +14,7 @@ from scheduler_core.compare import (
     headroom,
     numa_use,
     run_variant,
+    span_histogram,
 )
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
@@ -233,3 +234,8 @@ def test_distance_tie_break_prefers_the_closer_of_equally_narrow_placements():
     assert [n["numa"] for n in closest["nodes"]] == [[[4, 4], [4, 4]], [[0, 4], [0, 4]]]
     assert run_session(Cluster(nodes), jobs, profile=AlignedProfile(distance_tie_break=True)).pods[0].node == "b"
     assert run_session(Cluster(nodes), jobs, profile="aligned").pods[0].node == "a"
+
+
+def test_span_histogram_counts_pods_by_numa_nodes_spanned():
+    assert span_histogram([0b1, 0b10, 0b11, None, 0, 0b1111, 0b11111, 0b101]) == {
+        "1": 2, "2": 2, "3": 0, "4+": 2, "no NUMA-local resources": 1, "not admitted": 1}

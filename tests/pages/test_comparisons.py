@@ -158,3 +158,23 @@ def test_heat_strip_averages_neighbours_above_the_cell_cap():
     assert "n0000 N0 … n0001 N0" in svg and "style=" not in svg
     small = marks(str(charts.heat_strip("use", nodes[:10])), "heat")
     assert [(c["data-node"], c["data-numa"]) for c in small[:3]] == [("n0000", "0"), ("n0000", "1"), ("n0001", "0")]
+
+
+def test_session_page_charts_numa_span_per_pod(client, demo):
+    """One column per span bin; the values are the engine's admitted NUMA masks of the session's pods."""
+    from numaweb.jobs.models import Job
+    from numaweb.scheduling import services as scheduling
+    from scheduler_core.compare import SPAN_BINS, span_histogram
+
+    session = scheduling.start_session(demo, "unaware", dry_run=True, jobs=list(Job.objects.all()))
+    session = scheduling.execute_session(session.pk)
+    html = client.get(reverse("pages:session", args=[session.pk])).content.decode()
+    start = html.index('data-metric="numa_span"')
+    columns = marks(html[start:html.index("</figure>", start)], "chart-bar")
+    assert [c["data-category"] for c in columns] == list(SPAN_BINS)
+    values = {c["data-category"]: int(c["data-value"]) for c in columns}
+    assert sum(values.values()) == session.pods_total == 11
+    assert values["not admitted"] == session.pods_total - session.pods_admitted == 1  # unaware: one refused
+    expected = span_histogram(sum(1 << n for n in p.detail["admitted_numa"] or ()) if p.admitted else None
+                              for p in session.placements.all())
+    assert values == expected and values["1"] > 0
