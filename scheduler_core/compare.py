@@ -288,19 +288,19 @@ def block_histogram(nodes: Iterable[Sequence[Sequence[int]]]) -> dict[str, int]:
     return hist
 
 
-SPAN_BINS = ("1", "2", "3", "4+", "no NUMA-local resources", "not admitted")
+SPAN_BINS = ("1", "2", "3", "4+", "shared pool", "not admitted")
 
 
 def span_histogram(masks: Iterable[int | None]) -> dict[str, int]:
     """Pods by the number of NUMA nodes their CPUs, memory and devices sit on, from each pod's admitted
     NUMA mask (None: the kubelet did not admit it, or the scheduler did not place it; 0: admitted
-    without NUMA-local resources, e.g. a Burstable pod on the shared pool)."""
+    without NUMA-local resources: "shared pool", e.g. a Burstable pod on the shared CPUs)."""
     hist = dict.fromkeys(SPAN_BINS, 0)
     for mask in masks:
         if mask is None:
             hist["not admitted"] += 1
         elif not mask:
-            hist["no NUMA-local resources"] += 1
+            hist["shared pool"] += 1
         else:
             spans = mask.bit_count()
             hist["4+" if spans >= 4 else str(spans)] += 1

@@ -127,7 +127,7 @@ def heat_strip(title: str, nodes: Sequence[dict], width: int = 960, height: int 
 def span_chart(counts: dict[str, int]) -> SafeString:
     """The session page's NUMA span per pod: pods by NUMA nodes spanned (compare.span_histogram)."""
     return column_chart("pods by the number of NUMA nodes they span", list(counts),
-                        [("pods", list(counts.values()), 0)], width=620, height=200,
+                        [("pods", list(counts.values()), 0)], width=700, height=200,
                         x_label="NUMA nodes holding the pod's CPUs, memory and devices")
 
 

@@ -238,4 +238,4 @@ def test_distance_tie_break_prefers_the_closer_of_equally_narrow_placements():
 
 def test_span_histogram_counts_pods_by_numa_nodes_spanned():
     assert span_histogram([0b1, 0b10, 0b11, None, 0, 0b1111, 0b11111, 0b101]) == {
-        "1": 2, "2": 2, "3": 0, "4+": 2, "no NUMA-local resources": 1, "not admitted": 1}
+        "1": 2, "2": 2, "3": 0, "4+": 2, "shared pool": 1, "not admitted": 1}

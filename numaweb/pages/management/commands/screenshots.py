@@ -65,19 +65,22 @@ def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSess
 
 
 class _Server:
-    """The project's WSGI app (plus static files) on 127.0.0.1:<free port>, in a daemon thread."""
+    """The project's WSGI app on 127.0.0.1:<free port>, in a daemon thread. Static files are the
+    product's own: collected first, then served by WhiteNoise under their hashed names (as `serve` does)."""
 
     def __enter__(self) -> str:
-        from django.contrib.staticfiles.handlers import StaticFilesHandler
+        from django.core.management import call_command
         from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
         from django.core.wsgi import get_wsgi_application
+
+        call_command("collectstatic", interactive=False, verbosity=0)
 
         class Quiet(WSGIRequestHandler):
             def log_message(self, *args) -> None:
                 pass
 
         self.server = ThreadedWSGIServer(("127.0.0.1", 0), Quiet, allow_reuse_address=False)
-        self.server.set_app(StaticFilesHandler(get_wsgi_application()))
+        self.server.set_app(get_wsgi_application())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return f"http://127.0.0.1:{self.server.server_address[1]}"
