@@ -69,6 +69,12 @@ def wait_for(what: str, check: Callable[[], object], proc: subprocess.Popen, log
     raise AssertionError(f"no {what} after {timeout}s:\n{log.read_text(errors='replace')}")
 
 
+def wait_ready(proc: subprocess.Popen, log: Path) -> None:
+    """Until the worker consumes: a starting worker queues again the sessions already pending (housekeeping), so a
+    session started before that could be sent twice and run by the next worker without being marked lost first."""
+    wait_for("the worker ready", lambda: " ready." in log.read_text(errors="replace"), proc, log)
+
+
 def paused(marker: Path) -> Callable[[], dict | None]:
     return lambda: json.loads(marker.read_text()) if marker.exists() else None
 
@@ -119,6 +125,7 @@ def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     with filesystem_broker(tmp_path / "broker"):
         with worker_process(tmp_path, "solo", "first", pause_at="written") as first:
+            wait_ready(first, tmp_path / "first.log")
             session = services.start_session(cluster, "volcano")
             seen = wait_for("a paused session", paused(marker), first, tmp_path / "first.log")
             row = SchedulingSession.objects.get(pk=session.pk)
@@ -154,6 +161,7 @@ def test_pool_child_killed_mid_commit_is_redelivered_and_rerun_from_scratch(clus
     marker = tmp_path / "paused.json"
     log = tmp_path / "pool.log"
     with filesystem_broker(tmp_path / "broker"), worker_process(tmp_path, "prefork", "pool", "written") as pool:
+        wait_ready(pool, log)
         session = services.start_session(cluster, "aligned")
         seen = wait_for("a paused session", paused(marker), pool, log)
         child = seen["pid"]
