@@ -11,6 +11,7 @@ the session calls:
 - `evaluate(node, pod, prepared)` → `NodeVerdict` for a node that passed the resource-fit filter;
 - `scores(prepared, verdicts)` → one score per passing verdict, or None when the profile does not
   score this pod;
+- `tie_break(node, verdict)`: orders nodes of equal score and NUMA span before their names;
 - `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
 - `close()`: what the profile hands over when the session ends.
 

@@ -422,6 +422,7 @@ def _pod_context(request: HttpRequest, session: SchedulingSession, placement: Pl
     groups = detail.get("groups") or []
     ctx = {
         "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
+        "predicted_order_dependent": bool(predicted.get("order_dependent")),
         "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
         "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
         "omitted": detail.get("groups_omitted") or {},

@@ -97,6 +97,18 @@ def test_seed_001_node_3_chosen_and_node_2_explains_two_numa_hint(client, demo):
     assert "nodes are unavailable" in html  # the upstream-style line for the nodes that failed
 
 
+def test_an_order_dependent_prediction_is_marked(client, demo):
+    """Volcano's selection can depend on Go's map order; the pod's prediction says so when it does."""
+    _s, session = _run(demo, [Job.objects.get(name="vj-test")])
+    placement = session.placements.get()
+    url = reverse("pages:session", args=[session.pk])
+    assert placement.detail["predicted"]["order_dependent"] is False
+    assert "order-dependent upstream" not in client.get(url).content.decode()
+    placement.detail["predicted"]["order_dependent"] = True
+    placement.save(update_fields=["detail"])
+    assert "order-dependent upstream" in client.get(url).content.decode()
+
+
 def test_hint_table_filters_sorts_and_expands(client, demo):
     _s, session = _run(demo, [Job.objects.get(name="vj-test")], profile="aligned")
     url = reverse("pages:session-hints", args=[session.pk, 0])
