@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.db.models import Count, F
 
+from numaweb.access.admin import AuditedAdmin
 from scheduler_core.errors import EngineError
 from scheduler_core.topology import Topology
 
@@ -15,7 +16,7 @@ from .models import Allocation, Cluster, Node
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(AuditedAdmin):
     list_display = ["name", "node_count", "created_at"]
     search_fields = ["name"]
 
@@ -66,7 +67,7 @@ class NodeForm(forms.ModelForm):
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(AuditedAdmin):
     form = NodeForm
     list_display = ["name", "cluster", "num_cpus", "num_numa_nodes", "cpu_manager_policy",
                     "topology_manager_policy", "topology_manager_scope", "source_format", "imported_at", "generation"]
@@ -113,7 +114,7 @@ class AllocationForm(forms.ModelForm):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(admin.ModelAdmin):
+class AllocationAdmin(AuditedAdmin):
     form = AllocationForm
     list_display = ["pod", "container", "node", "cpus", "origin", "job", "session", "created_at"]
     list_filter = ["origin", "node__cluster"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import F
 
+from numaweb.access.history import audited
 from scheduler_core.kubelet import (
     CPU_MANAGER_POLICIES,
     MEMORY_MANAGER_POLICIES,
@@ -34,6 +35,8 @@ class Cluster(models.Model):
                               help_text='"kubectl-snapshot" once a cluster snapshot was imported into it')
     imported_at = models.DateTimeField(null=True, blank=True, help_text="last snapshot import")
     last_import = models.JSONField(default=dict, blank=True, help_text="what the last snapshot import changed")
+
+    history = audited()  # the audit trail (numaweb.access.history)
 
     class Meta:
         ordering = ["name"]
@@ -82,6 +85,9 @@ class Node(models.Model):
     generation = models.PositiveBigIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # the audit trail (numaweb.access.history); the generation is often an F() expression at save time
+    history = audited(excluded_fields=["topology", "generation"])
+
     class Meta:
         ordering = ["cluster_id", "name"]
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_name_in_cluster")]
@@ -123,6 +129,8 @@ class Allocation(models.Model):
     session = models.ForeignKey("scheduling.SchedulingSession", null=True, blank=True,
                                 on_delete=models.SET_NULL, related_name="allocations")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    history = audited()  # the audit trail (numaweb.access.history)
 
     class Meta:
         ordering = ["node_id", "id"]

@@ -4,6 +4,7 @@ pods per job, minAvailable); deleting or finishing a job releases what its pods 
 from django import forms
 from django.contrib import admin, messages
 
+from numaweb.access.admin import AuditedAdmin
 from scheduler_core.errors import EngineError
 
 from . import bounds, services
@@ -92,7 +93,7 @@ class TaskInline(admin.TabularInline):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(AuditedAdmin):
     form = JobForm
     list_display = ["name", "namespace", "queue", "priority", "min_available", "status", "source_format", "created_at"]
     list_filter = ["status", "source_format", "queue"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from numaweb.access.history import audited
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES
 
 
@@ -35,6 +36,8 @@ class Job(models.Model):
     source_format = models.CharField(max_length=32, default="json")
     manifest = models.TextField(blank=True, default="", help_text="the submitted document, verbatim")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    history = audited()  # the audit trail (numaweb.access.history)
 
     class Meta:
         ordering = ["id"]

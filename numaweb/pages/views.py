@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from numaweb.access.decorators import requires
+from numaweb.access.history import history_rows
 from numaweb.comparisons import charts
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
@@ -120,6 +121,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     ctx = _node_context(node)
     ctx["whatif"] = WhatIfForm(initial={"cpu": "4", "memory": "4Gi", "guaranteed": True})
+    ctx["history"] = history_rows(node.history.all(), Allocation.history.filter(node_id=node.pk))
     return render(request, "pages/node.html", ctx)
 
 
@@ -315,7 +317,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
                      "held": bool(allocs), "placement": placement, "grid": mini})
     return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods, "page": page,
                                               "allocations": job.allocations.count(),
-                                              "sessions": job.sessions.order_by("-id")[:10]})
+                                              "sessions": job.sessions.order_by("-id")[:10],
+                                              "history": history_rows(job.history.all())})
 
 
 @requires("jobs.change_job")

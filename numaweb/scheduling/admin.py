@@ -3,12 +3,14 @@ whose worker is lost, can be re-run."""
 
 from django.contrib import admin, messages
 
+from numaweb.access.admin import AuditedAdmin
+
 from . import services
 from .models import Placement, SchedulingSession
 
 
 @admin.register(SchedulingSession)
-class SchedulingSessionAdmin(admin.ModelAdmin):
+class SchedulingSessionAdmin(AuditedAdmin):
     list_display = ["id", "cluster", "profile", "dry_run", "status", "progress_done", "progress_total",
                     "pods_placed", "pods_total", "attempts", "engine_ms", "created_at", "heartbeat_at", "worker"]
     list_filter = ["status", "profile", "dry_run", "cluster"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from numaweb.access.history import audited
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
 from scheduler_core.profiles import PROFILES as ENGINE_PROFILES
@@ -50,6 +51,8 @@ class SchedulingSession(models.Model):
     error = models.TextField(blank=True, default="")
     summary = models.JSONField(default=dict, blank=True,
                                help_text="session-level results: node classes, per-job outcome, reasons")
+
+    history = audited(excluded_fields=["summary"])  # the audit trail (numaweb.access.history)
 
     class Meta:
         ordering = ["-id"]
