@@ -185,26 +185,29 @@ class PodRecord:
             mask |= a.cpus.mask
         return mask
 
-    def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> dict:
+    def groups(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64
+               ) -> tuple[list[tuple[int, str, int | None, int, tuple[str, ...]]], dict[str, int], tuple[int, int]]:
+        """The pod's verdict groups as `to_dict` lists them, without building JSON: `[(verdict id, outcome,
+        score, node count, names)]` in display order (at most `explain_groups`), node counts per outcome,
+        and (groups, nodes) left out. Stores that keep the explanation as rows read it from here."""
         merged: dict[tuple[int, int | None], list] = {}
         outcomes = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
         for sig, score, count, names in self.rows:
-            item = table.items[sig]
-            outcomes[item.outcome] += count
+            outcomes[table.items[sig].outcome] += count
             entry = merged.get((sig, score))
             if entry is None:
                 merged[(sig, score)] = [count, list(names)]
             else:
                 entry[0] += count
                 entry[1].extend(names)
-        groups = []
-        for (sig, score), (count, names) in merged.items():
-            item = table.items[sig]
-            names = sorted(names)[:explain_names]
-            groups.append({"verdict": sig, "outcome": item.outcome, "reason": item.reason, "score": score,
-                           "node_count": count, "nodes": names})
-        groups.sort(key=lambda g: (_RANK[g["outcome"]], -(g["score"] or 0), g["nodes"][0] if g["nodes"] else ""))
+        groups = [(sig, table.items[sig].outcome, score, count, tuple(sorted(names)[:explain_names]))
+                  for (sig, score), (count, names) in merged.items()]
+        groups.sort(key=lambda g: (_RANK[g[1]], -(g[2] or 0), g[4][0] if g[4] else ""))
         omitted = groups[explain_groups:]
+        return groups[:explain_groups], outcomes, (len(omitted), sum(g[3] for g in omitted))
+
+    def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> dict:
+        groups, outcomes, (omitted_groups, omitted_nodes) = self.groups(table, explain_names, explain_groups)
         predicted = None
         if self.predicted is not None:
             predicted = {"verdict": self.predicted.sig, "numa": _bits(self.predicted.numa_mask),
@@ -218,8 +221,10 @@ class PodRecord:
             "kubelet_reason": self.kubelet_reason,
             "admitted_numa": None if self.admitted_numa is None else _bits(self.admitted_numa),
             "allocations": None if self.allocations is None else [a.to_dict() for a in self.allocations],
-            "outcomes": outcomes, "groups": groups[:explain_groups],
-            "groups_omitted": {"groups": len(omitted), "nodes": sum(g["node_count"] for g in omitted)},
+            "outcomes": outcomes,
+            "groups": [{"verdict": sig, "outcome": outcome, "reason": table.items[sig].reason, "score": score,
+                        "node_count": count, "nodes": list(names)} for sig, outcome, score, count, names in groups],
+            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes},
         }
 
 

@@ -375,13 +375,15 @@ class SessionSerializer(serializers.ModelSerializer):
                                               help_text="jobs to schedule; omitted: every pending job")
     url = serializers.SerializerMethodField()
     results_url = serializers.SerializerMethodField()
+    explanation_url = serializers.SerializerMethodField(
+        help_text="the whole explanation as one numaweb.session JSON document (streamed)")
 
     class Meta:
         model = SchedulingSession
-        fields = ["id", "url", "results_url", "cluster", "jobs", "profile", "dry_run", "status", "progress_done",
-                  "progress_total", "attempts", "runs", "created_at", "started_at", "heartbeat_at", "worker",
-                  "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed", "pods_admitted", "jobs_total",
-                  "jobs_placed", "nodes_total", "error", "summary"]
+        fields = ["id", "url", "results_url", "explanation_url", "cluster", "jobs", "profile", "dry_run", "status",
+                  "progress_done", "progress_total", "attempts", "runs", "created_at", "started_at", "heartbeat_at",
+                  "worker", "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed", "pods_admitted",
+                  "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
     def validate_jobs(self, value: list[Job]) -> list[Job]:
@@ -397,11 +399,24 @@ class SessionSerializer(serializers.ModelSerializer):
     def get_results_url(self, obj: SchedulingSession) -> str:
         return reverse("api:session-results", args=[obj.pk], request=self.context.get("request"))
 
+    def get_explanation_url(self, obj: SchedulingSession) -> str:
+        return reverse("api:session-explanation", args=[obj.pk], request=self.context.get("request"))
+
 
 class PlacementSerializer(serializers.ModelSerializer):
+    """A pod's outcome; `detail` is its record in the numaweb.session form (the view passes the records
+    of the page in the context as `records`, built with one query per table)."""
+
     node = serializers.PrimaryKeyRelatedField(read_only=True)
+    memory = serializers.JSONField(read_only=True)
+    devices = serializers.JSONField(read_only=True)
+    reason = serializers.CharField(read_only=True)
+    detail = serializers.SerializerMethodField()
 
     class Meta:
         model = Placement
-        fields = ["index", "job", "task", "pod", "node", "node_name", "cpus", "memory", "devices", "predicted",
-                  "admitted", "reason", "detail"]
+        fields = ["index", "namespace", "job", "task", "pod", "status", "node", "node_name", "cpus", "memory",
+                  "devices", "predicted", "admitted", "score", "reason", "detail"]
+
+    def get_detail(self, obj: Placement) -> dict:
+        return (self.context.get("records") or {}).get(obj.index) or {}

@@ -20,5 +20,8 @@ router.register("comparisons", comparisons.ComparisonViewSet, basename="comparis
 urlpatterns = [
     path("auth-token/", ObtainToken.as_view(), name="auth-token"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
+    # the export is a file: its URL ends in .json, without the router's trailing slash
+    path("sessions/<int:pk>/explanation.json", views.SessionViewSet.as_view({"get": "explanation"}),
+         name="session-explanation"),
     path("", include(router.urls)),
 ]

@@ -6,6 +6,7 @@ Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEW
 from __future__ import annotations
 
 from django.db.models import Count
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -23,6 +24,7 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
+from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
@@ -240,6 +242,19 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         qs = session.placements.order_by("index")
         placed = _bool_param(request, "placed")
         if placed is not None:
-            qs = qs.filter(node_name="") if not placed else qs.exclude(node_name="")
+            qs = qs.filter(predicted=placed)
         page = self.paginate_queryset(qs)
-        return self.get_paginated_response(s.PlacementSerializer(page, many=True).data)
+        records = {p.index: r for p, r in zip(page, results.pod_records(session, page), strict=True)}
+        return self.get_paginated_response(
+            s.PlacementSerializer(page, many=True, context={"request": request, "records": records}).data)
+
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, 409: ERROR})
+    def explanation(self, request: Request, pk: str | None = None) -> StreamingHttpResponse | Response:
+        """The whole explanation as one `numaweb.session/1` document (the engine's schema), streamed."""
+        session = self.get_object()
+        if session.status != SchedulingSession.DONE:
+            return Response({"detail": f"session {session.pk} is {session.status}; its explanation exists once "
+                                       "it is done"}, status=status.HTTP_409_CONFLICT)
+        response = StreamingHttpResponse(results.export_chunks(session), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="session-{session.pk}.json"'
+        return response

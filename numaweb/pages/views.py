@@ -24,6 +24,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
+from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.admission import admit_pod
@@ -377,7 +378,7 @@ def _session_context(request: HttpRequest, session: SchedulingSession, error: st
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
     page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
-                                     "admitted", "reason", "session_id"), PODS_PER_PAGE).get_page(
+                                     "admitted", "message", "kubelet_reason", "session_id"), PODS_PER_PAGE).get_page(
         request.GET.get("pods_page"))
     ctx["pods"] = page
     index = _int(request.GET.get("pod"), -1, low=-1)
@@ -414,7 +415,7 @@ def session_progress(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _pod_context(request: HttpRequest, session: SchedulingSession, placement: Placement) -> dict:
-    detail = placement.detail or {}
+    detail = results.pod_records(session, [placement])[0]
     predicted = detail.get("predicted") or {}
     node_grid = None
     if placement.node_id is not None:
@@ -446,11 +447,11 @@ def _hint_context(request: HttpRequest, session: SchedulingSession, placement: P
     if sort == "outcome" and placement.node_name:  # the chosen node's row first
         picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
     page = Paginator(picked, size).get_page(request.GET.get("page"))
-    verdicts = (session.summary or {}).get("verdicts") or {}
+    verdicts = results.verdicts(session, {g.get("verdict") for g in page})
     names = {g["nodes"][0] for g in page if g.get("nodes")}
     widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
                   .values_list("name", "num_numa_nodes"))
-    rows = [tables.build_row(g, verdicts.get(str(g.get("verdict"))),
+    rows = [tables.build_row(g, verdicts.get(g.get("verdict")),
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
             "size": size, "rows_total": len(picked), "groups_total": len(groups), "reasons": tables.reasons_of(groups),
@@ -475,8 +476,8 @@ def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """The hint table alone: sorted, filtered (failed only, by reason) and paginated."""
     session = get_object_or_404(SchedulingSession, pk=pk)
     placement = get_object_or_404(Placement, session=session, index=index)
-    ctx = {"session": session, "placement": placement,
-           **_hint_context(request, session, placement, (placement.detail or {}).get("groups") or [])}
+    groups = results.pod_records(session, [placement])[0]["groups"]
+    ctx = {"session": session, "placement": placement, **_hint_context(request, session, placement, groups)}
     return render(request, "pages/_hint_table.html", ctx)
 
 

@@ -1,10 +1,16 @@
-"""Scheduling sessions and their results.
+"""Scheduling sessions and their results, stored as normalized rows so that pages load only what they show.
 
-Results are stored compactly: one `Placement` row per pod (where it went, what it holds, predicted
-vs admitted) carrying that pod's verdicts grouped by node class as JSON; nodes of one class (same
-shape, settings and free state) share one verdict, and the class → node names map is stored once on
-the session (`summary["node_classes"]`). A 5,000-node session therefore writes one row per pod, not
-one per pod × node."""
+A session's explanation is not one document. Per session: its jobs' gang outcomes (`SessionJob`), the
+verdicts its pods produced (`Verdict`: outcome, reason, NUMA mask and CPUs as ints, the profile's
+evidence), and three interned tables that pods share by reference: node name lists (`NodeNames`),
+verdict groups (`VerdictGroup`: verdict, score, node count, names) and JSON details that repeat
+across verdicts and pods (`Detail`: a container's CPU hints, a Topology Manager decision list). Per pod
+one `Placement` row: where it went, predicted/admitted, CPUs, NUMA masks as ints, and its groups as a
+short list of references. References are per-session integers (`ref`), not foreign keys, so a commit
+writes every table with bulk inserts and a page fetches just the refs it displays.
+
+`results.py` reads them (a pod's record, verdicts by ref, the streamed `numaweb.session` export);
+`store.py` writes them from the engine's `SessionResult`."""
 
 from __future__ import annotations
 
@@ -49,8 +55,11 @@ class SchedulingSession(models.Model):
     jobs_placed = models.PositiveIntegerField(default=0)
     nodes_total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
-    summary = models.JSONField(default=dict, blank=True,
-                               help_text="session-level results: node classes, per-job outcome, reasons")
+    weight = models.IntegerField(default=1, help_text="numa-aware plugin weight the session scored with")
+    explain_names = models.PositiveIntegerField(default=10, help_text="node names listed per verdict group")
+    explain_groups = models.PositiveIntegerField(default=64, help_text="verdict groups kept per pod")
+    counts = models.JSONField(default=dict, blank=True, help_text="the engine's counts (placed, admitted, ...)")
+    timings = models.JSONField(default=dict, blank=True, help_text="the engine's timings")
 
     history = audited(excluded_fields=["summary"])  # the audit trail (numaweb.access.history)
 
@@ -66,7 +75,8 @@ class SchedulingSession(models.Model):
 
 
 class Placement(models.Model):
-    """One pod's outcome: node (None when unplaced), resources, predicted/admitted, and verdicts."""
+    """One pod's outcome: node (None when unplaced), CPUs, predicted/admitted, and references to its
+    verdict groups (`groups`), its predicted verdict and its admission's decisions."""
 
     session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="placements")
     index = models.PositiveIntegerField(help_text="order in which the engine considered the pod")
@@ -74,16 +84,33 @@ class Placement(models.Model):
     job = models.CharField(max_length=512)
     task = models.CharField(max_length=253, blank=True, default="")
     pod = models.CharField(max_length=512)
+    uid = models.CharField(max_length=512, blank=True, default="")
+    policy = models.CharField(max_length=32, blank=True, default="")
+    qos = models.CharField(max_length=16, blank=True, default="")
+    status = models.CharField(max_length=16, default="unschedulable",
+                              help_text="admitted, rejected, unschedulable or rolled_back")
     node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.SET_NULL, related_name="placements")
     node_name = models.CharField(max_length=253, blank=True, default="")
-    cpus = models.CharField(max_length=4096, blank=True, default="")
-    memory = models.JSONField(default=dict, blank=True)
-    devices = models.JSONField(default=dict, blank=True)
+    cpus = models.CharField(max_length=4096, blank=True, default="", help_text="CPUs held (or predicted), list format")
     predicted = models.BooleanField(default=False, help_text="the scheduler placed it")
     admitted = models.BooleanField(null=True, blank=True, help_text="the kubelet would admit it there")
-    reason = models.TextField(blank=True, default="")
-    detail = models.JSONField(default=dict, blank=True,
-                              help_text="the engine's record for this pod beyond the columns (verdicts per node class)")
+    score = models.IntegerField(null=True, blank=True)
+    message = models.TextField(null=True, blank=True, help_text="why it is not placed, or the kubelet's message")
+    kubelet_reason = models.CharField(max_length=64, null=True, blank=True)
+    predicted_verdict = models.IntegerField(null=True, blank=True, help_text="Verdict.ref of the chosen node")
+    predicted_numa = models.BigIntegerField(null=True, blank=True, help_text="NUMA mask of the prediction")
+    predicted_cpus = models.CharField(max_length=1024, blank=True, default="", help_text="CPU mask, hex")
+    admitted_numa = models.BigIntegerField(null=True, blank=True, help_text="NUMA mask of what the kubelet gave")
+    allocations = models.JSONField(null=True, blank=True, help_text="the kubelet's allocations, per container")
+    admission = models.JSONField(null=True, blank=True,
+                                 help_text="the chosen node's verdict: admitted, error, CPUs; decisions by ref")
+    outcomes = models.JSONField(default=list, blank=True, help_text="node counts: passed, skipped, filtered, "
+                                                                    "unschedulable")
+    groups = models.JSONField(default=list, blank=True, help_text="VerdictGroup refs in display order")
+    groups_omitted = models.PositiveIntegerField(default=0)
+    nodes_omitted = models.PositiveIntegerField(default=0)
+    bound_cpus = models.CharField(max_length=1024, null=True, blank=True,
+                                  help_text="Volcano's close-time binding (hex CPU mask); null: not bound")
 
     class Meta:
         ordering = ["session_id", "index"]
@@ -91,6 +118,104 @@ class Placement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pod} → {self.node_name or '(unplaced)'}"
+
+    @property
+    def reason(self) -> str:
+        """What to show for it: the engine's message, else the kubelet's reason."""
+        return self.message or self.kubelet_reason or ""
+
+    @property
+    def memory(self) -> dict[str, dict[str, int]]:
+        """Memory held per NUMA node, summed over the containers."""
+        out: dict[str, dict[str, int]] = {}
+        for a in self.allocations or ():
+            for numa, res in (a.get("memory") or {}).items():
+                slot = out.setdefault(str(numa), {})
+                for r, amount in res.items():
+                    slot[r] = slot.get(r, 0) + amount
+        return out
+
+    @property
+    def devices(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for a in self.allocations or ():
+            for r, ids in (a.get("devices") or {}).items():
+                out.setdefault(r, []).extend(ids)
+        return out
+
+
+class _SessionPart(models.Model):
+    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="+")
+    ref = models.PositiveIntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class SessionJob(models.Model):
+    """A job's gang outcome in a session."""
+
+    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="job_results")
+    index = models.PositiveIntegerField()
+    job = models.CharField(max_length=253)
+    namespace = models.CharField(max_length=253, default="default")
+    priority = models.IntegerField(default=0)
+    min_available = models.PositiveIntegerField(default=0)
+    pods = models.PositiveIntegerField(default=0)
+    placed = models.PositiveIntegerField(default=0)
+    committed = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["session_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["session", "index"], name="sessionjob_unique_index")]
+
+
+class Verdict(_SessionPart):
+    """One distinct verdict (a pod shape on a node class): `ref` is the engine's verdict id."""
+
+    outcome = models.CharField(max_length=16)
+    code = models.CharField(max_length=64, null=True, blank=True)
+    reason = models.TextField(null=True, blank=True)
+    numa_count = models.PositiveIntegerField(default=0)
+    numa_mask = models.BigIntegerField(default=0)
+    cpus = models.CharField(max_length=1024, blank=True, default="", help_text="CPU mask, hex")
+    evidence = models.PositiveIntegerField(null=True, blank=True, help_text="Detail ref: hints per container "
+                                                                            "(volcano) or decisions (aligned)")
+    own = models.JSONField(null=True, blank=True, help_text="what is particular to this verdict (CPUs per "
+                                                            "container; the admission's node, pod, allocations)")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "ref"], name="verdict_unique_ref")]
+
+
+class NodeNames(_SessionPart):
+    """A list of node names (space-separated), shared by every group that lists exactly these nodes."""
+
+    names = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "ref"], name="nodenames_unique_ref")]
+
+
+class VerdictGroup(_SessionPart):
+    """Nodes that gave a pod the same verdict and score: count and the first names."""
+
+    verdict = models.PositiveIntegerField()
+    score = models.IntegerField(null=True, blank=True)
+    node_count = models.PositiveIntegerField()
+    names = models.PositiveIntegerField(help_text="NodeNames ref")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "ref"], name="verdictgroup_unique_ref")]
+
+
+class Detail(_SessionPart):
+    """A JSON detail stored once however many verdicts and pods share it."""
+
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "ref"], name="detail_unique_ref")]
 
 
 class WorkerHeartbeat(models.Model):

@@ -35,10 +35,11 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
+from scheduler_core.explain import PodRecord, SessionResult
 
-from .models import Placement, SchedulingSession
+from . import store
+from .models import SchedulingSession
 
 log = logging.getLogger("numaweb.scheduling")
 
@@ -304,7 +305,7 @@ def _run_with_retries(session: SchedulingSession) -> None:
         checkpoint("computed", session)
         _beat(session)
         try:
-            _commit(session, result.to_dict(), seen, job_rows, held, len(nodes), engine_ms, attempt)
+            _commit(session, result, seen, job_rows, held, len(nodes), engine_ms, attempt)
             return
         except StaleNodes as exc:
             log.info("session %s attempt %s: %s; retrying on fresh state", session.pk, attempt, exc)
@@ -312,7 +313,6 @@ def _run_with_retries(session: SchedulingSession) -> None:
     raise StaleNodes(f"nodes kept changing during {retries} attempts; run the session again")
 
 
-PLACED = ("admitted", "rejected")  # the scheduler bound the pod (the kubelet may still reject it)
 SKIPPED = "skipped"  # the pod already held resources when the session read (or committed): not placed again
 
 
@@ -325,110 +325,74 @@ def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
     return out
 
 
-def _skip(pod: Mapping, why: str) -> dict:
-    """A pod record the commit does not allocate for: the pod got resources from another writer."""
-    return {**pod, "status": SKIPPED, "message": f"not placed again: pod {pod.get('pod')} {why}",
-            "allocations": []}
+def _skip(record: PodRecord, why: str) -> PodRecord:
+    """Mark a pod record the commit does not allocate for: the pod got resources from another writer."""
+    record.status = SKIPPED
+    record.message = f"not placed again: pod {record.pod} {why}"
+    record.allocations = []
+    return record
 
 
-def _union(allocations: list[Mapping]) -> tuple[str, dict, dict]:
-    """CPUs, memory and devices a pod holds, summed over its containers' allocations."""
-    cpus = CPUSet()
-    memory: dict[str, dict[str, int]] = {}
-    devices: dict[str, list[str]] = {}
-    for a in allocations:
-        cpus = cpus | CPUSet.parse(a.get("cpus") or "")
-        for numa, res in (a.get("memory") or {}).items():
-            slot = memory.setdefault(str(numa), {})
-            for r, amount in res.items():
-                slot[r] = slot.get(r, 0) + amount
-        for r, ids in (a.get("devices") or {}).items():
-            devices.setdefault(r, []).extend(ids)
-    return str(cpus), memory, devices
-
-
-def _placement_rows(session: SchedulingSession, pods: list[Mapping], seen: Mapping[str, tuple[int, int]]
-                    ) -> list[Placement]:
-    columns = {"pod", "namespace", "job", "task", "node", "allocations", "message"}
-    rows = []
-    for index, p in enumerate(pods):
-        node_name = p.get("node") or ""
-        placed = p.get("status") in PLACED
-        allocations = p.get("allocations") or []
-        if allocations:
-            cpus, memory, devices = _union(allocations)
-        else:
-            cpus, memory, devices = ((p.get("predicted") or {}).get("cpus") or ""), {}, {}
-        reason = p.get("message") or p.get("kubelet_reason") or ""
-        rows.append(Placement(
-            session=session, index=index, namespace=str(p.get("namespace") or "default"),
-            job=str(p.get("job") or ""), task=str(p.get("task") or ""),
-            pod=str(p.get("pod") or ""), node_id=seen[node_name][0] if placed and node_name in seen else None,
-            node_name=node_name if placed else "", cpus=cpus if placed else "", memory=memory, devices=devices,
-            predicted=placed, admitted=(p.get("status") == "admitted") if placed else None, reason=str(reason),
-            detail={**{k: v for k, v in p.items() if k not in columns}, "allocations": allocations}))
-    return rows
-
-
-def _allocation_rows(session: SchedulingSession, pods: list[Mapping], seen: Mapping[str, tuple[int, int]],
+def _allocation_rows(session: SchedulingSession, result: SessionResult, seen: Mapping[str, tuple[int, int]],
                      jobs: Mapping[tuple[str, str], Job]) -> list[Allocation]:
     """What the session hands out: the kubelet's allocations (per container) of every admitted pod. A pod
     that holds nothing exclusive (shared CPU pool) gets one empty whole-pod row: it is on the node all the
     same, and must not be placed again."""
     rows = []
-    for p in pods:
-        if p.get("status") != "admitted" or not p.get("node"):
+    for p in result.pods:
+        if p.status != "admitted" or not p.node:
             continue
-        node_id = seen[p["node"]][0]
-        job = jobs.get((str(p.get("namespace") or "default"), str(p.get("job") or "")))
-        for a in p.get("allocations") or ({"pod": _uid(p)},):
-            rows.append(Allocation(cluster_id=session.cluster_id, node_id=node_id, job=job, pod=str(a["pod"]),
-                                   container=a.get("container") or "", cpus=str(a.get("cpus") or ""),
-                                   memory=a.get("memory") or {}, devices=a.get("devices") or {},
+        node_id = seen[p.node][0]
+        job = jobs.get((p.namespace, p.job))
+        if not p.allocations:
+            rows.append(Allocation(cluster_id=session.cluster_id, node_id=node_id, job=job, pod=p.uid,
+                                   origin=Allocation.SCHEDULED, session=session))
+        for a in p.allocations or ():
+            rows.append(Allocation(cluster_id=session.cluster_id, node_id=node_id, job=job, pod=a.pod,
+                                   container=a.container or "", cpus=str(a.cpus),
+                                   memory={str(n): dict(r) for n, r in sorted(a.memory.items())},
+                                   devices={r: list(ids) for r, ids in sorted(a.devices.items())},
                                    origin=Allocation.SCHEDULED, session=session))
     return rows
 
 
-def _uid(p: Mapping) -> str:
-    return str(p.get("uid") or f"{p.get('namespace') or 'default'}/{p.get('pod')}")
-
-
-def _job_reasons(result: Mapping, pods: list[Mapping]) -> dict[tuple[str, str], str]:
+def _job_reasons(result: SessionResult) -> dict[tuple[str, str], str]:
     """{(namespace, job): why this session did not place it ("" when every pod it ran holds resources)}."""
     first: dict[tuple[str, str], str] = {}
-    for p in pods:
-        if p.get("status") not in ("admitted", SKIPPED):
-            key = (str(p.get("namespace") or "default"), str(p.get("job") or ""))
-            why = p.get("message") or p.get("kubelet_reason") or p.get("status")
-            first.setdefault(key, f"pod {p.get('pod')}: {why}")
+    for p in result.pods:
+        if p.status not in ("admitted", SKIPPED):
+            first.setdefault((p.namespace, p.job), f"pod {p.pod}: {p.message or p.kubelet_reason or p.status}")
     out = {}
-    for j in result.get("jobs") or ():
-        key = (str(j.get("namespace") or "default"), str(j.get("job")))
-        out[key] = "" if j.get("committed") and key not in first else first.get(key, "not placed")
+    for j in result.jobs:
+        key = (j["namespace"], j["job"])
+        out[key] = "" if j["committed"] and key not in first else first.get(key, "not placed")
     return out
 
 
-def _commit(session: SchedulingSession, result: dict, seen: Mapping[str, tuple[int, int]], job_rows: list[Job],
-            held: Mapping[str, tuple[int, str]], nodes_total: int, engine_ms: float, attempt: int) -> None:
+def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str, tuple[int, int]],
+            job_rows: list[Job], held: Mapping[str, tuple[int, str]], nodes_total: int, engine_ms: float,
+            attempt: int) -> None:
     """Write the run's results in one transaction that holds, in order, the session row, the nodes it
     allocates on (still at the generation it read, else StaleNodes) and its jobs. A pod that gained an
     allocation since the run read the cluster is skipped, with the reason in its placement; pods that
-    held resources before the run are listed as skipped too. Job statuses are then derived afresh."""
+    held resources before the run are listed as skipped too. Job statuses are then derived afresh.
+    Results are written from the engine's objects (store.ResultWriter), never read back."""
     started = time.perf_counter()
-    pods = list(result.pop("pods", None) or [])
     by_id = {j.pk: j for j in job_rows}
-    pods += [_skip({"pod": uid.partition("/")[2], "uid": uid, "namespace": by_id[job_id].namespace,
-                    "job": by_id[job_id].name, "task": "", "node": None}, why)
-             for uid, (job_id, why) in held.items()]
+    result.pods.extend(_skip(PodRecord(pod=uid.partition("/")[2], uid=uid, namespace=by_id[job_id].namespace,
+                                       job=by_id[job_id].name, task="", policy="", qos="", nodes_total=nodes_total),
+                             why)
+                       for uid, (job_id, why) in held.items())
     by_key = {(j.namespace, j.name): j for j in job_rows}
     names = {nid: name for name, (nid, _g) in seen.items()}
+    allocations: list[Allocation] = []
     with transaction.atomic():
         # first: this run must still own the row (the update also locks it until the commit)
         if not SchedulingSession.objects.filter(pk=session.pk, runs=session.runs,
                                                 status=SchedulingSession.RUNNING).update(heartbeat_at=timezone.now()):
             raise Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
         if not session.dry_run:
-            touched = sorted({seen[p["node"]][0] for p in pods if p.get("status") == "admitted" and p.get("node")})
+            touched = sorted({seen[p.node][0] for p in result.pods if p.status == "admitted" and p.node})
             current = inventory.hold_nodes(touched)
             for node_id in touched:
                 generation = seen[names[node_id]][1]
@@ -436,26 +400,27 @@ def _commit(session: SchedulingSession, result: dict, seen: Mapping[str, tuple[i
                     raise StaleNodes(f"node {names[node_id]} changed while the session ran")
             list(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk"))
             now_held = _holders(job_rows)
-            pods = [_skip(p, now_held[_uid(p)][1]) if p.get("status") == "admitted" and _uid(p) in now_held else p
-                    for p in pods]
-            allocations = _allocation_rows(session, pods, seen, by_key)
+            for p in result.pods:
+                if p.status == "admitted" and p.uid in now_held:
+                    _skip(p, now_held[p.uid][1])
+            allocations = _allocation_rows(session, result, seen, by_key)
             Node.objects.filter(pk__in=touched).update(generation=F("generation") + 1)
-        Placement.objects.filter(session=session).delete()
-        Placement.objects.bulk_create(_placement_rows(session, pods, seen), batch_size=BATCH)
-        committed = {(str(j.get("namespace") or "default"), str(j.get("job")))
-                     for j in result.get("jobs") or () if j.get("committed") and j.get("placed")}
+        store.clear(session)
+        store.ResultWriter(session, result, {name: nid for name, (nid, _g) in seen.items()}).save()
+        committed = {(j["namespace"], j["job"]) for j in result.jobs if j["committed"] and j["placed"]}
         if not session.dry_run:
             Allocation.objects.bulk_create(allocations, batch_size=BATCH)
-            for key, reason in _job_reasons(result, pods).items():
+            for key, reason in _job_reasons(result).items():
                 if key in by_key:
                     Job.objects.filter(pk=by_key[key].pk).update(reason=reason)
             job_services.refresh_status(j.pk for j in job_rows)
-        result["skipped"] = sum(1 for p in pods if p.get("status") == SKIPPED)
+        counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED)}
         checkpoint("written", session)
         SchedulingSession.objects.filter(pk=session.pk).update(
             status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,
-            commit_ms=(time.perf_counter() - started) * 1000, pods_total=len(pods),
-            pods_placed=sum(1 for p in pods if p.get("status") in PLACED),
-            pods_admitted=sum(1 for p in pods if p.get("status") == "admitted"),
+            commit_ms=(time.perf_counter() - started) * 1000, pods_total=counts["pods"],
+            pods_placed=counts["placed"], pods_admitted=counts["admitted"],
             jobs_total=len(job_rows), jobs_placed=len(committed), nodes_total=nodes_total,
-            progress_done=len(pods), progress_total=len(pods), error="", summary=result)
+            progress_done=counts["pods"], progress_total=counts["pods"], error="", weight=result.weight,
+            explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
+            timings=dict(result.timings))

@@ -80,7 +80,7 @@ def test_three_sessions_naming_one_job_give_one_allocation(two_nodes, api):
         late.refresh_from_db()
         assert late.status == "done" and late.pods_placed == 0
         skipped = late.placements.get()
-        assert skipped.detail["status"] == "skipped" and "already holds CPUs" in skipped.reason
+        assert skipped.status == "skipped" and "already holds CPUs" in skipped.reason
     assert Allocation.objects.filter(pod="default/once-t-0").count() == 1
     assert len(allocated_cpus(nodes[0])) + len(allocated_cpus(nodes[1])) == 2
 
@@ -100,11 +100,11 @@ def test_pod_allocated_between_submission_and_commit_is_skipped(two_nodes, monke
     session.refresh_from_db()
     assert session.status == "done", session.error
     placement = session.placements.get()
-    assert placement.detail["status"] == "skipped" and placement.node is None
+    assert placement.status == "skipped" and placement.node is None
     assert "already holds CPUs 0-1 on node n1" in placement.reason
     assert [a.node_id for a in Allocation.objects.all()] == [nodes[1].pk]
     assert Job.objects.get(pk=job.pk).status == "scheduled"  # its pod holds CPUs, whoever wrote them
-    assert session.summary["skipped"] == 1
+    assert session.counts["skipped"] == 1
 
 
 def test_status_is_keyed_on_namespace_and_name(two_nodes):

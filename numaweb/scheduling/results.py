@@ -1,0 +1,182 @@
+"""Reading a session's results: what pages, the API and other apps need, loading only that.
+
+- `pod_records(session, placements)`: pods in the `numaweb.session` export form (one query per
+  interned table, for just the refs those pods use).
+- `verdicts(session, refs)`: verdict details by ref, in the export form.
+- `export_chunks(session)`: the whole `numaweb.session/1` document, as text chunks, pod by pod
+  (what `GET /api/sessions/<id>/explanation.json` streams; equal to the engine's `to_dict()`).
+- `placement_spans(session)`: per pod where it went and over how many NUMA nodes (predicted and
+  admitted), for metrics and charts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from scheduler_core.bitmask import bits_of
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.explain import SCHEMA
+
+from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
+from .store import mask_of
+
+OUTCOMES = ("passed", "skipped", "filtered", "unschedulable")
+CHUNK = 500
+
+
+def _cpus(hex_text: str | None) -> str:
+    return str(CPUSet(int(hex_text, 16) if hex_text else 0))
+
+
+def _numa(value: int | None) -> list[int] | None:
+    return None if value is None else bits_of(mask_of(value))
+
+
+class _Tables:
+    """One session's interned rows, fetched by ref on demand and kept for the next pods."""
+
+    def __init__(self, session: SchedulingSession) -> None:
+        self.session = session
+        self.groups: dict[int, VerdictGroup] = {}
+        self.names: dict[int, list[str]] = {}
+        self.details: dict[int, object] = {}
+        self.verdicts: dict[int, Verdict] = {}
+
+    def _load(self, model, cache: dict, refs: Iterable[int], convert=lambda row: row) -> None:
+        missing = sorted({r for r in refs if r is not None and r not in cache})
+        for start in range(0, len(missing), CHUNK):
+            for row in model.objects.filter(session=self.session, ref__in=missing[start:start + CHUNK]):
+                cache[row.ref] = convert(row)
+
+    def load_groups(self, placements: Sequence[Placement]) -> None:
+        self._load(VerdictGroup, self.groups, (g for p in placements for g in p.groups or ()))
+        self._load(NodeNames, self.names, (g.names for g in self.groups.values()), lambda row: row.names.split())
+        self.load_verdicts(g.verdict for g in self.groups.values())
+
+    def load_verdicts(self, refs: Iterable[int]) -> None:
+        self._load(Verdict, self.verdicts, refs)
+
+    def load_details(self, refs: Iterable[int | None]) -> None:
+        self._load(Detail, self.details, refs, lambda row: row.data)
+
+    def everything(self) -> None:
+        """The whole session's interned rows (for the export)."""
+        for model, cache, convert in ((VerdictGroup, self.groups, lambda r: r),
+                                      (NodeNames, self.names, lambda r: r.names.split()),
+                                      (Verdict, self.verdicts, lambda r: r), (Detail, self.details, lambda r: r.data)):
+            for row in model.objects.filter(session=self.session).iterator(chunk_size=2000):
+                cache[row.ref] = convert(row)
+
+
+def _group(tables: _Tables, ref: int) -> dict:
+    g = tables.groups[ref]
+    v = tables.verdicts[g.verdict]
+    return {"verdict": g.verdict, "outcome": v.outcome, "reason": v.reason, "score": g.score,
+            "node_count": g.node_count, "nodes": list(tables.names[g.names])}
+
+
+def _pod(tables: _Tables, p: Placement) -> dict:
+    predicted = None
+    if p.predicted_verdict is not None:
+        predicted = {"verdict": p.predicted_verdict, "numa": _numa(p.predicted_numa), "cpus": _cpus(p.predicted_cpus)}
+    admission = None
+    if p.admission is not None:
+        a = p.admission
+        admission = {"node": a["node"], "pod": a["pod"], "admitted": a["admitted"], "error": a["error"],
+                     "cpus": a["cpus"], "allocations": a.get("allocations", p.allocations or []),
+                     "decisions": tables.details[a["decisions"]]}
+    return {
+        "pod": p.pod, "uid": p.uid, "namespace": p.namespace, "job": p.job, "task": p.task, "policy": p.policy,
+        "qos": p.qos, "status": p.status, "node": p.node_name or None, "score": p.score, "message": p.message,
+        "predicted": predicted, "admission": admission, "kubelet_reason": p.kubelet_reason,
+        "admitted_numa": _numa(p.admitted_numa), "allocations": p.allocations,
+        "outcomes": dict(zip(OUTCOMES, p.outcomes or (0, 0, 0, 0), strict=True)),
+        "groups": [_group(tables, ref) for ref in p.groups or ()],
+        "groups_omitted": {"groups": p.groups_omitted, "nodes": p.nodes_omitted},
+    }
+
+
+def pod_records(session: SchedulingSession, placements: Sequence[Placement],
+                tables: _Tables | None = None) -> list[dict]:
+    """The export form of these pods, loading only the groups, names, verdicts and details they use."""
+    tables = tables or _Tables(session)
+    tables.load_groups(placements)
+    tables.load_details(p.admission["decisions"] for p in placements if p.admission)
+    return [_pod(tables, p) for p in placements]
+
+
+def _verdict(tables: _Tables, v: Verdict) -> dict:
+    out = {"outcome": v.outcome, "code": v.code, "reason": v.reason, "numa_count": v.numa_count,
+           "numa": _numa(v.numa_mask), "cpus": _cpus(v.cpus), "containers": None, "admission": None}
+    if v.evidence is not None and "container_cpus" in v.own:
+        out["containers"] = [{**c, "cpus": _cpus(h)}
+                             for c, h in zip(tables.details[v.evidence], v.own["container_cpus"], strict=True)]
+    elif v.evidence is not None:
+        out["admission"] = {**v.own, "decisions": tables.details[v.evidence]}
+    return out
+
+
+def verdicts(session: SchedulingSession, refs: Iterable[int], tables: _Tables | None = None) -> dict[int, dict]:
+    """Verdict details by ref, in the export form."""
+    tables = tables or _Tables(session)
+    refs = [r for r in refs if r is not None]
+    tables.load_verdicts(refs)
+    tables.load_details(tables.verdicts[r].evidence for r in refs if r in tables.verdicts)
+    return {r: _verdict(tables, tables.verdicts[r]) for r in refs if r in tables.verdicts}
+
+
+def export_chunks(session: SchedulingSession) -> Iterator[str]:
+    """The `numaweb.session/1` document of a done session as JSON text, a pod at a time."""
+    tables = _Tables(session)
+    tables.everything()
+    head = {"schema": SCHEMA, "profile": session.profile, "weight": session.weight,
+            "nodes_total": session.nodes_total, "counts": session.counts, "timings": session.timings,
+            "jobs": [{"job": j.job, "namespace": j.namespace, "priority": j.priority, "min_available": j.min_available,
+                      "pods": j.pods, "placed": j.placed, "committed": j.committed}
+                     for j in SessionJob.objects.filter(session=session).order_by("index")]}
+    yield json.dumps(head)[:-1] + ', "pods": ['
+    used: set[int] = set()
+    close = []
+    first = True
+    for p in Placement.objects.filter(session=session).order_by("index").iterator(chunk_size=CHUNK):
+        record = _pod(tables, p)
+        used.update(g["verdict"] for g in record["groups"])
+        if p.predicted_verdict is not None:
+            used.add(p.predicted_verdict)
+        if p.bound_cpus is not None:
+            close.append({"task_uid": p.uid, "pod_meta": {"uid": p.uid, "name": p.pod, "namespace": p.namespace},
+                          "node": p.node_name, "cpus": _cpus(p.bound_cpus)})
+        yield ("" if first else ", ") + json.dumps(record)
+        first = False
+    yield '], "verdicts": {'
+    yield ", ".join(f'"{ref}": {json.dumps(_verdict(tables, tables.verdicts[ref]))}' for ref in sorted(used))
+    close.sort(key=lambda e: e["task_uid"])
+    yield '}, "volcano_close": ' + json.dumps(close) + "}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a pod went and over how many NUMA nodes (None where it does not apply)."""
+
+    index: int
+    namespace: str
+    job: str
+    pod: str
+    status: str
+    node: str
+    score: int | None
+    predicted_numa: int | None
+    admitted_numa: int | None
+    cpus: str
+
+
+def placement_spans(session: SchedulingSession) -> Iterator[Span]:
+    """Every pod of the session in order, from the placement columns only (no explanation loaded)."""
+    rows = (Placement.objects.filter(session=session).order_by("index")
+            .values_list("index", "namespace", "job", "pod", "status", "node_name", "score", "predicted_numa",
+                         "admitted_numa", "cpus"))
+    for index, namespace, job, pod, status, node, score, predicted, admitted, cpus in rows.iterator(chunk_size=2000):
+        yield Span(index, namespace, job, pod, status, node, score,
+                   None if predicted is None else mask_of(predicted).bit_count(),
+                   None if admitted is None else mask_of(admitted).bit_count(), cpus)

@@ -1,0 +1,171 @@
+"""The engine's `SessionResult` → result rows (see models.py), read straight from its objects.
+
+Nothing goes through `SessionResult.to_dict()`: masks stay ints (NUMA masks in a BIGINT, CPU masks as
+hex), and what repeats is interned per session — verdicts by the engine's id, verdict groups, node
+name lists and JSON details by content — so a pod costs one small row plus references."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from scheduler_core.explain import PodRecord, SessionResult
+
+from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
+
+BATCH = 1000
+
+
+def db_mask(mask: int | None) -> int | None:
+    """A NUMA mask (≤ 64 bits) as a signed BIGINT."""
+    if mask is None:
+        return None
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+def mask_of(value: int | None) -> int | None:
+    """Inverse of `db_mask`."""
+    if value is None:
+        return None
+    return value + (1 << 64) if value < 0 else value
+
+
+def hex_mask(mask: int | None) -> str:
+    return format(mask or 0, "x")
+
+
+class _Interner:
+    """Content → ref for one session's table."""
+
+    def __init__(self) -> None:
+        self.refs: dict[object, int] = {}
+
+    def __call__(self, key: object) -> int:
+        ref = self.refs.get(key)
+        if ref is None:
+            ref = self.refs[key] = len(self.refs)
+        return ref
+
+
+def _json_key(data: object) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+class ResultWriter:
+    """Builds every result row of one session; `save()` bulk-inserts them (inside the caller's transaction)."""
+
+    def __init__(self, session: SchedulingSession, result: SessionResult, node_ids: Mapping[str, int]) -> None:
+        self.session, self.result, self.node_ids = session, result, node_ids
+        self.details = _Interner()
+        self.names = _Interner()
+        self.groups = _Interner()
+        self.verdicts: set[int] = set()
+        self.placements = [self._placement(i, p) for i, p in enumerate(result.pods)]
+        bound = {e["task_uid"]: hex_mask(e["cpus"]) for e in result.volcano_close}
+        for row in self.placements:
+            row.bound_cpus = bound.get(row.uid)
+
+    # -- interning ---------------------------------------------------------------------------------
+    def _detail(self, data: object) -> int:
+        return self.details(_json_key(data))
+
+    def _group(self, sig: int, score: int | None, count: int, names: tuple[str, ...]) -> int:
+        self.verdicts.add(sig)
+        return self.groups((sig, score, count, self.names(names)))
+
+    # -- one pod ------------------------------------------------------------------------------------
+    def _placement(self, index: int, p: PodRecord) -> Placement:
+        r = self.result
+        groups, outcomes, (omitted_groups, omitted_nodes) = p.groups(r.table, r.explain_names, r.explain_groups)
+        placed = p.placed
+        allocations = None if p.allocations is None else [a.to_dict() for a in p.allocations]
+        if p.allocations:
+            cpus = str(_union_cpus(p.allocations))
+        elif placed and p.predicted is not None:
+            cpus = str(_cpuset(p.predicted.cpus))
+        else:
+            cpus = ""
+        admission = None
+        if p.admission is not None:
+            a = p.admission
+            admission = {"pod": a.pod, "node": a.node, "admitted": a.admitted,
+                         "error": None if a.error is None else a.error.to_dict(), "cpus": str(a.cpus),
+                         "decisions": self._detail([d.to_dict() for d in a.decisions])}
+            if [x.to_dict() for x in a.allocations] != (allocations or []):
+                admission["allocations"] = [x.to_dict() for x in a.allocations]
+        if p.predicted is not None:
+            self.verdicts.add(p.predicted.sig)
+        return Placement(
+            session=self.session, index=index, namespace=p.namespace, job=p.job, task=p.task, pod=p.pod, uid=p.uid,
+            policy=p.policy, qos=p.qos, status=p.status,
+            node_id=self.node_ids.get(p.node) if placed and p.node else None,
+            node_name=p.node or "", cpus=cpus if placed else "", predicted=placed,
+            admitted=(p.status == "admitted") if placed else None, score=p.score, message=p.message,
+            kubelet_reason=p.kubelet_reason,
+            predicted_verdict=None if p.predicted is None else p.predicted.sig,
+            predicted_numa=None if p.predicted is None else db_mask(p.predicted.numa_mask),
+            predicted_cpus="" if p.predicted is None else hex_mask(p.predicted.cpus),
+            admitted_numa=db_mask(p.admitted_numa), allocations=allocations, admission=admission,
+            outcomes=[outcomes["passed"], outcomes["skipped"], outcomes["filtered"], outcomes["unschedulable"]],
+            groups=[self._group(sig, score, count, names) for sig, _o, score, count, names in groups],
+            groups_omitted=omitted_groups, nodes_omitted=omitted_nodes,
+        )
+
+    # -- verdicts -----------------------------------------------------------------------------------
+    def _verdict(self, ref: int) -> Verdict:
+        v = self.result.table.items[ref]
+        evidence, own = None, None
+        if v.volcano is not None:
+            containers = []
+            cpus = []
+            for c in v.volcano.containers:
+                data = c.to_dict()
+                cpus.append(hex_mask(c.cpus))
+                del data["cpus"]
+                containers.append(data)
+            evidence, own = self._detail(containers), {"container_cpus": cpus}
+        elif v.admission is not None:
+            data = v.admission.to_dict()
+            evidence = self._detail(data.pop("decisions"))
+            own = data
+        return Verdict(session=self.session, ref=ref, outcome=v.outcome, code=v.code, reason=v.reason,
+                       numa_count=v.numa_count, numa_mask=db_mask(v.numa_mask), cpus=hex_mask(v.cpus),
+                       evidence=evidence, own=own)
+
+    def save(self) -> None:
+        s = self.session
+        verdicts = [self._verdict(ref) for ref in sorted(self.verdicts)]  # may intern more details
+        _bulk(Placement, self.placements)
+        _bulk(Verdict, verdicts)
+        _bulk(VerdictGroup, (VerdictGroup(session=s, ref=ref, verdict=sig, score=score, node_count=count, names=names)
+                             for (sig, score, count, names), ref in self.groups.refs.items()))
+        _bulk(NodeNames, (NodeNames(session=s, ref=ref, names=" ".join(names))
+                          for names, ref in self.names.refs.items()))
+        _bulk(Detail, (Detail(session=s, ref=ref, data=json.loads(key)) for key, ref in self.details.refs.items()))
+        _bulk(SessionJob, (SessionJob(session=s, index=i, job=j["job"], namespace=j["namespace"],
+                                      priority=j["priority"], min_available=j["min_available"], pods=j["pods"],
+                                      placed=j["placed"], committed=j["committed"])
+                           for i, j in enumerate(self.result.jobs)))
+
+
+def _bulk(model, rows: Iterable) -> None:
+    model.objects.bulk_create(rows, batch_size=BATCH)
+
+
+def _cpuset(mask: int):
+    from scheduler_core.cpuset import CPUSet
+
+    return CPUSet(mask or 0)
+
+
+def _union_cpus(allocations: Iterable) -> object:
+    mask = 0
+    for a in allocations:
+        mask |= a.cpus.mask
+    return _cpuset(mask)
+
+
+def clear(session: SchedulingSession) -> None:
+    """Remove a session's result rows (before writing a run's results again)."""
+    for model in (Placement, SessionJob, Verdict, VerdictGroup, NodeNames, Detail):
+        model.objects.filter(session=session).delete()

@@ -1,0 +1,133 @@
+"""The explanation store: normalized rows whose export equals the engine's own document; lists and
+polls never load explanations; the worker does not read back what it wrote; bytes per pod stay small."""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from numaweb.inventory.large_demo import build_large_demo
+from numaweb.inventory.services import cluster_nodes
+from numaweb.jobs import services as job_services
+from numaweb.scheduling import results, services
+from numaweb.scheduling.models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
+from scheduler_core.session import Cluster as EngineCluster
+from scheduler_core.session import run_session
+
+RESULT_TABLES = ("scheduling_placement", "scheduling_verdict", "scheduling_verdictgroup", "scheduling_nodenames",
+                 "scheduling_detail", "scheduling_sessionjob")
+
+
+def _run(profile: str, dry_run: bool = True) -> tuple[SchedulingSession, dict]:
+    """A session on the large demo cluster through the service, and the engine's own document for the
+    same inputs (computed first, on copies: the session then runs on the same state)."""
+    cluster = build_large_demo("scale", 80, 160, seed=7)
+    session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
+    session.jobs.set(cluster_jobs())
+    nodes, _seen = cluster_nodes(cluster)
+    jobs = [job_services.to_engine(j) for j in session.jobs.prefetch_related("tasks").order_by("id")]
+    expected = run_session(EngineCluster(nodes), jobs, profile=profile).to_dict()
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "done", session.error
+    return session, expected
+
+
+def cluster_jobs():
+    from numaweb.jobs.models import Job
+
+    return Job.objects.filter(namespace="scale")
+
+
+def _reads_results(queries) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")
+            and any(f'"{t}"' in q["sql"] for t in RESULT_TABLES)]
+
+
+@pytest.mark.parametrize("profile", ["volcano", "aligned"])
+def test_export_equals_the_engines_document(api, profile):
+    session, expected = _run(profile)
+    r = api.get(f"/api/sessions/{session.pk}/explanation.json")
+    assert r.status_code == 200 and r["Content-Type"] == "application/json"
+    exported = json.loads(b"".join(r.streaming_content))
+    expected.pop("timings"), exported.pop("timings")
+    assert exported["schema"] == "numaweb.session/1"
+    assert exported.keys() == expected.keys()
+    for key in expected:
+        assert exported[key] == expected[key], key
+    assert Placement.objects.filter(session=session).count() == len(expected["pods"])
+    assert SessionJob.objects.filter(session=session).count() == len(expected["jobs"])
+
+
+def test_pages_of_results_load_only_the_refs_they_show(api):
+    session, expected = _run("volcano")
+    r = api.get(f"/api/sessions/{session.pk}/results/?page_size=10&page=2")
+    assert r.status_code == 200
+    got = [row["detail"] for row in r.json()["results"]]
+    assert got == expected["pods"][10:20]
+    groups_used = {ref for p in Placement.objects.filter(session=session)[10:20] for ref in p.groups}
+    with CaptureQueriesContext(connection) as ctx:
+        api.get(f"/api/sessions/{session.pk}/results/?page_size=10&page=2")
+    group_queries = [q["sql"] for q in ctx.captured_queries if '"scheduling_verdictgroup"' in q["sql"]]
+    assert len(group_queries) == 1
+    assert VerdictGroup.objects.filter(session=session).count() > len(groups_used)  # not every group was read
+
+
+def test_lists_and_polls_never_load_explanations(api, client):
+    session, _expected = _run("aligned")
+    for url in ("/api/sessions/", f"/api/sessions/{session.pk}/", "/api/sessions/?page_size=10"):
+        with CaptureQueriesContext(connection) as ctx:
+            r = api.get(url)
+        assert r.status_code == 200
+        assert _reads_results(ctx.captured_queries) == [], url
+        assert len(r.content) <= 20_000, (url, len(r.content))
+    poll = api.get(f"/api/sessions/{session.pk}/").json()
+    assert poll["status"] == "done" and poll["progress_done"] == poll["progress_total"] == 160
+    assert "summary" not in poll and poll["explanation_url"].endswith(f"/api/sessions/{session.pk}/explanation.json")
+    with CaptureQueriesContext(connection) as ctx:
+        r = client.get("/sessions/")
+    assert r.status_code == 200 and _reads_results(ctx.captured_queries) == []
+
+
+def test_worker_writes_results_without_reading_them_back(db):
+    cluster = build_large_demo("scale", 40, 60, seed=3)
+    session = SchedulingSession.objects.create(cluster=cluster, profile="volcano", dry_run=False)
+    session.jobs.set(cluster_jobs())
+    with CaptureQueriesContext(connection) as ctx:
+        services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "done", session.error
+    assert _reads_results(ctx.captured_queries) == []
+    assert Placement.objects.filter(session=session).count() == 60
+
+
+@pytest.mark.parametrize("profile", ["volcano", "aligned"])
+def test_stored_bytes_per_pod(db, profile):
+    """Every value written for the session (columns as text/JSON), per pod: ≤ 2 KiB."""
+    session, expected = _run(profile)
+    total = 0
+    for model in (Placement, Verdict, VerdictGroup, NodeNames, Detail, SessionJob):
+        fields = [f.attname for f in model._meta.concrete_fields]
+        for row in model.objects.filter(session=session).values_list(*fields):
+            total += sum(len(v if isinstance(v, str) else json.dumps(v)) for v in row)
+    per_pod = total / len(expected["pods"])
+    document = len(json.dumps(expected)) / len(expected["pods"])
+    assert per_pod <= 2048, per_pod
+    assert per_pod < document / 2, (per_pod, document)
+
+
+def test_spans_for_metrics_come_from_columns(db):
+    session, expected = _run("volcano")
+    spans = list(results.placement_spans(session))
+    assert [s.pod for s in spans] == [p["pod"] for p in expected["pods"]]
+    for s, p in zip(spans, expected["pods"], strict=True):
+        assert s.status == p["status"]
+        assert s.admitted_numa == (None if p["admitted_numa"] is None else len(p["admitted_numa"]))
+        assert s.predicted_numa == (None if p["predicted"] is None else len(p["predicted"]["numa"]))
+
+
+def test_explanation_of_an_unfinished_session_is_a_conflict(api, cluster):
+    session = SchedulingSession.objects.create(cluster=cluster)
+    r = api.get(f"/api/sessions/{session.pk}/explanation.json")
+    assert r.status_code == 409 and "pending" in r.json()["detail"]
