@@ -125,7 +125,7 @@ class Placement(models.Model):
         return self.message or self.kubelet_reason or ""
 
     @property
-    def memory(self) -> dict[str, dict[str, int]]:
+    def memory(self) -> dict[str, dict[str, int]]:  # allocations are stored compactly: absent means none
         """Memory held per NUMA node, summed over the containers."""
         out: dict[str, dict[str, int]] = {}
         for a in self.allocations or ():
@@ -163,6 +163,7 @@ class SessionJob(models.Model):
     min_available = models.PositiveIntegerField(default=0)
     pods = models.PositiveIntegerField(default=0)
     placed = models.PositiveIntegerField(default=0)
+    held = models.PositiveIntegerField(default=0, help_text="pods that already held resources (not run again)")
     committed = models.BooleanField(default=False)
 
     class Meta:

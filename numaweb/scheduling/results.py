@@ -19,7 +19,7 @@ from scheduler_core.cpuset import CPUSet
 from scheduler_core.explain import SCHEMA
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
-from .store import mask_of
+from .store import expand_allocations, mask_of
 
 OUTCOMES = ("passed", "skipped", "filtered", "unschedulable")
 CHUNK = 500
@@ -83,14 +83,15 @@ def _pod(tables: _Tables, p: Placement) -> dict:
     admission = None
     if p.admission is not None:
         a = p.admission
-        admission = {"node": a["node"], "pod": a["pod"], "admitted": a["admitted"], "error": a["error"],
-                     "cpus": a["cpus"], "allocations": a.get("allocations", p.allocations or []),
+        admission = {"node": a.get("node", p.node_name), "pod": a.get("pod", p.uid), "admitted": a["admitted"],
+                     "error": a["error"], "cpus": a["cpus"],
+                     "allocations": expand_allocations(a.get("allocations", p.allocations or []), p.uid),
                      "decisions": tables.details[a["decisions"]]}
     return {
         "pod": p.pod, "uid": p.uid, "namespace": p.namespace, "job": p.job, "task": p.task, "policy": p.policy,
         "qos": p.qos, "status": p.status, "node": p.node_name or None, "score": p.score, "message": p.message,
         "predicted": predicted, "admission": admission, "kubelet_reason": p.kubelet_reason,
-        "admitted_numa": _numa(p.admitted_numa), "allocations": p.allocations,
+        "admitted_numa": _numa(p.admitted_numa), "allocations": expand_allocations(p.allocations, p.uid),
         "outcomes": dict(zip(OUTCOMES, p.outcomes or (0, 0, 0, 0), strict=True)),
         "groups": [_group(tables, ref) for ref in p.groups or ()],
         "groups_omitted": {"groups": p.groups_omitted, "nodes": p.nodes_omitted},
@@ -113,7 +114,9 @@ def _verdict(tables: _Tables, v: Verdict) -> dict:
         out["containers"] = [{**c, "cpus": _cpus(h)}
                              for c, h in zip(tables.details[v.evidence], v.own["container_cpus"], strict=True)]
     elif v.evidence is not None:
-        out["admission"] = {**v.own, "decisions": tables.details[v.evidence]}
+        own = v.own
+        out["admission"] = {**own, "allocations": expand_allocations(own["allocations"], own["pod"]),
+                            "decisions": tables.details[v.evidence]}
     return out
 
 
@@ -133,7 +136,7 @@ def export_chunks(session: SchedulingSession) -> Iterator[str]:
     head = {"schema": SCHEMA, "profile": session.profile, "weight": session.weight,
             "nodes_total": session.nodes_total, "counts": session.counts, "timings": session.timings,
             "jobs": [{"job": j.job, "namespace": j.namespace, "priority": j.priority, "min_available": j.min_available,
-                      "pods": j.pods, "placed": j.placed, "committed": j.committed}
+                      "pods": j.pods, "placed": j.placed, "held": j.held, "committed": j.committed}
                      for j in SessionJob.objects.filter(session=session).order_by("index")]}
     yield json.dumps(head)[:-1] + ', "pods": ['
     used: set[int] = set()

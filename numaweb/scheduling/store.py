@@ -47,6 +47,26 @@ class _Interner:
         return ref
 
 
+ALLOCATION_DEFAULTS = {"origin": "scheduled", "memory": {}, "devices": {}}
+
+
+def compact_allocations(allocations: list[dict] | None, pod: str) -> list[dict] | None:
+    """`Allocation.to_dict()`s without what is implied: the pod (when it is `pod`) and default values."""
+    if allocations is None:
+        return None
+    return [{k: v for k, v in a.items() if not (k == "pod" and v == pod) and ALLOCATION_DEFAULTS.get(k, 0) != v}
+            for a in allocations]
+
+
+def expand_allocations(allocations: list[dict] | None, pod: str) -> list[dict] | None:
+    """Inverse of `compact_allocations` (keys in `Allocation.to_dict` order)."""
+    if allocations is None:
+        return None
+    return [{"pod": a.get("pod", pod), "container": a.get("container"), "cpus": a.get("cpus", ""),
+             "memory": a.get("memory", {}), "devices": a.get("devices", {}), "origin": a.get("origin", "scheduled")}
+            for a in allocations]
+
+
 def _json_key(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -88,11 +108,15 @@ class ResultWriter:
         admission = None
         if p.admission is not None:
             a = p.admission
-            admission = {"pod": a.pod, "node": a.node, "admitted": a.admitted,
-                         "error": None if a.error is None else a.error.to_dict(), "cpus": str(a.cpus),
-                         "decisions": self._detail([d.to_dict() for d in a.decisions])}
-            if [x.to_dict() for x in a.allocations] != (allocations or []):
-                admission["allocations"] = [x.to_dict() for x in a.allocations]
+            admission = {"admitted": a.admitted, "error": None if a.error is None else a.error.to_dict(),
+                         "cpus": str(a.cpus), "decisions": self._detail([d.to_dict() for d in a.decisions])}
+            if a.pod != p.uid:
+                admission["pod"] = a.pod
+            if a.node != p.node:
+                admission["node"] = a.node
+            own = [x.to_dict() for x in a.allocations]
+            if own != (allocations or []):
+                admission["allocations"] = compact_allocations(own, p.uid)
         if p.predicted is not None:
             self.verdicts.add(p.predicted.sig)
         return Placement(
@@ -105,7 +129,8 @@ class ResultWriter:
             predicted_verdict=None if p.predicted is None else p.predicted.sig,
             predicted_numa=None if p.predicted is None else db_mask(p.predicted.numa_mask),
             predicted_cpus="" if p.predicted is None else hex_mask(p.predicted.cpus),
-            admitted_numa=db_mask(p.admitted_numa), allocations=allocations, admission=admission,
+            admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
+            admission=admission,
             outcomes=[outcomes["passed"], outcomes["skipped"], outcomes["filtered"], outcomes["unschedulable"]],
             groups=[self._group(sig, score, count, names) for sig, _o, score, count, names in groups],
             groups_omitted=omitted_groups, nodes_omitted=omitted_nodes,
@@ -127,6 +152,7 @@ class ResultWriter:
         elif v.admission is not None:
             data = v.admission.to_dict()
             evidence = self._detail(data.pop("decisions"))
+            data["allocations"] = compact_allocations(data["allocations"], data["pod"])
             own = data
         return Verdict(session=self.session, ref=ref, outcome=v.outcome, code=v.code, reason=v.reason,
                        numa_count=v.numa_count, numa_mask=db_mask(v.numa_mask), cpus=hex_mask(v.cpus),
@@ -144,7 +170,8 @@ class ResultWriter:
         _bulk(Detail, (Detail(session=s, ref=ref, data=json.loads(key)) for key, ref in self.details.refs.items()))
         _bulk(SessionJob, (SessionJob(session=s, index=i, job=j["job"], namespace=j["namespace"],
                                       priority=j["priority"], min_available=j["min_available"], pods=j["pods"],
-                                      placed=j["placed"], committed=j["committed"])
+                                      placed=j["placed"], held=j.get("held", 0),
+                                      committed=j["committed"])
                            for i, j in enumerate(self.result.jobs)))
 
 

@@ -19,10 +19,10 @@ RESULT_TABLES = ("scheduling_placement", "scheduling_verdict", "scheduling_verdi
                  "scheduling_detail", "scheduling_sessionjob")
 
 
-def _run(profile: str, dry_run: bool = True) -> tuple[SchedulingSession, dict]:
+def _run(profile: str, dry_run: bool = True, nodes: int = 80, pods: int = 160) -> tuple[SchedulingSession, dict]:
     """A session on the large demo cluster through the service, and the engine's own document for the
     same inputs (computed first, on copies: the session then runs on the same state)."""
-    cluster = build_large_demo("scale", 80, 160, seed=7)
+    cluster = build_large_demo("scale", nodes, pods, seed=7)
     session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
     session.jobs.set(cluster_jobs())
     nodes, _seen = cluster_nodes(cluster)
@@ -52,6 +52,7 @@ def test_export_equals_the_engines_document(api, profile):
     assert r.status_code == 200 and r["Content-Type"] == "application/json"
     exported = json.loads(b"".join(r.streaming_content))
     expected.pop("timings"), exported.pop("timings")
+    assert exported["counts"].pop("skipped") == 0  # the web's own count: pods already holding resources
     assert exported["schema"] == "numaweb.session/1"
     assert exported.keys() == expected.keys()
     for key in expected:
@@ -104,8 +105,9 @@ def test_worker_writes_results_without_reading_them_back(db):
 
 @pytest.mark.parametrize("profile", ["volcano", "aligned"])
 def test_stored_bytes_per_pod(db, profile):
-    """Every value written for the session (columns as text/JSON), per pod: ≤ 2 KiB."""
-    session, expected = _run(profile)
+    """Every value written for the session (columns as text/JSON), per pod: ≤ 2 KiB on a moderate cluster
+    (on a toy one, the verdicts of its many node classes are shared by too few pods to say much)."""
+    session, expected = _run(profile, nodes=200, pods=1000)
     total = 0
     for model in (Placement, Verdict, VerdictGroup, NodeNames, Detail, SessionJob):
         fields = [f.attname for f in model._meta.concrete_fields]

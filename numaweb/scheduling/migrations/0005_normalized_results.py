@@ -186,6 +186,7 @@ class Migration(migrations.Migration):
                 ('min_available', models.PositiveIntegerField(default=0)),
                 ('pods', models.PositiveIntegerField(default=0)),
                 ('placed', models.PositiveIntegerField(default=0)),
+                ('held', models.PositiveIntegerField(default=0, help_text='pods that already held resources (not run again)')),
                 ('committed', models.BooleanField(default=False)),
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='job_results', to='scheduling.schedulingsession')),
             ],
