@@ -6,6 +6,8 @@ wrote (the engine's explain records)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -34,7 +36,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, tables
+from . import grid, tables, usage
 from .forms import JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
 
 NODES_PER_PAGE = 48
@@ -54,32 +56,41 @@ def _int(value: str | None, default: int, low: int = 1, high: int = 10**9) -> in
 @requires("inventory.view_node")
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Every node as a compact NUMA map, filterable by policy and free capacity (HTMX)."""
+    """Nodes filtered and paged on the server (HTMX swaps the list), each card a NUMA usage strip;
+    aggregates over the filtered nodes: free CPUs per NUMA node size, nodes per policy. Usage comes
+    from `usage` (cached per node generation); only the cards shown are rendered."""
     form = NodeFilterForm(request.GET or None)
-    rows = Node.objects.select_related("cluster").order_by("cluster__name", "name")
+    rows = Node.objects.all()
     filters = form.cleaned_data if form.is_valid() else {}
     if filters.get("cluster"):
         rows = rows.filter(cluster=filters["cluster"])
     if filters.get("policy"):
         rows = rows.filter(topology_manager_policy=filters["policy"])
-    states = grid.states_for(rows)
+    keys = list(rows.order_by("cluster__name", "name")
+                .values_list("pk", "generation", "updated_at", "topology_manager_policy"))
+    usages = usage.usage_of([(pk, (generation, updated)) for pk, generation, updated, _p in keys])
+    policy_of = {pk: policy for pk, _g, _u, policy in keys}
+    ids = [pk for pk in policy_of if pk in usages]
     if filters.get("min_free") is not None:
-        states = [s for s in states if s.free_count >= filters["min_free"]]
+        ids = [pk for pk in ids if usages[pk].free >= filters["min_free"]]
     if filters.get("min_numa_free") is not None:
-        states = [s for s in states if max((f for _n, f, _t in s.free_per_numa()), default=0)
-                  >= filters["min_numa_free"]]
-    page = Paginator(states, NODES_PER_PAGE).get_page(request.GET.get("page"))
+        ids = [pk for pk in ids if usages[pk].best_numa_free >= filters["min_numa_free"]]
+    page = Paginator(ids, NODES_PER_PAGE).get_page(request.GET.get("page"))
+    shown = Node.objects.select_related("cluster").defer("topology").in_bulk(list(page))
     query = request.GET.copy()
     query.pop("page", None)
-    room, room_form = _headroom(request, [s.row for s in page])
-    ctx = {"form": form, "page": page, "total": len(states), "query": query.urlencode(),
-           "cards": [(s, grid.render_grid(s, compact=True), room["nodes"].get(s.row.pk) if room else None)
-                     for s in page],
+    room, room_form = _headroom(request, list(shown.values()))
+    policies = Counter(policy_of[pk] for pk in ids)
+    ctx = {"form": form, "page": page, "total": len(ids), "query": query.urlencode(),
+           "cards": [(shown[pk], usages[pk], usage.strip(shown[pk].name, usages[pk]),
+                      room["nodes"].get(pk) if room else None) for pk in page],
+           "numa_sizes": usage.by_numa_size(usages[pk] for pk in ids),
+           "policies": sorted(policies.items()),
            "headroom": room, "headroom_form": room_form}
     if request.htmx and request.htmx.target == "node-list":
         return render(request, "pages/_node_list.html", ctx)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
-    ctx["node_count"] = Node.objects.count()
+    ctx["node_count"] = len(keys) if not filters else Node.objects.count()
     return render(request, "home.html", ctx)
 
 

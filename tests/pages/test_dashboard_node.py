@@ -15,21 +15,23 @@ from tests.pages.helpers import grid_cells, parse
 pytestmark = pytest.mark.django_db
 
 
-def test_dashboard_lists_every_node_with_one_cell_per_thread(client, demo):
+def test_dashboard_lists_every_node_with_a_numa_usage_strip(client, demo):
     response = client.get(reverse("home"))
     assert response.status_code == 200
     cards = [a for tag, a in parse(response.content).elements if tag == "li" and "data-node-id" in a]
     nodes = {n.name: n for n in Node.objects.all()}
     assert sorted(a["data-node"] for a in cards) == sorted(nodes)
+    html = response.content.decode()
     for card in cards:
         node = nodes[card["data-node"]]
         state = inventory.to_engine(node, node.allocations.all())
         assert int(card["data-free"]) == state.free_cpus.bit_count()
-    html = response.content.decode()
-    for node in nodes.values():  # compact maps: one cell per thread per node
         start = html.index(f'data-node-id="{node.pk}"')
         end = html.find("</li>", start)
-        assert len(parse(html[start:end]).cells) == node.num_cpus
+        bars = [a for tag, a in parse(html[start:end]).elements if tag == "span" and "data-total" in a]
+        expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count()) for n, m in state.topology.numa_cpus.items()}
+        assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"])) for b in bars} == expected
+        assert not parse(html[start:end]).cells  # the thread grid is on the node page, not on the card
     assert "imported" in html and "ago" in html  # freshness
 
 
@@ -123,3 +125,38 @@ def test_whatif_bad_quantity_is_an_inline_error(client, demo):
     html = client.post(reverse("pages:node-whatif", args=[node.pk]), {"cpu": "lots"},
                        headers={"HX-Request": "true"}).content.decode()
     assert 'data-field="cpu"' in html and "is not a quantity" in html
+
+
+def test_dashboard_aggregates_and_usage_cached_per_generation(client, demo):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from numaweb.inventory.models import Allocation
+    from numaweb.pages import usage
+
+    usage._CACHE.clear()
+    html = client.get(reverse("home")).content.decode()
+    engines = {n.pk: inventory.to_engine(n, n.allocations.all()) for n in Node.objects.all()}
+    sizes: dict[int, list[int]] = {}
+    for e in engines.values():
+        for m in e.topology.numa_cpus.values():
+            sizes.setdefault(m.bit_count(), []).append((m & e.free_cpus).bit_count())
+    rows = {int(a["data-numa-size"]): a for tag, a in parse(html).elements if tag == "tr" and "data-numa-size" in a}
+    assert sorted(rows) == sorted(sizes)
+    for size, frees in sizes.items():
+        assert f'<tr data-numa-size="{size}"><th scope="row">{size}</th><td>{len(frees)}</td><td data-free>' \
+               f'{sum(frees)}/{size * len(frees)}</td>' in html
+    for policy in set(Node.objects.values_list("topology_manager_policy", flat=True)):
+        n = Node.objects.filter(topology_manager_policy=policy).count()
+        assert f'<span class="badge pol-{policy}">{policy}</span></th><td>{n}</td>' in html
+    with CaptureQueriesContext(connection) as ctx:  # nothing changed: no allocation is read again
+        client.get(reverse("home"), {"min_free": 1})
+    assert not [q for q in ctx.captured_queries if '"inventory_allocation"' in q["sql"]]
+    node = Node.objects.get(name="node-1")
+    before = engines[node.pk].free_cpus.bit_count()
+    from numaweb.inventory import services
+
+    services.add_allocation(node, pod="default/new", container="c", cpus="4-7", origin=Allocation.IMPORTED)
+    html = client.get(reverse("home")).content.decode()
+    card = next(a for tag, a in parse(html).elements if tag == "li" and a.get("data-node") == "node-1")
+    assert int(card["data-free"]) == before - 4  # the generation moved: recomputed
