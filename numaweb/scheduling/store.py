@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from django.db import connection, models
+
 from scheduler_core.explain import PodRecord, SessionResult
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
@@ -83,7 +85,7 @@ class ResultWriter:
         self.placements = [self._placement(i, p) for i, p in enumerate(result.pods)]
         bound = {e["task_uid"]: hex_mask(e["cpus"]) for e in result.volcano_close}
         for row in self.placements:
-            row.bound_cpus = bound.get(row.uid)
+            row["bound_cpus"] = bound.get(row["uid"])
 
     # -- interning ---------------------------------------------------------------------------------
     def _detail(self, data: object) -> int:
@@ -94,7 +96,7 @@ class ResultWriter:
         return self.groups((sig, score, count, self.names(names)))
 
     # -- one pod ------------------------------------------------------------------------------------
-    def _placement(self, index: int, p: PodRecord) -> Placement:
+    def _placement(self, index: int, p: PodRecord) -> dict:
         r = self.result
         groups, outcomes, (omitted_groups, omitted_nodes) = p.groups(r.table, r.explain_names, r.explain_groups)
         placed = p.placed
@@ -119,9 +121,9 @@ class ResultWriter:
                 admission["allocations"] = compact_allocations(own, p.uid)
         if p.predicted is not None:
             self.verdicts.add(p.predicted.sig)
-        return Placement(
-            session=self.session, index=index, namespace=p.namespace, job=p.job, task=p.task, pod=p.pod, uid=p.uid,
-            policy=p.policy, qos=p.qos, status=p.status,
+        return dict(
+            session_id=self.session.pk, index=index, namespace=p.namespace, job=p.job, task=p.task, pod=p.pod,
+            uid=p.uid, policy=p.policy, qos=p.qos, status=p.status,
             node_id=self.node_ids.get(p.node) if placed and p.node else None,
             node_name=p.node or "", cpus=cpus if placed else "", predicted=placed,
             admitted=(p.status == "admitted") if placed else None, score=p.score, message=p.message,
@@ -137,7 +139,7 @@ class ResultWriter:
         )
 
     # -- verdicts -----------------------------------------------------------------------------------
-    def _verdict(self, ref: int) -> Verdict:
+    def _verdict(self, ref: int) -> dict:
         v = self.result.table.items[ref]
         evidence, own = None, None
         if v.volcano is not None:
@@ -154,29 +156,55 @@ class ResultWriter:
             evidence = self._detail(data.pop("decisions"))
             data["allocations"] = compact_allocations(data["allocations"], data["pod"])
             own = data
-        return Verdict(session=self.session, ref=ref, outcome=v.outcome, code=v.code, reason=v.reason,
-                       numa_count=v.numa_count, numa_mask=db_mask(v.numa_mask), cpus=hex_mask(v.cpus),
-                       evidence=evidence, own=own)
+        return dict(session_id=self.session.pk, ref=ref, outcome=v.outcome, code=v.code, reason=v.reason,
+                    numa_count=v.numa_count, numa_mask=db_mask(v.numa_mask), cpus=hex_mask(v.cpus),
+                    evidence=evidence, own=own)
 
     def save(self) -> None:
-        s = self.session
+        s = self.session.pk
         verdicts = [self._verdict(ref) for ref in sorted(self.verdicts)]  # may intern more details
-        _bulk(Placement, self.placements)
-        _bulk(Verdict, verdicts)
-        _bulk(VerdictGroup, (VerdictGroup(session=s, ref=ref, verdict=sig, score=score, node_count=count, names=names)
-                             for (sig, score, count, names), ref in self.groups.refs.items()))
-        _bulk(NodeNames, (NodeNames(session=s, ref=ref, names=" ".join(names))
-                          for names, ref in self.names.refs.items()))
-        _bulk(Detail, (Detail(session=s, ref=ref, data=json.loads(key)) for key, ref in self.details.refs.items()))
-        _bulk(SessionJob, (SessionJob(session=s, index=i, job=j["job"], namespace=j["namespace"],
-                                      priority=j["priority"], min_available=j["min_available"], pods=j["pods"],
-                                      placed=j["placed"], held=j.get("held", 0),
-                                      committed=j["committed"])
-                           for i, j in enumerate(self.result.jobs)))
+        _insert(Placement, self.placements)
+        _insert(Verdict, verdicts)
+        _insert(VerdictGroup, (dict(session_id=s, ref=ref, verdict=sig, score=score, node_count=count, names=names)
+                               for (sig, score, count, names), ref in self.groups.refs.items()))
+        _insert(NodeNames, (dict(session_id=s, ref=ref, names=" ".join(names))
+                            for names, ref in self.names.refs.items()))
+        _insert(Detail, (dict(session_id=s, ref=ref, data=_Dumped(key)) for key, ref in self.details.refs.items()))
+        _insert(SessionJob, (dict(session_id=s, index=i, job=j["job"], namespace=j["namespace"], priority=j["priority"],
+                                  min_available=j["min_available"], pods=j["pods"], placed=j["placed"],
+                                  held=j.get("held", 0), committed=j["committed"])
+                             for i, j in enumerate(self.result.jobs)))
 
 
-def _bulk(model, rows: Iterable) -> None:
-    model.objects.bulk_create(rows, batch_size=BATCH)
+class _Dumped(str):
+    """JSON text already dumped (an interned detail's key): inserted as it is."""
+
+
+def _insert(model, rows: Iterable[dict]) -> None:
+    """INSERT the rows (dicts by attname; absent fields take their default) with executemany: the ORM's
+    per-instance cost is most of a 10,000-pod commit otherwise. JSON values are dumped here."""
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    is_json = [isinstance(f, models.JSONField) for f in fields]
+    marks = ["%s::jsonb" if j and connection.vendor == "postgresql" else "%s" for j in is_json]
+    sql = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+           f"VALUES ({', '.join(marks)})")
+    defaults = [(f.attname, f.get_default(), j) for f, j in zip(fields, is_json, strict=True)]
+    batch: list[list] = []
+    with connection.cursor() as cursor:
+        for row in rows:
+            values = []
+            for name, default, json_field in defaults:
+                value = row.get(name, default)
+                if json_field and value is not None and not isinstance(value, _Dumped):
+                    value = json.dumps(value)
+                values.append(value)
+            batch.append(values)
+            if len(batch) == BATCH:
+                cursor.executemany(sql, batch)
+                batch = []
+        if batch:
+            cursor.executemany(sql, batch)
 
 
 def _cpuset(mask: int):

@@ -1,0 +1,207 @@
+"""The web product at scale: 5,000 nodes, 10,000 pods, 0 → 50 stored sessions.
+
+    python benchmarks/web_scale.py                       # 5,000 nodes x 10,000 pods, 3 sessions run
+    python benchmarks/web_scale.py --nodes 1000 --pods 2000 --runs 2 --stored 10
+
+In a scratch data folder (SQLite, file-system queue): `manage.py demo --nodes N --pods M`, then a real
+Celery worker process (the one `manage.py serve` starts). Pages and API calls go through Django's test
+client in this process (median of --repeat warm calls; the dashboard's first, cold call is printed
+too). Sessions are dry runs submitted with `start_session` and run by the worker; submit → done is
+wall time until the row says done, the engine's share is the worker's `engine_ms` over it. Stored
+sessions beyond the --runs that ran are copies of the first session's result rows (same sizes, new
+session ids), since what is measured is how pages behave with many stored results, not the engine.
+Bytes per pod are the SQLite pages of the result tables (dbstat) per pod of one session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from io import StringIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT_TABLES = ("scheduling_placement", "scheduling_verdict", "scheduling_verdictgroup", "scheduling_nodenames",
+                 "scheduling_detail", "scheduling_sessionjob")
+
+
+def setup(data_dir: Path) -> None:
+    os.environ.update(NUMAWEB_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="numaweb.settings")
+    for name in ("REDIS_URL", "DATABASE_URL"):
+        os.environ.pop(name, None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def result_bytes() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        marks = ",".join(["%s"] * len(RESULT_TABLES))  # tables and their indexes
+        cur.execute(f"SELECT SUM(pgsize) FROM dbstat WHERE name IN "
+                    f"(SELECT name FROM sqlite_master WHERE tbl_name IN ({marks}))", RESULT_TABLES)
+        return cur.fetchone()[0] or 0
+
+
+def run_session(cluster, profile: str) -> tuple[object, float]:
+    from numaweb.scheduling import services
+    from numaweb.scheduling.models import SchedulingSession
+
+    start = time.perf_counter()
+    session = services.start_session(cluster, profile, dry_run=True)
+    while True:
+        time.sleep(0.2)
+        session = SchedulingSession.objects.get(pk=session.pk)
+        if session.finished:
+            break
+    wall = time.perf_counter() - start
+    if session.status != SchedulingSession.DONE:
+        raise SystemExit(f"session {session.pk} {session.status}: {session.error}")
+    return session, wall
+
+
+def clone(session) -> None:
+    """A new session row with a copy of `session`'s result rows (raw SQL: INSERT ... SELECT)."""
+    from django.db import connection, transaction
+
+    from numaweb.scheduling.models import SchedulingSession
+
+    with transaction.atomic():
+        copy = SchedulingSession.objects.get(pk=session.pk)
+        copy.pk = None
+        copy.save()
+        copy.jobs.set(session.jobs.all())
+        with connection.cursor() as cur:
+            for table in RESULT_TABLES:
+                cur.execute(f"PRAGMA table_info({table})")
+                cols = [row[1] for row in cur.fetchall() if row[1] not in ("id", "session_id")]
+                names = ", ".join(f'"{c}"' for c in cols)
+                cur.execute(f'INSERT INTO {table} (session_id, {names}) SELECT %s, {names} FROM {table} '
+                            f"WHERE session_id = %s", [copy.pk, session.pk])
+
+
+def measure(client, session, repeat: int) -> dict[str, float]:
+    from numaweb.scheduling.models import Placement
+
+    index = Placement.objects.filter(session=session).exclude(status="admitted").values_list("index", flat=True)
+    index = index.first() if index.exists() else 0
+    urls = {"dashboard": "/", "sessions list": "/sessions/", "API session list": "/api/sessions/?page_size=10",
+            "session page": f"/sessions/{session.pk}/",
+            "pod hint table": f"/sessions/{session.pk}/pods/{index}/hints"}
+    out = {}
+    for what, url in urls.items():
+        t, response = timed(lambda url=url: client.get(url), repeat)
+        assert response.status_code == 200, (url, response.status_code)
+        out[what] = t
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=3, help="sessions run by the worker (volcano, aligned, ...)")
+    parser.add_argument("--stored", type=int, default=50, help="stored sessions for the second measurement")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = parser.parse_args()
+    data_dir = Path(tempfile.mkdtemp(prefix="numaweb-scale-"))
+    worker = None
+    try:
+        setup(data_dir)
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+        from django.test import Client
+
+        from numaweb.inventory.models import Cluster
+        from numaweb.scheduling.management.commands.serve import worker_command
+
+        start = time.perf_counter()
+        call_command("demo", nodes=args.nodes, pods=args.pods, cluster="scale", stdout=StringIO())
+        print(f"demo: {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - start:.1f} s")
+        cluster = Cluster.objects.get(name="scale")
+        user = get_user_model().objects.create_superuser("bench", password="bench-pw-1")
+        client = Client()
+        client.force_login(user)
+        start = time.perf_counter()
+        cold = client.get("/")
+        print(f"dashboard, first call (usage of every node computed): {time.perf_counter() - start:.2f} s, "
+              f"{len(cold.content) / 1024:.0f} KiB of HTML")
+        zero = {}
+        for what, url in {"dashboard": "/", "sessions list": "/sessions/",
+                          "API session list": "/api/sessions/?page_size=10"}.items():
+            zero[what], _r = timed(lambda url=url: client.get(url), args.repeat)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(data_dir / "worker.log", "wb") as log:
+            worker = subprocess.Popen(worker_command("WARNING"), cwd=ROOT, env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        runs = []
+        before = result_bytes()
+        for i in range(args.runs):
+            profile = ("volcano", "aligned")[i % 2]
+            session, wall = run_session(cluster, profile)
+            after = result_bytes()
+            runs.append((profile, session, wall, (after - before) / max(1, session.pods_total)))
+            before = after
+        first = runs[0][1]
+        one = measure(client, first, args.repeat)
+        one.update(zero)  # the dashboard and the lists: with no session stored
+        poll = len(client.get(f"/api/sessions/{first.pk}/").content)
+        stored = Cluster.objects.get(pk=cluster.pk).sessions.count()
+        start = time.perf_counter()
+        for _ in range(args.stored - stored):
+            clone(first)
+        print(f"stored sessions: {args.stored} ({args.runs} run, the rest copied in "
+              f"{time.perf_counter() - start:.0f} s)")
+        many = measure(client, first, args.repeat)
+        dashboard_html = len(client.get("/").content)
+
+        print()
+        print("| what | 0 stored sessions (1 for the session pages) | 50 stored | ratio |")
+        print("|---|---:|---:|---:|")
+        for what in ("dashboard", "sessions list", "API session list", "session page", "pod hint table"):
+            print(f"| {what} | {one[what] * 1000:.0f} ms | {many[what] * 1000:.0f} ms | "
+                  f"{many[what] / one[what]:.2f} |")
+        print()
+        print("| session | pods | submit → done | engine | engine share | commit | bytes per pod |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for profile, session, wall, per_pod in runs:
+            engine, commit = session.engine_ms / 1000, session.commit_ms / 1000
+            print(f"| #{session.pk} {profile} | {session.pods_total:,} | {wall:.1f} s | {engine:.1f} s | "
+                  f"{100 * engine / wall:.0f} % | {commit:.1f} s | "
+                  f"{per_pod:,.0f} B |")
+        print()
+        print(f"poll (GET /api/sessions/<id>/): {poll:,} bytes; dashboard HTML: {dashboard_html / 1024:.0f} KiB")
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        if not args.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        else:
+            print(f"kept {data_dir}")
+
+
+if __name__ == "__main__":
+    main()
