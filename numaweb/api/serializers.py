@@ -371,8 +371,11 @@ class JobSerializer(serializers.ModelSerializer):
 
 class SessionSerializer(serializers.ModelSerializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
-    jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False,
+    jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
                                               help_text="jobs to schedule; omitted: every pending job")
+    job_count = serializers.SerializerMethodField(help_text="jobs the session schedules (their ids are not listed, so "
+                                                            "a poll stays small; per-job outcomes are in the "
+                                                            "explanation)")
     url = serializers.SerializerMethodField()
     results_url = serializers.SerializerMethodField()
     explanation_url = serializers.SerializerMethodField(
@@ -380,10 +383,10 @@ class SessionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SchedulingSession
-        fields = ["id", "url", "results_url", "explanation_url", "cluster", "jobs", "profile", "dry_run", "status",
-                  "progress_done", "progress_total", "attempts", "runs", "created_at", "started_at", "heartbeat_at",
-                  "worker", "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed", "pods_admitted",
-                  "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
+        fields = ["id", "url", "results_url", "explanation_url", "cluster", "jobs", "job_count", "profile", "dry_run",
+                  "status", "progress_done", "progress_total", "attempts", "runs", "created_at", "started_at",
+                  "heartbeat_at", "worker", "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed",
+                  "pods_admitted", "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
     def validate_jobs(self, value: list[Job]) -> list[Job]:
@@ -398,6 +401,10 @@ class SessionSerializer(serializers.ModelSerializer):
 
     def get_results_url(self, obj: SchedulingSession) -> str:
         return reverse("api:session-results", args=[obj.pk], request=self.context.get("request"))
+
+    def get_job_count(self, obj: SchedulingSession) -> int:
+        count = getattr(obj, "job_count", None)  # annotated by the viewset's queryset
+        return obj.jobs.count() if count is None else count
 
     def get_explanation_url(self, obj: SchedulingSession) -> str:
         return reverse("api:session-explanation", args=[obj.pk], request=self.context.get("request"))
