@@ -42,6 +42,7 @@ def setup(data_dir: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # the pages link hashed static files
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:

@@ -220,3 +220,29 @@ class StateCheckForm(forms.Form):
                                    help_text="/var/lib/kubelet/memory_manager_state (optional)")
     pods = forms.FileField(label="pods", required=False,
                            help_text="the node's pods in admission order, kubectl get pods -o yaml (optional)")
+
+
+class HintTableForm(forms.Form):
+    """The hint table's query: which rows (show, reason), their order, page and size, one row per node
+    or per class. A value out of range falls back to its default (a page never fails on a stale link)."""
+
+    SHOW = [("all", "all"), ("failed", "failed"), ("passed", "passed")]
+
+    show = forms.ChoiceField(choices=SHOW, required=False)
+    reason = forms.CharField(required=False, max_length=2000)
+    sort = forms.ChoiceField(choices=[(k, k) for k in ("outcome", "score", "name", "reason", "count")], required=False)
+    size = forms.IntegerField(min_value=10, max_value=500, required=False)
+    expand = forms.BooleanField(required=False)
+    page = forms.IntegerField(min_value=1, required=False)
+    pod = forms.IntegerField(min_value=0, required=False, help_text="the pod shown on the session page")
+    pods_page = forms.IntegerField(min_value=1, required=False)
+
+    DEFAULTS = {"show": "all", "reason": "", "sort": "outcome", "size": 50, "expand": False, "page": 1, "pod": None,
+                "pods_page": 1}
+
+    def values(self) -> dict:
+        """Cleaned values, each field that is absent or invalid replaced by its default."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        return {name: default if name in self.errors or data.get(name) in (None, "") else data[name]
+                for name, default in self.DEFAULTS.items()}

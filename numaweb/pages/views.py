@@ -14,6 +14,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import push_url, reswap, retarget
+from django_htmx.middleware import HtmxDetails
 
 from numaweb.access.decorators import requires
 from numaweb.access.history import history_rows
@@ -37,25 +39,24 @@ from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import grid, tables, usage
-from .forms import JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
+from .forms import HintTableForm, JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it: `request.htmx` says whether (and where) HTMX asked."""
+
+    htmx: HtmxDetails
+
 
 NODES_PER_PAGE = 48
 PODS_PER_PAGE = 50
-ROWS_PER_PAGE = 50
 POLL = "every 500ms"
-
-
-def _int(value: str | None, default: int, low: int = 1, high: int = 10**9) -> int:
-    try:
-        return min(high, max(low, int(value)))
-    except (TypeError, ValueError):
-        return default
 
 
 # -- dashboard --------------------------------------------------------------------------------------
 @requires("inventory.view_node")
 @require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     """Nodes filtered and paged on the server (HTMX swaps the list), each card a NUMA usage strip;
     aggregates over the filtered nodes: free CPUs per NUMA node size, nodes per policy. Usage comes
     from `usage` (cached per node generation); only the cards shown are rendered."""
@@ -345,7 +346,7 @@ def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
 # -- sessions -----------------------------------------------------------------------------------------
 @requires("scheduling.add_schedulingsession")
 @require_POST
-def session_start(request: HttpRequest) -> HttpResponse:
+def session_start(request: HtmxHttpRequest) -> HttpResponse:
     form = SessionForm(request.POST)
     if not form.is_valid():
         if request.htmx:
@@ -367,35 +368,31 @@ def session_start(request: HttpRequest) -> HttpResponse:
     if not request.htmx:
         return redirect(url)
     session.refresh_from_db()
-    response = render(request, "pages/_session.html", _session_context(request, session, error))
-    response["HX-Push-Url"] = url
-    return response
+    return push_url(render(request, "pages/_session.html", _session_context(request, session, error)), url)
 
 
-def _form_back(request: HttpRequest, form: SessionForm, error: str) -> HttpResponse:
+def _form_back(request: HtmxHttpRequest, form: SessionForm, error: str) -> HttpResponse:
     """The session form again with its errors, swapped in place of itself (not into the panel)."""
     response = render(request, "pages/_session_form.html", {"session_form": form, "error": error})
-    response["HX-Retarget"] = "#session-form"
-    response["HX-Reswap"] = "outerHTML"
-    return response
+    return reswap(retarget(response, "#session-form"), "outerHTML")
 
 
-def _session_context(request: HttpRequest, session: SchedulingSession, error: str = "") -> dict:
+def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error: str = "") -> dict:
     ctx: dict = {"session": session, "error": error or session.error, "poll": POLL,
                  "percent": round(100 * session.progress_done / session.progress_total)
                  if session.progress_total else 0}
     if session.status != SchedulingSession.DONE:
         return ctx
+    query = HintTableForm(request.GET).values()
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
     page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
                                      "admitted", "message", "kubelet_reason", "session_id"), PODS_PER_PAGE).get_page(
-        request.GET.get("pods_page"))
+        query["pods_page"])
     ctx["pods"] = page
-    index = _int(request.GET.get("pod"), -1, low=-1)
     chosen = None
-    if index >= 0:
-        chosen = placements.filter(index=index).first()
+    if query["pod"] is not None:
+        chosen = placements.filter(index=query["pod"]).first()
     if chosen is None:  # default: the first pod that was not admitted, else the first pod
         chosen = placements.exclude(admitted=True).first() or placements.first()
     if chosen is not None:
@@ -412,20 +409,20 @@ def _span_chart(session: SchedulingSession):
 
 @requires("scheduling.view_schedulingsession")
 @require_GET
-def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
     return render(request, "pages/session.html", _session_context(request, session))
 
 
 @requires("scheduling.view_schedulingsession")
 @require_GET
-def session_progress(request: HttpRequest, pk: int) -> HttpResponse:
+def session_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The polled fragment: progress while pending/running; results (no hx-trigger) once finished."""
     session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
     return render(request, "pages/_session.html", _session_context(request, session))
 
 
-def _pod_context(request: HttpRequest, session: SchedulingSession, placement: Placement) -> dict:
+def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement) -> dict:
     detail = results.pod_records(session, [placement])[0]
     predicted = detail.get("predicted") or {}
     node_grid = None
@@ -447,17 +444,14 @@ def _pod_context(request: HttpRequest, session: SchedulingSession, placement: Pl
     return ctx
 
 
-def _hint_context(request: HttpRequest, session: SchedulingSession, placement: Placement, groups: list) -> dict:
-    show = request.GET.get("show") if request.GET.get("show") in ("all", "failed", "passed") else "all"
-    reason = request.GET.get("reason") or ""
-    sort = request.GET.get("sort") if request.GET.get("sort") in tables.SORTS else "outcome"
-    size = _int(request.GET.get("size"), ROWS_PER_PAGE, 10, 500)
-    expand = request.GET.get("expand") == "1"
+def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement, groups: list) -> dict:
+    query = HintTableForm(request.GET).values()
+    show, reason, sort, size, expand = (query[k] for k in ("show", "reason", "sort", "size", "expand"))
     picked = tables.filter_groups(tables.expand_groups(groups) if expand else groups, show, reason)
     picked = tables.sort_groups(picked, sort)
     if sort == "outcome" and placement.node_name:  # the chosen node's row first
         picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
-    page = Paginator(picked, size).get_page(request.GET.get("page"))
+    page = Paginator(picked, size).get_page(query["page"])
     verdicts = results.verdicts(session, {g.get("verdict") for g in page})
     names = {g["nodes"][0] for g in page if g.get("nodes")}
     widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
@@ -472,7 +466,7 @@ def _hint_context(request: HttpRequest, session: SchedulingSession, placement: P
 
 @requires("scheduling.view_schedulingsession")
 @require_GET
-def session_pod(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+def session_pod(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
     session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
     placement = get_object_or_404(Placement, session=session, index=index)
     if not request.htmx:
@@ -483,7 +477,7 @@ def session_pod(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 
 @requires("scheduling.view_schedulingsession")
 @require_GET
-def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+def session_hints(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
     """The hint table alone: sorted, filtered (failed only, by reason) and paginated."""
     session = get_object_or_404(SchedulingSession, pk=pk)
     placement = get_object_or_404(Placement, session=session, index=index)
@@ -494,7 +488,7 @@ def session_hints(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 
 @requires("scheduling.view_schedulingsession")
 @require_GET
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(SchedulingSession.objects.select_related("cluster").order_by("-id"), 50).get_page(
         request.GET.get("page"))
     return render(request, "pages/sessions.html", {"page": page})

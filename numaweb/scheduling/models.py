@@ -14,6 +14,8 @@ writes every table with bulk inserts and a page fetches just the refs it display
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from django.db import models
 
 from numaweb.access.history import audited
@@ -22,9 +24,27 @@ from numaweb.jobs.models import Job
 from scheduler_core.profiles import PROFILES as ENGINE_PROFILES
 
 
+class SessionStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class PodStatus(StrEnum):
+    """A pod's outcome in a session: the engine's four, and `skipped` (it already held resources)."""
+
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+    UNSCHEDULABLE = "unschedulable"
+    ROLLED_BACK = "rolled_back"
+    SKIPPED = "skipped"
+
+
 class SchedulingSession(models.Model):
-    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
-    STATUS_CHOICES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+    Status = SessionStatus
+    PENDING, RUNNING, DONE, FAILED = SessionStatus
+    STATUS_CHOICES = [(s.value, s.value) for s in SessionStatus]
     PROFILES = tuple(ENGINE_PROFILES)  # the engine's registry is the one list of profiles
     PROFILE_CHOICES = [(p, p) for p in PROFILES]
 
@@ -78,7 +98,8 @@ class Placement(models.Model):
     """One pod's outcome: node (None when unplaced), CPUs, predicted/admitted, and references to its
     verdict groups (`groups`), its predicted verdict and its admission's decisions."""
 
-    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="placements")
+    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="placements",
+                                db_index=False)  # (session, index) is unique, and indexed
     index = models.PositiveIntegerField(help_text="order in which the engine considered the pod")
     namespace = models.CharField(max_length=63, default="default")
     job = models.CharField(max_length=512)
@@ -87,8 +108,8 @@ class Placement(models.Model):
     uid = models.CharField(max_length=512, blank=True, default="")
     policy = models.CharField(max_length=32, blank=True, default="")
     qos = models.CharField(max_length=16, blank=True, default="")
-    status = models.CharField(max_length=16, default="unschedulable",
-                              help_text="admitted, rejected, unschedulable or rolled_back")
+    status = models.CharField(max_length=16, default=PodStatus.UNSCHEDULABLE.value,
+                              choices=[(s.value, s.value) for s in PodStatus])
     node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.SET_NULL, related_name="placements")
     node_name = models.CharField(max_length=253, blank=True, default="")
     cpus = models.CharField(max_length=4096, blank=True, default="", help_text="CPUs held (or predicted), list format")
@@ -100,6 +121,8 @@ class Placement(models.Model):
     predicted_verdict = models.IntegerField(null=True, blank=True, help_text="Verdict.ref of the chosen node")
     predicted_numa = models.BigIntegerField(null=True, blank=True, help_text="NUMA mask of the prediction")
     predicted_cpus = models.CharField(max_length=1024, blank=True, default="", help_text="CPU mask, hex")
+    predicted_order_dependent = models.BooleanField(default=False, help_text="Volcano could have predicted other "
+                                                                             "CPUs (its Go map order)")
     admitted_numa = models.BigIntegerField(null=True, blank=True, help_text="NUMA mask of what the kubelet gave")
     allocations = models.JSONField(null=True, blank=True, help_text="the kubelet's allocations, per container")
     admission = models.JSONField(null=True, blank=True,
@@ -145,7 +168,8 @@ class Placement(models.Model):
 
 
 class _SessionPart(models.Model):
-    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="+")
+    # no index of its own: the (session, ref) unique constraint's index serves lookups by session
+    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="+", db_index=False)
     ref = models.PositiveIntegerField()
 
     class Meta:
@@ -155,7 +179,8 @@ class _SessionPart(models.Model):
 class SessionJob(models.Model):
     """A job's gang outcome in a session."""
 
-    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="job_results")
+    session = models.ForeignKey(SchedulingSession, on_delete=models.CASCADE, related_name="job_results",
+                                db_index=False)
     index = models.PositiveIntegerField()
     job = models.CharField(max_length=253)
     namespace = models.CharField(max_length=253, default="default")

@@ -79,7 +79,8 @@ def _group(tables: _Tables, ref: int) -> dict:
 def _pod(tables: _Tables, p: Placement) -> dict:
     predicted = None
     if p.predicted_verdict is not None:
-        predicted = {"verdict": p.predicted_verdict, "numa": _numa(p.predicted_numa), "cpus": _cpus(p.predicted_cpus)}
+        predicted = {"verdict": p.predicted_verdict, "numa": _numa(p.predicted_numa), "cpus": _cpus(p.predicted_cpus),
+                     "order_dependent": p.predicted_order_dependent}
     admission = None
     if p.admission is not None:
         a = p.admission
@@ -109,10 +110,12 @@ def pod_records(session: SchedulingSession, placements: Sequence[Placement],
 
 def _verdict(tables: _Tables, v: Verdict) -> dict:
     out = {"outcome": v.outcome, "code": v.code, "reason": v.reason, "numa_count": v.numa_count,
-           "numa": _numa(v.numa_mask), "cpus": _cpus(v.cpus), "containers": None, "admission": None}
+           "numa": _numa(v.numa_mask), "cpus": _cpus(v.cpus), "order_dependent": False, "containers": None,
+           "admission": None}
     if v.evidence is not None and "container_cpus" in v.own:
         out["containers"] = [{**c, "cpus": _cpus(h)}
                              for c, h in zip(tables.details[v.evidence], v.own["container_cpus"], strict=True)]
+        out["order_dependent"] = any(c.get("order_dependent") for c in out["containers"])
     elif v.evidence is not None:
         own = v.own
         out["admission"] = {**own, "allocations": expand_allocations(own["allocations"], own["pod"]),

@@ -39,7 +39,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.explain import PodRecord, SessionResult
 
 from . import store
-from .models import SchedulingSession
+from .models import PodStatus, SchedulingSession
 
 log = logging.getLogger("numaweb.scheduling")
 
@@ -313,7 +313,7 @@ def _run_with_retries(session: SchedulingSession) -> None:
     raise StaleNodes(f"nodes kept changing during {retries} attempts; run the session again")
 
 
-SKIPPED = "skipped"  # the pod already held resources when the session read (or committed): not placed again
+SKIPPED = PodStatus.SKIPPED  # the pod already held resources when the session read (or committed): not placed again
 
 
 def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:

@@ -131,6 +131,7 @@ class ResultWriter:
             predicted_verdict=None if p.predicted is None else p.predicted.sig,
             predicted_numa=None if p.predicted is None else db_mask(p.predicted.numa_mask),
             predicted_cpus="" if p.predicted is None else hex_mask(p.predicted.cpus),
+            predicted_order_dependent=p.predicted is not None and p.predicted.order_dependent,
             admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
             admission=admission,
             outcomes=[outcomes["passed"], outcomes["skipped"], outcomes["filtered"], outcomes["unschedulable"]],
