@@ -187,7 +187,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
     serializer_class = s.SessionSerializer
 
     def get_queryset(self):
-        qs = SchedulingSession.objects.annotate(job_count=Count("jobs")).order_by("-id")
+        qs = SchedulingSession.objects.order_by("-id")
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
         return qs.filter(cluster_id=cluster) if cluster else qs
 

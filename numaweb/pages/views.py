@@ -489,6 +489,7 @@ def session_hints(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse
 @requires("scheduling.view_schedulingsession")
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    page = Paginator(SchedulingSession.objects.select_related("cluster").order_by("-id"), 50).get_page(
-        request.GET.get("page"))
+    rows = SchedulingSession.objects.select_related("cluster").order_by("-id").only(
+        "id", "cluster__name", "profile", "dry_run", "status", "pods_placed", "pods_total", "nodes_total", "created_at")
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
     return render(request, "pages/sessions.html", {"page": page})

@@ -140,3 +140,17 @@ def test_start_session_over_htmx_returns_the_polling_panel(client, demo):
     assert 'hx-trigger="every' in response.content.decode()
     plain = client.post(reverse("pages:session-start"), {"cluster": cluster.pk, "profile": "aligned"})
     assert plain.status_code == 302
+
+
+def test_hint_table_and_session_page_take_bad_query_values_as_defaults(client, demo):
+    _s, session = _run(demo, [Job.objects.get(name="vj-test")], profile="aligned")
+    url = reverse("pages:session-hints", args=[session.pk, 0])
+    plain = client.get(url)
+    bad = client.get(url, {"show": "nope", "sort": "'; drop", "size": "huge", "page": "-4", "expand": "maybe"})
+    assert plain.status_code == bad.status_code == 200
+    rows = lambda r: [a["data-node"] for t, a in parse(r.content).elements if t == "tr" and "data-outcome" in a]  # noqa: E731
+    assert rows(bad) == rows(plain) and rows(plain)
+    small = client.get(url, {"size": "10", "sort": "name"})
+    assert rows(small) == sorted(rows(small))
+    page = client.get(reverse("pages:session", args=[session.pk]), {"pod": "-1", "pods_page": "x"})
+    assert page.status_code == 200 and 'data-chosen="node-3"' in page.content.decode()
