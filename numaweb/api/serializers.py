@@ -403,8 +403,8 @@ class SessionSerializer(serializers.ModelSerializer):
         return reverse("api:session-results", args=[obj.pk], request=self.context.get("request"))
 
     def get_job_count(self, obj: SchedulingSession) -> int:
-        # one indexed COUNT per session shown: an annotation would join every session's jobs before paging
-        return obj.jobs.count()
+        # one index-only COUNT per session shown (an annotation would join every session's jobs before paging)
+        return SchedulingSession.jobs.through.objects.filter(schedulingsession_id=obj.pk).count()
 
     def get_explanation_url(self, obj: SchedulingSession) -> str:
         return reverse("api:session-explanation", args=[obj.pk], request=self.context.get("request"))

@@ -185,6 +185,7 @@ class ResultsPagination(PageNumberPagination):
 class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin,
                      viewsets.GenericViewSet):
     serializer_class = s.SessionSerializer
+    pagination_class = ResultsPagination  # honours ?page_size= (a dashboard asks for the last few)
 
     def get_queryset(self):
         qs = SchedulingSession.objects.order_by("-id")
