@@ -31,6 +31,7 @@ from numaweb.jobs.models import Job, Task
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.store import mask_of
 from scheduler_core.admission import admit_pod
 from scheduler_core.compare import span_histogram
 from scheduler_core.cpuset import CPUSet
@@ -402,8 +403,8 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
 
 def _span_chart(session: SchedulingSession):
     """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
-    masks = [sum(1 << n for n in numa or ()) if admitted else None
-             for admitted, numa in session.placements.values_list("admitted", "detail__admitted_numa")]
+    masks = [mask_of(numa) or 0 if admitted else None
+             for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
     return charts.span_chart(span_histogram(masks))
 
 

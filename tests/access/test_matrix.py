@@ -67,6 +67,7 @@ API = {
     ("GET", "/api/sessions/{id}/"): VIEWER,
     ("POST", "/api/sessions/{id}/rerun/"): OPERATOR,
     ("GET", "/api/sessions/{id}/results/"): VIEWER,
+    ("GET", "/api/sessions/{id}/explanation.json"): VIEWER,
 }
 
 # -- the pages: URL name -> (least role to open it, least role to post to it or None) -------------------

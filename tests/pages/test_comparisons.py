@@ -10,6 +10,7 @@ from numaweb.comparisons import services
 from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
+from numaweb.scheduling import results
 from scheduler_core.compare import BLOCK_BINS, Shape
 from tests.pages.helpers import parse
 
@@ -175,6 +176,7 @@ def test_session_page_charts_numa_span_per_pod(client, demo):
     values = {c["data-category"]: int(c["data-value"]) for c in columns}
     assert sum(values.values()) == session.pods_total == 11
     assert values["not admitted"] == session.pods_total - session.pods_admitted == 1  # unaware: one refused
-    expected = span_histogram(sum(1 << n for n in p.detail["admitted_numa"] or ()) if p.admitted else None
-                              for p in session.placements.all())
+    records = results.pod_records(session, list(session.placements.order_by("index")))
+    expected = span_histogram(sum(1 << n for n in r["admitted_numa"] or ()) if r["status"] == "admitted" else None
+                              for r in records)
     assert values == expected and values["1"] > 0

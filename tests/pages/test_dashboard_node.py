@@ -28,7 +28,7 @@ def test_dashboard_lists_every_node_with_a_numa_usage_strip(client, demo):
         assert int(card["data-free"]) == state.free_cpus.bit_count()
         start = html.index(f'data-node-id="{node.pk}"')
         end = html.find("</li>", start)
-        bars = [a for tag, a in parse(html[start:end]).elements if tag == "span" and "data-total" in a]
+        bars = [a for tag, a in parse(html[start:end]).elements if tag == "svg" and "data-total" in a]
         expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count()) for n, m in state.topology.numa_cpus.items()}
         assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"])) for b in bars} == expected
         assert not parse(html[start:end]).cells  # the thread grid is on the node page, not on the card
