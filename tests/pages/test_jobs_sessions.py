@@ -102,10 +102,10 @@ def test_an_order_dependent_prediction_is_marked(client, demo):
     _s, session = _run(demo, [Job.objects.get(name="vj-test")])
     placement = session.placements.get()
     url = reverse("pages:session", args=[session.pk])
-    assert placement.detail["predicted"]["order_dependent"] is False
+    assert placement.predicted_order_dependent is False
     assert "order-dependent upstream" not in client.get(url).content.decode()
-    placement.detail["predicted"]["order_dependent"] = True
-    placement.save(update_fields=["detail"])
+    placement.predicted_order_dependent = True
+    placement.save(update_fields=["predicted_order_dependent"])
     assert "order-dependent upstream" in client.get(url).content.decode()
 
 
