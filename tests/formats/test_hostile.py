@@ -48,12 +48,13 @@ NRT_BOMB = YAML_BOMB.replace("batch.volcano.sh/v1alpha1", "topology.node.k8s.io/
 
 
 def _bounded(fn, *args, **kwargs):
-    """Run fn expecting an EngineError, timed (under a second), then again traced (bounded memory)."""
-    start = time.perf_counter()
+    """Run fn expecting an EngineError, timed (under a second of this thread's CPU time, which a loaded
+    machine does not inflate as it does wall time), then again traced (bounded memory)."""
+    start = time.thread_time()
     with pytest.raises(EngineError):
         fn(*args, **kwargs)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"took {elapsed:.2f}s"
+    elapsed = time.thread_time() - start
+    assert elapsed < 1.0, f"took {elapsed:.2f} s of CPU"
     tracemalloc.start()
     try:
         with pytest.raises(EngineError) as info:
