@@ -4,7 +4,10 @@ env-driven settings file decides the broker (file system when embedded, Redis wi
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
 
+# the embedded queue: kombu's file-system transport with whole-message writes (see numaweb.fsqueue)
+TRANSPORT_ALIASES["numaweb-fs"] = "numaweb.fsqueue:Transport"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "numaweb.settings")
 
 app = Celery("numaweb")

@@ -29,7 +29,7 @@ def broker() -> str:
     from numaweb.celery import app
 
     url = app.conf.broker_url or ""
-    if url.startswith("filesystem://"):
+    if url.startswith("numaweb-fs://"):
         folder = Path(app.conf.broker_transport_options.get("data_folder_in") or "")
         return OK if folder.is_dir() and os.access(folder, os.W_OK) else f"queue folder {folder} is not writable"
     timeout = settings.CELERY_BROKER_CONNECTION_TIMEOUT

@@ -226,7 +226,7 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
     BROKER_DIR.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "numaweb-fs://"  # kombu's file-system queue, written atomically
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR),
         "data_folder_out": str(BROKER_DIR),

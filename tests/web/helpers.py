@@ -79,6 +79,6 @@ class use_broker:
 def filesystem_broker(folder) -> use_broker:
     """The embedded file-system queue in `folder` (tests never write into the product's var/broker)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return use_broker("filesystem://", {"data_folder_in": str(folder), "data_folder_out": str(folder),
+    return use_broker("numaweb-fs://", {"data_folder_in": str(folder), "data_folder_out": str(folder),
                                         "control_folder": str(folder / "control"),
                                         "store_processed": False, "polling_interval": 0.05})
