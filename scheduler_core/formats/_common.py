@@ -100,6 +100,18 @@ def check_text(text: str, name: str = "input") -> None:
 
 # -- YAML ----------------------------------------------------------------------------------------
 
+def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> list:
+    """A JSON value (text starting with `{` or `[`) as one document, else every YAML document."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise FormatError(f"{name}: JSON nested too deeply") from None
+    return load_yaml_documents(text, name, max_nodes)
+
+
 def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML_NODES) -> list:
     """All documents of a YAML stream via the safe loader, each refused before it is constructed
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""

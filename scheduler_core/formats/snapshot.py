@@ -41,7 +41,7 @@ from ..pods import Pod
 from ..quantity import count, cpu_milli
 from ..topology import Device, Topology
 from . import nrt, volcano_numatopo, workloads
-from ._common import MAX_YAML_NODES, Draft, build_topology, load_yaml_documents, read_source
+from ._common import MAX_YAML_NODES, Draft, build_topology, load_documents, read_source
 
 PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
 #: Largest snapshot accepted, checked before parsing. Larger than one topology file's limit: a
@@ -105,16 +105,7 @@ def objects(data: object, name: str = "snapshot") -> list[dict]:
     if src.text is None:
         raise FormatError(f"{src.name}: a snapshot must be YAML or JSON text")
     text = src.text
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            docs = [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        except RecursionError:
-            raise FormatError(f"{name}: JSON nested too deeply") from None
-    else:
-        docs = load_yaml_documents(text, name, max(MAX_YAML_NODES, len(text)))
+    docs = load_documents(text, name, max(MAX_YAML_NODES, len(text)))
     out: list[dict] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:

@@ -16,30 +16,19 @@ Errors keep their class (RequestError, PolicyError, FormatError) and name the do
 
 from __future__ import annotations
 
-import json
-
 from ..errors import EngineError, FormatError, PolicyError, RequestError, check_int
 from ..jobs import Job, Task
 from ..kubelet import TOPOLOGY_POLICIES
 from ..pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
 from ..quantity import count, cpu_milli
-from ._common import load_yaml_documents
+from ._common import load_documents
 
 ANNOTATION = "volcano.sh/numa-topology-policy"
 SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
 def load_jobs(text: str, name: str = "workload") -> list[Job]:
-    stripped = text.lstrip()
-    if stripped.startswith("{") or stripped.startswith("["):
-        try:
-            docs = [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        except RecursionError:
-            raise FormatError(f"{name}: JSON nested too deeply") from None
-    else:
-        docs = load_yaml_documents(text, name)
+    docs = load_documents(text, name)
     jobs: list[Job] = []
     objects = []
     for i, doc in enumerate(docs, 1):
