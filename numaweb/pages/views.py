@@ -39,7 +39,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, tables, usage
+from . import grid, session_rows, tables, usage
 from .forms import HintTableForm, JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
 
 
@@ -490,7 +490,6 @@ def session_hints(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse
 @requires("scheduling.view_schedulingsession")
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    rows = SchedulingSession.objects.select_related("cluster").order_by("-id").only(
-        "id", "cluster__name", "profile", "dry_run", "status", "pods_placed", "pods_total", "nodes_total", "created_at")
+    rows = SchedulingSession.objects.order_by("-id").values_list(*session_rows.COLUMNS)
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
-    return render(request, "pages/sessions.html", {"page": page})
+    return render(request, "pages/sessions.html", {"page": page, "rows": session_rows.render_rows(page)})

@@ -72,6 +72,8 @@ class SchedulingSession(models.Model):
     pods_placed = models.PositiveIntegerField(default=0)
     pods_admitted = models.PositiveIntegerField(default=0)
     jobs_total = models.PositiveIntegerField(default=0)
+    job_count = models.PositiveIntegerField(default=0, help_text="jobs named at creation (a list shows it without "
+                                                                 "counting the jobs table per row)")
     jobs_placed = models.PositiveIntegerField(default=0)
     nodes_total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")

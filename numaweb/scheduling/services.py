@@ -120,10 +120,17 @@ def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = Fa
         raise ValueError(f"unknown profile {profile!r}; expected one of: {', '.join(SchedulingSession.PROFILES)}")
     chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs()
     job_services.check_schedulable(chosen)
-    with transaction.atomic():
-        session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
-        session.jobs.set(chosen)
+    session = create_session(cluster, profile, dry_run, chosen)
     _queue(session.pk)
+    return session
+
+
+def create_session(cluster: Cluster, profile: str, dry_run: bool, jobs: list[Job]) -> SchedulingSession:
+    """The session row with its jobs and their count, in one transaction (not queued)."""
+    with transaction.atomic():
+        session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run,
+                                                   job_count=len(jobs))
+        session.jobs.set(jobs)
     return session
 
 

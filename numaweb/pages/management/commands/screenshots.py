@@ -113,8 +113,7 @@ class Command(BaseCommand):
         done = SchedulingSession.objects.filter(cluster=target, status=SchedulingSession.DONE)
         session = done.order_by("-id").first()
         if session is None:  # a dry run in this process: allocations stay as they are
-            session = SchedulingSession.objects.create(cluster=target, profile="volcano", dry_run=True)
-            session.jobs.set(Job.objects.all())
+            session = services.create_session(target, "volcano", True, list(Job.objects.all()))
             session = services.execute_session(session.pk)
             if session.status != SchedulingSession.DONE:
                 raise CommandError(f"session {session.pk} failed: {session.error}")

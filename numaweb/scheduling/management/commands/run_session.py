@@ -53,8 +53,7 @@ class Command(BaseCommand):
                     return
             except (services.BrokerUnavailable, job_services.NotSchedulable, bounds.OutOfBounds) as exc:
                 raise CommandError(str(exc)) from exc
-            row = SchedulingSession.objects.create(cluster=target, profile=profile, dry_run=dry_run)
-            row.jobs.set(jobs)
+            row = services.create_session(target, profile, dry_run, jobs)
         row = services.execute_session(row.pk)
         self.stdout.write(f"session {row.pk}: {row.status}; {row.pods_placed}/{row.pods_total} pods placed, "
                           f"{row.jobs_placed}/{row.jobs_total} jobs, {row.nodes_total} nodes, "
