@@ -39,7 +39,10 @@ def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
     """{node id: Usage} for (id, (generation, updated_at)) pairs; builds engine nodes only for the stale ones."""
     stale = [pk for pk, version in rows if (u := _CACHE.get(pk)) is None or u.version != version]
     for start in range(0, len(stale), 500):
-        for state in grid.states_for(Node.objects.filter(pk__in=stale[start:start + 500])):
+        # the topology JSON is read only for a shape not yet cached (inventory.topology_of, by fingerprint):
+        # decoding it for every node was most of a cold dashboard
+        batch = Node.objects.filter(pk__in=stale[start:start + 500]).defer("topology", "snapshot", "labels")
+        for state in grid.states_for(batch):
             version = (state.row.generation, state.row.updated_at)
             if state.engine is None:
                 usage = Usage(version, 0, (), state.error)
