@@ -82,6 +82,18 @@ def run_session(cluster, profile: str) -> tuple[object, float]:
     return session, wall
 
 
+def wait_for_worker(worker: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the worker's housekeeping has published its heartbeat: a user submits to a running worker,
+    so its start-up is not part of submit → done."""
+    from numaweb.health import workers_alive
+
+    deadline = time.monotonic() + timeout
+    while not workers_alive():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the worker did not start (see worker.log in the scratch folder, --keep)")
+        time.sleep(0.2)
+
+
 def clone(session) -> None:
     """A new session row with a copy of `session`'s result rows (raw SQL: INSERT ... SELECT)."""
     from django.db import connection, transaction
@@ -157,6 +169,7 @@ def main() -> None:
         with open(data_dir / "worker.log", "wb") as log:
             worker = subprocess.Popen(worker_command("WARNING"), cwd=ROOT, env=env, stdout=log,
                                       stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_worker(worker)
         runs = []
         before = result_bytes()
         for i in range(args.runs):

@@ -111,6 +111,28 @@ class NodeVerdict:
         return out
 
 
+def _decision_key(d) -> tuple:
+    """An admission.Decision as a hashable value of ints and strings. Its repr was half of an aligned
+    session, and hashing its hints as dataclasses still a third: each hint becomes one int here."""
+    merge = d.merge
+    if merge is not None:
+        merge = (_hint_codes((merge.hint,)), merge.admit, merge.policy,
+                 tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
+                 merge.best_non_preferred)
+    return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()), merge)
+
+
+def _hint_codes(hints) -> tuple[int, ...]:
+    """Hints as ints: affinity mask shifted left, preferred in bit 0; -1 for a nil affinity."""
+    return tuple(-1 if h.affinity is None else h.affinity << 1 | h.preferred for h in hints)
+
+
+def _allocation_key(a) -> tuple:
+    """A node.Allocation as a hashable value (its memory and devices are dicts)."""
+    return (a.pod, a.container, a.cpus.mask, tuple((n, tuple(r.items())) for n, r in a.memory.items()),
+            tuple(a.devices.items()), a.origin)
+
+
 class VerdictTable:
     """Verdict details stored once: identical content gets one id (so identical classes merge).
     Interning uses a hashable signature; the JSON form is built only by `to_dict`."""
@@ -127,7 +149,8 @@ class VerdictTable:
                                for c in v.volcano.containers)
         admission = None
         if v.admission is not None:
-            admission = (repr(v.admission.decisions), repr(v.admission.allocations), v.admission.reason)
+            admission = (tuple(_decision_key(d) for d in v.admission.decisions),
+                         tuple(_allocation_key(a) for a in v.admission.allocations), v.admission.reason)
         return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission)
 
     def intern(self, verdict: NodeVerdict) -> int:

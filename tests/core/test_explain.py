@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from scheduler_core.cpuset import CPUSet
 from scheduler_core.explain import SCHEMA, unavailable_message
 from scheduler_core.jobs import Job, Task
 from scheduler_core.kubelet import KubeletConfig
@@ -83,3 +84,38 @@ def test_group_cap_summarises_the_rest():
     for p in result.to_dict()["pods"]:
         assert len(p["groups"]) == 1 and len(p["groups"][0]["nodes"]) <= 2
         assert p["groups"][0]["node_count"] + p["groups_omitted"]["nodes"] == 30
+
+
+def _admitted_verdict(node: Node, pod: Pod):
+    from scheduler_core.admission import admit_pod
+    from scheduler_core.explain import NodeVerdict
+
+    result = admit_pod(node, pod, commit=False)
+    return NodeVerdict("passed" if result.admitted else "filtered", admission=result)
+
+
+def test_verdict_signature_is_the_admission_content_not_the_objects():
+    """Verdicts merge when their admissions say the same (built separately), and stay apart when one
+    hint, one CPU or one memory block differs."""
+    from scheduler_core.explain import VerdictTable
+    from scheduler_core.node import Allocation
+
+    topo = synthetic(1, 2, 4, 2, memory_per_numa=16 * GiB)
+    kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="best-effort",
+                            memory_manager_policy="Static", reserved_memory={0: {"memory": GiB}})
+    pod = Pod("p", (Container.guaranteed("c", cpu_milli=2000, memory=2 * GiB),))
+    table = VerdictTable()
+    a = table.intern(_admitted_verdict(Node("a", topo, kubelet), pod))
+    b = table.intern(_admitted_verdict(Node("b", topo, kubelet), pod))
+    assert a == b  # same content, different objects
+    held = Node("c", topo, kubelet, [Allocation("other", "x", cpus=CPUSet([0, 8]))])
+    c = table.intern(_admitted_verdict(held, pod))  # other CPUs pinned: another verdict
+    assert c != a
+    bigger = Pod("p", (Container.guaranteed("c", cpu_milli=2000, memory=3 * GiB),))
+    d = table.intern(_admitted_verdict(Node("d", topo, kubelet), bigger))  # same CPUs, more memory
+    assert d not in (a, c)
+    restricted = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="restricted",
+                               memory_manager_policy="Static", reserved_memory={0: {"memory": GiB}})
+    e = table.intern(_admitted_verdict(Node("e", topo, restricted), pod))  # the merge's policy differs
+    assert e not in (a, c, d)
+    assert len(table.items) == 4
