@@ -60,8 +60,7 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bitmask import bits_of as _bits
 from .cpuset import CPUSet
@@ -111,7 +110,7 @@ class NodeVerdict:
         return out
 
 
-def _decision_key(d) -> tuple:
+def decision_key(d) -> tuple:
     """An admission.Decision as a hashable value of ints and strings. Its repr was half of an aligned
     session, and hashing its hints as dataclasses still a third: each hint becomes one int here."""
     merge = d.merge
@@ -140,6 +139,8 @@ class VerdictTable:
     def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.items: list[NodeVerdict] = []
+        #: id(row) → (row, names shown, rank, group): PodRecord.groups' work per explanation row object
+        self.rows_seen: dict[int, tuple] = {}
 
     @staticmethod
     def signature(v: NodeVerdict) -> tuple:
@@ -149,7 +150,7 @@ class VerdictTable:
                                for c in v.volcano.containers)
         admission = None
         if v.admission is not None:
-            admission = (tuple(_decision_key(d) for d in v.admission.decisions),
+            admission = (tuple(decision_key(d) for d in v.admission.decisions),
                          tuple(_allocation_key(a) for a in v.admission.allocations), v.admission.reason)
         return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission)
 
@@ -190,13 +191,9 @@ class PodRecord:
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
     allocations: list | None = None  # node.Allocation
-    #: builds the pod's verdict rows `[(verdict id, score, node count, names)]` when they are read: the
-    #: session keeps a snapshot of its node classes, so scheduling a pod does not group them
-    row_source: Callable[[], list[tuple[int, int | None, int, list[str]]]] | None = None
-
-    @property
-    def rows(self) -> list[tuple[int, int | None, int, list[str]]]:
-        return [] if self.row_source is None else self.row_source()
+    #: the pod's verdict rows `[(verdict id, score, node count, first names sorted)]`, one per verdict: the
+    #: session keeps them grouped per pod shape as classes change, so a pod copies them, never walks classes
+    rows: list[tuple[int, int | None, int, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def placed(self) -> bool:
@@ -212,20 +209,27 @@ class PodRecord:
                ) -> tuple[list[tuple[int, str, int | None, int, tuple[str, ...]]], dict[str, int], tuple[int, int]]:
         """The pod's verdict groups as `to_dict` lists them, without building JSON: `[(verdict id, outcome,
         score, node count, names)]` in display order (at most `explain_groups`), node counts per outcome,
-        and (groups, nodes) left out. Stores that keep the explanation as rows read it from here."""
-        merged: dict[tuple[int, int | None], list] = {}
+        and (groups, nodes) left out. Stores that keep the explanation as rows read it from here; a group
+        is the same object for every pod whose row is (see `VerdictTable.rows_seen`)."""
+        items, seen = table.items, table.rows_seen
         outcomes = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
-        for sig, score, count, names in self.rows:
-            outcomes[table.items[sig].outcome] += count
-            entry = merged.get((sig, score))
-            if entry is None:
-                merged[(sig, score)] = [count, list(names)]
-            else:
-                entry[0] += count
-                entry[1].extend(names)
-        groups = [(sig, table.items[sig].outcome, score, count, tuple(sorted(names)[:explain_names]))
-                  for (sig, score), (count, names) in merged.items()]
-        groups.sort(key=lambda g: (_RANK[g[1]], -(g[2] or 0), g[4][0] if g[4] else ""))
+        ranked = []
+        for i, row in enumerate(self.rows):
+            # a row object repeats from pod to pod while its group is unchanged: its group and rank are
+            # remembered by identity (the entry holds the row, so the id cannot be reused meanwhile)
+            known = seen.get(id(row))
+            if known is None or known[0] is not row or known[1] != explain_names:
+                sig, score, count, names = row
+                outcome = items[sig].outcome
+                names = tuple(names[:explain_names])
+                known = seen[id(row)] = (row, explain_names, _RANK[outcome], -(score or 0),
+                                         names[0] if names else "", (sig, outcome, score, count, names))
+            group = known[5]
+            outcomes[group[1]] += group[3]
+            # (outcome, score highest first, first name), ties as they came
+            ranked.append((known[2], known[3], known[4], i, group))
+        ranked.sort()
+        groups = [g[4] for g in ranked]
         omitted = groups[explain_groups:]
         return groups[:explain_groups], outcomes, (len(omitted), sum(g[3] for g in omitted))
 

@@ -44,7 +44,6 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import chain
 from operator import itemgetter
 
@@ -256,32 +255,46 @@ class Cluster:
 # ------------------------------------------------------------------------------------------------
 
 
-def _rows(verdicts: dict[int, NodeVerdict], snapshot: tuple[tuple[int, tuple[str, ...]], ...],
-          scores: dict[tuple[str, int], int] | None, limit: int) -> list[tuple[int, int | None, int, list[str]]]:
-    """A pod's explanation rows from the node classes as they were when it was scheduled: classes
-    merged by (verdict, score), with the node count and the `limit` smallest names of each group."""
-    merged: dict[tuple[int, int | None], list] = {}
-    for cid, names in snapshot:
-        verdict = verdicts[cid]
-        score = None
-        if scores is not None and verdict.outcome in (PASSED, SKIPPED):
-            score = scores[(verdict.outcome, verdict.numa_count)]
-        entry = merged.get((verdict.sig, score))
-        if entry is None:
-            merged[(verdict.sig, score)] = [len(names), [names]]
-        else:
-            entry[0] += len(names)
-            entry[1].append(names)
-    out = []
-    for (sig, score), (count, lists) in merged.items():
-        if len(lists) == 1:
-            names = list(lists[0][:limit])
-        else:
-            # the `limit` smallest names come from the `limit` classes whose smallest names are smallest
-            firsts = heapq.nsmallest(limit, lists, key=itemgetter(0))
-            names = sorted(chain.from_iterable(n[:limit] for n in firsts))[:limit]
-        out.append((sig, score, count, names))
-    return out
+class _Group:
+    """The live classes on which one pod shape got one verdict: their node count and the `limit`
+    smallest names, remembered until a member changes (most pods change one or two classes)."""
+
+    __slots__ = ("count", "last_row", "members", "names")
+
+    def __init__(self) -> None:
+        self.members: dict[int, tuple[str, ...]] = {}
+        self.count = 0
+        self.names: tuple[str, ...] | None = None
+        self.last_row: tuple | None = None
+
+    def put(self, cid: int, names: tuple[str, ...]) -> None:
+        old = self.members.get(cid)
+        self.members[cid] = names
+        self.count += len(names) - (len(old) if old is not None else 0)
+        self.names = self.last_row = None
+
+    def drop(self, cid: int) -> None:
+        self.count -= len(self.members.pop(cid))
+        self.names = self.last_row = None
+
+    def row(self, sig: int, score: int | None, limit: int) -> tuple[int, int | None, int, tuple[str, ...]]:
+        """The pod's explanation row for this group: the same object as the previous pod's while
+        nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
+        row = self.last_row
+        if row is None or row[1] != score:
+            row = self.last_row = (sig, score, self.count, self.first_names(limit))
+        return row
+
+    def first_names(self, limit: int) -> tuple[str, ...]:
+        if self.names is None:
+            lists = self.members.values()
+            if len(lists) == 1:
+                self.names = next(iter(lists))[:limit]
+            else:
+                # the `limit` smallest names come from the `limit` classes whose smallest names are smallest
+                firsts = heapq.nsmallest(limit, lists, key=itemgetter(0))
+                self.names = tuple(sorted(chain.from_iterable(n[:limit] for n in firsts))[:limit])
+        return self.names
 
 
 class _Classes:
@@ -300,6 +313,8 @@ class _Classes:
             self.of[name] = cid
             grouped.setdefault(cid, []).append(name)
         self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
+        #: every class whose members changed, in order: a shape view replays what it has not seen
+        self.changed: list[int] = []
 
     def _key_id(self, name: str) -> int:
         c = self.cluster
@@ -314,6 +329,7 @@ class _Classes:
         new = self._key_id(name)
         if new == old:
             return
+        self.changed += (old, new)
         names = self.members[old][1]
         i = bisect_left(names, name)
         if len(names) > 1:
@@ -336,7 +352,7 @@ class _ShapeView:
     what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
     date by the classes born and gone since the shape's last pod, never by walking every class."""
 
-    __slots__ = ("bucket_of", "buckets", "counted", "request", "verdicts")
+    __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")
 
     def __init__(self, request: Request) -> None:
         self.request = request
@@ -344,6 +360,8 @@ class _ShapeView:
         self.bucket_of: dict[int, tuple[str, int, float]] = {}
         self.buckets: dict[tuple[str, int, float], set[int]] = {}
         self.counted: set[int] = set()
+        self.groups: dict[int, _Group] = {}  # by verdict id: what a pod's explanation rows are made of
+        self.seen_changes = 0  # how much of the classes' change log the groups reflect
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,18 +430,27 @@ class _Session:
         counted = view.counted
         gone = counted.difference(live)
         born = live.keys() - counted
-        buckets, bucket_of = view.buckets, view.bucket_of
+        buckets, bucket_of, groups, verdicts = view.buckets, view.bucket_of, view.groups, view.verdicts
         for cid in gone:
             counted.discard(cid)
+            sig = verdicts[cid].sig
+            group = groups[sig]
+            group.drop(cid)
+            if not group.members:
+                del groups[sig]
             key = bucket_of.get(cid)
             if key is not None:
                 bucket = buckets[key]
                 bucket.discard(cid)
                 if not bucket:
                     del buckets[key]
+        changed = self.classes.changed
+        for cid in changed[view.seen_changes:]:  # classes still counted whose members changed
+            if cid in counted and cid in live:
+                groups[verdicts[cid].sig].put(cid, live[cid][1])
+        view.seen_changes = len(changed)
         if not born:
             return
-        verdicts = view.verdicts
         for cid in [c for c in live if c in born]:
             if cid not in verdicts:
                 first = live[cid][1][0]
@@ -432,9 +459,29 @@ class _Session:
                 if verdict.outcome in (PASSED, SKIPPED):
                     bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
             counted.add(cid)
+            sig = verdicts[cid].sig
+            group = groups.get(sig)
+            if group is None:
+                group = groups[sig] = _Group()
+            group.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
                 buckets.setdefault(key, set()).add(cid)
+
+    def _rows(self, view: _ShapeView, scores: dict[tuple[str, int], int] | None
+              ) -> list[tuple[int, int | None, int, tuple[str, ...]]]:
+        """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
+        fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
+        rows = []
+        items, limit = self.table.items, self.explain_names
+        for sig, group in view.groups.items():
+            score = None
+            if scores is not None:
+                verdict = items[sig]
+                if verdict.outcome in (PASSED, SKIPPED):
+                    score = scores[(verdict.outcome, verdict.numa_count)]
+            rows.append(group.row(sig, score, limit))
+        return rows
 
     # -- one pod ----------------------------------------------------------------------------------
     def schedule(self, job: Job, task: Task, pod: Pod, prepared: object
@@ -470,7 +517,7 @@ class _Session:
             best = min(live[cid][1][0] for cids in chosen for cid in cids)
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
                            policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
-        record.row_source = partial(_rows, verdicts, tuple(live.values()), scores, self.explain_names)
+        record.rows = self._rows(view, scores)
         self.t_eval += time.perf_counter() - t0
         if best is None:
             reasons: dict[str, int] = {}

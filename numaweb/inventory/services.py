@@ -130,7 +130,9 @@ def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[i
 
     Two queries whatever the cluster size; the generations are what a commit must still find. Nodes a
     newer snapshot no longer lists (`removed_at`) are left out."""
-    rows = list(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name"))
+    # a node's topology JSON is decoded only for a shape not yet cached (topology_of): not 5,000 times
+    rows = list(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name")
+                .defer("topology", "snapshot", "labels"))
     by_node: dict[int, list[Allocation]] = {}
     for alloc in Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True).order_by("id"):
         by_node.setdefault(alloc.node_id, []).append(alloc)

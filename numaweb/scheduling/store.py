@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from django.db import connection, models
 
-from scheduler_core.explain import PodRecord, SessionResult
+from scheduler_core.explain import PodRecord, SessionResult, decision_key
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 
@@ -81,6 +81,8 @@ class ResultWriter:
         self.details = _Interner()
         self.names = _Interner()
         self.groups = _Interner()
+        self.decision_refs: dict[tuple, int] = {}
+        self.group_refs: dict[int, tuple[tuple, int]] = {}
         self.verdicts: set[int] = set()
         self.placements = [self._placement(i, p) for i, p in enumerate(result.pods)]
         bound = {e["task_uid"]: hex_mask(e["cpus"]) for e in result.volcano_close}
@@ -91,9 +93,26 @@ class ResultWriter:
     def _detail(self, data: object) -> int:
         return self.details(_json_key(data))
 
-    def _group(self, sig: int, score: int | None, count: int, names: tuple[str, ...]) -> int:
+    def _decisions(self, decisions: list) -> int:
+        """An admission's decisions as a detail ref, interned by their content as ints first: most pods
+        repeat another's, and their JSON is then built once, not once per pod."""
+        key = tuple(decision_key(d) for d in decisions)
+        ref = self.decision_refs.get(key)
+        if ref is None:
+            ref = self.decision_refs[key] = self._detail([d.to_dict() for d in decisions])
+        return ref
+
+    def _group(self, group: tuple) -> int:
+        """A group's ref; the engine hands out the same group object while it is unchanged, so most
+        pods' groups are found by identity (the entry holds the object: its id cannot be reused)."""
+        known = self.group_refs.get(id(group))
+        if known is not None and known[0] is group:
+            return known[1]
+        sig, _outcome, score, count, names = group
         self.verdicts.add(sig)
-        return self.groups((sig, score, count, self.names(names)))
+        ref = self.groups((sig, score, count, self.names(names)))
+        self.group_refs[id(group)] = (group, ref)
+        return ref
 
     # -- one pod ------------------------------------------------------------------------------------
     def _placement(self, index: int, p: PodRecord) -> dict:
@@ -111,7 +130,7 @@ class ResultWriter:
         if p.admission is not None:
             a = p.admission
             admission = {"admitted": a.admitted, "error": None if a.error is None else a.error.to_dict(),
-                         "cpus": str(a.cpus), "decisions": self._detail([d.to_dict() for d in a.decisions])}
+                         "cpus": str(a.cpus), "decisions": self._decisions(a.decisions)}
             if a.pod != p.uid:
                 admission["pod"] = a.pod
             if a.node != p.node:
@@ -134,8 +153,8 @@ class ResultWriter:
             predicted_order_dependent=p.predicted is not None and p.predicted.order_dependent,
             admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
             admission=admission,
-            outcomes=[outcomes["passed"], outcomes["skipped"], outcomes["filtered"], outcomes["unschedulable"]],
-            groups=[self._group(sig, score, count, names) for sig, _o, score, count, names in groups],
+            outcomes=_int_list([outcomes[o] for o in ("passed", "skipped", "filtered", "unschedulable")]),
+            groups=_int_list([self._group(group) for group in groups]),
             groups_omitted=omitted_groups, nodes_omitted=omitted_nodes,
         )
 
@@ -179,6 +198,12 @@ class ResultWriter:
 
 class _Dumped(str):
     """JSON text already dumped (an interned detail's key): inserted as it is."""
+
+
+def _int_list(values: list[int]) -> _Dumped:
+    """A JSON array of ints, written directly: json.dumps of each pod's group refs and outcome counts
+    was the largest single cost of a 10,000-pod commit."""
+    return _Dumped(f"[{','.join(map(str, values))}]")
 
 
 def _insert(model, rows: Iterable[dict]) -> None:

@@ -1,4 +1,4 @@
-"""The session's incremental node choice (per-shape views of the node classes, buckets, lazy rows)
+"""The session's incremental node choice (per-shape views of the node classes, buckets, verdict groups)
 decides exactly what a straightforward evaluation decides: every pod judged on every node, scored
 over every passing node, the best by (score, NUMA count, tie-break, name), the explanation grouped
 node by node. Random clusters and workloads (gangs that roll back included), every profile."""
@@ -36,7 +36,7 @@ def straightforward_schedule(self, job, task, pod, prepared):
         key = (verdicts[n].sig, scores.get(n) if values is not None else None)
         groups.setdefault(key, []).append(n)
     rows = [(sig, score, len(members), members[:self.explain_names]) for (sig, score), members in groups.items()]
-    record.row_source = lambda: rows
+    record.rows = rows
     if best is None:
         reasons: dict[str, int] = {}
         for n in names:
