@@ -60,6 +60,7 @@ from .explain import (
     VerdictTable,
     unavailable_message,
 )
+from .gc_pause import paused_gc
 from .jobs import Job, Task
 from .node import Node
 from .pods import Pod, is_device_resource, pod_level
@@ -557,6 +558,7 @@ class _Session:
         self.classes.update(name)
 
 
+@paused_gc()
 def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "volcano",
                 progress: Callable[[int, int], None] | None = None, weight: int = 1,
                 explain_names: int = 10, explain_groups: int = 64,

@@ -37,6 +37,7 @@ from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
 from scheduler_core.explain import PodRecord, SessionResult
+from scheduler_core.gc_pause import paused_gc
 
 from . import store
 from .models import PodStatus, SchedulingSession
@@ -276,7 +277,8 @@ def execute_session(session_id: int) -> SchedulingSession:
              session.cluster.name, session.worker, extra=fields)
     started = time.perf_counter()
     try:
-        _run_with_retries(session)
+        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
+            _run_with_retries(session)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
     except Exception as exc:

@@ -113,9 +113,9 @@ def test_serve_is_the_production_server_and_supervises_its_worker(tmp_path):
             running = db.execute(
                 "INSERT INTO scheduling_schedulingsession (cluster_id, profile, dry_run, status, progress_done, "
                 "progress_total, attempts, runs, created_at, started_at, updated_at, heartbeat_at, worker, pods_total,"
-                " pods_placed, pods_admitted, jobs_total, jobs_placed, job_count, nodes_total, error, weight, explain_names,"
-                " explain_groups, counts, timings) VALUES "
-                "(?, 'volcano', 1, 'running', 0, 0, 0, 1, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, 0, '', 1, 10, 64, '{}', '{}')",
+                " pods_placed, pods_admitted, jobs_total, jobs_placed, job_count, nodes_total, error, weight,"
+                " explain_names, explain_groups, counts, timings) VALUES (?, 'volcano', 1, 'running', 0, 0, 0, 1,"
+                " ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, 0, '', 1, 10, 64, '{}', '{}')",
                 (cluster, now, now, now, now, f"{socket.gethostname()}:{first}")).lastrowid
         os.kill(first, signal.SIGKILL)
         seen_503, deadline = False, time.monotonic() + 60
