@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..cpuset import MAX_CPU_ID, CPUSet
 from ..errors import EngineError, FormatError
 from ..topology import CPU, Device, NUMANode, Topology
+from . import _fast_yaml
 
 #: Largest input accepted, checked before any parsing (a real hwloc XML of a 400-thread machine
 #: with PCI devices is well under 1 MiB).
@@ -117,10 +118,14 @@ def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
     import yaml
 
+    check = bool(_ANCHOR.search(text))  # no anchor, no alias: nothing can expand
+    if not check:
+        docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types; None: PyYAML reads it
+        if docs is not None:
+            return docs
     loader = _loader_class()(text)
     docs = []
     try:
-        check = bool(_ANCHOR.search(text))  # no anchor, no alias: nothing can expand
         while loader.check_node():
             node = loader.get_node()
             if node is not None and check and _yaml_size(node, {}, max_nodes) > max_nodes:
