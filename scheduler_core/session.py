@@ -39,13 +39,11 @@ Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
 
 from __future__ import annotations
 
-import heapq
 import time
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, count
 
 from .admission import admit_pod
 from .errors import RequestError, check_int
@@ -258,25 +256,45 @@ class Cluster:
 
 class _Group:
     """The live classes on which one pod shape got one verdict: their node count and the `limit`
-    smallest names, remembered until a member changes (most pods change one or two classes)."""
+    smallest names, remembered until a member changes (most pods change one or two classes). The
+    classes are kept sorted by their smallest name, so the first names come from the first `limit`
+    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes."""
 
-    __slots__ = ("count", "last_row", "members", "names")
+    __slots__ = ("count", "last_row", "members", "names", "order")
 
     def __init__(self) -> None:
         self.members: dict[int, tuple[str, ...]] = {}
+        self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
         self.count = 0
         self.names: tuple[str, ...] | None = None
         self.last_row: tuple | None = None
 
     def put(self, cid: int, names: tuple[str, ...]) -> None:
         old = self.members.get(cid)
+        if old is names:
+            return
+        if old is not None:
+            del self.order[bisect_left(self.order, (old[0], cid))]
+            self.count -= len(old)
         self.members[cid] = names
-        self.count += len(names) - (len(old) if old is not None else 0)
+        insort(self.order, (names[0], cid))
+        self.count += len(names)
         self.names = self.last_row = None
 
     def drop(self, cid: int) -> None:
-        self.count -= len(self.members.pop(cid))
+        old = self.members.pop(cid)
+        del self.order[bisect_left(self.order, (old[0], cid))]
+        self.count -= len(old)
         self.names = self.last_row = None
+
+    def first_names(self, limit: int) -> tuple[str, ...]:
+        if self.names is None:
+            if len(self.order) == 1:
+                self.names = self.members[self.order[0][1]][:limit]
+            else:
+                firsts = (self.members[cid][:limit] for _first, cid in self.order[:limit])
+                self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
+        return self.names
 
     def row(self, sig: int, score: int | None, limit: int) -> tuple[int, int | None, int, tuple[str, ...]]:
         """The pod's explanation row for this group: the same object as the previous pod's while
@@ -286,22 +304,11 @@ class _Group:
             row = self.last_row = (sig, score, self.count, self.first_names(limit))
         return row
 
-    def first_names(self, limit: int) -> tuple[str, ...]:
-        if self.names is None:
-            lists = self.members.values()
-            if len(lists) == 1:
-                self.names = next(iter(lists))[:limit]
-            else:
-                # the `limit` smallest names come from the `limit` classes whose smallest names are smallest
-                firsts = heapq.nsmallest(limit, lists, key=itemgetter(0))
-                self.names = tuple(sorted(chain.from_iterable(n[:limit] for n in firsts))[:limit])
-        return self.names
-
 
 class _Classes:
     """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
-    live class id to (id, its node names sorted): immutable, replaced when the class changes, so a
-    pod's explanation can keep the classes as they were by reference."""
+    live class id to (id, its node names sorted), in the order the classes were (re)born; an entry
+    is replaced, never changed, when the class gains or loses a node, and `changed` logs that."""
 
     def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
         self.cluster = cluster
@@ -316,6 +323,9 @@ class _Classes:
         self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
         #: every class whose members changed, in order: a shape view replays what it has not seen
         self.changed: list[int] = []
+        #: a live class's place in `members` (its birth order), to visit a few new classes in that order
+        self.born_at: dict[int, int] = {c: i for i, c in enumerate(self.members)}
+        self._births = count(len(self.members))
 
     def _key_id(self, name: str) -> int:
         c = self.cluster
@@ -341,6 +351,7 @@ class _Classes:
         entry = self.members.get(new)
         if entry is None:
             self.members[new] = (new, (name,))
+            self.born_at[new] = next(self._births)
         else:
             names = entry[1]
             i = bisect_left(names, name)
@@ -446,13 +457,12 @@ class _Session:
                 if not bucket:
                     del buckets[key]
         changed = self.classes.changed
-        for cid in changed[view.seen_changes:]:  # classes still counted whose members changed
-            if cid in counted and cid in live:
-                groups[verdicts[cid].sig].put(cid, live[cid][1])
+        for cid in counted.intersection(changed[view.seen_changes:]):  # counted classes whose members changed
+            groups[verdicts[cid].sig].put(cid, live[cid][1])
         view.seen_changes = len(changed)
         if not born:
             return
-        for cid in [c for c in live if c in born]:
+        for cid in sorted(born, key=self.classes.born_at.__getitem__):  # in class order
             if cid not in verdicts:
                 first = live[cid][1][0]
                 verdict = verdicts[cid] = self.evaluate(first, pod, prepared, view.request)

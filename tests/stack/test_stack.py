@@ -124,7 +124,9 @@ class Stack:
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    """SIGTERM to the process (a warm shutdown), or SIGKILL to its whole group (pool children too)."""
+    """SIGTERM to the process (a warm shutdown), or SIGKILL to its whole group (pool children too); then
+    whatever is left of its group is killed: a compose command runs under `sh -c`, and the shell does not
+    pass SIGTERM on (gunicorn outlived the test)."""
     if proc.poll() is None:
         if sig == signal.SIGKILL:
             os.killpg(proc.pid, sig)
@@ -135,6 +137,8 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
