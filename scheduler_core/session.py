@@ -31,8 +31,9 @@ Speed: nodes with the same shape, settings and free state form a class (interned
 evaluated once per class, and verdicts are kept per (class, pod shape), so only the node that just
 changed is re-evaluated on the next step. Each pod shape keeps its passing classes bucketed by
 (outcome, NUMA count, tie-break) and catches up with the classes born and gone since its last pod, so
-choosing a node does not walk every class; a pod's explanation rows are grouped when read, from a
-snapshot of the classes (immutable tuples, shared by reference).
+choosing a node does not walk every class; its verdict groups (the explanation rows) are kept the
+same way, from the classes' change log, so a pod copies one row per verdict. The cyclic collector is
+paused while the session runs (gc_pause.py).
 
 Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
 """
