@@ -3,6 +3,7 @@ sessions get theirs from the jobs table."""
 
 from django.db import migrations, models
 from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 
 def backfill(apps, schema_editor) -> None:
@@ -10,8 +11,7 @@ def backfill(apps, schema_editor) -> None:
     through = session.jobs.through
     counts = (through.objects.filter(schedulingsession_id=OuterRef("pk")).order_by()
               .values("schedulingsession_id").annotate(n=Count("*")).values("n"))
-    session.objects.update(job_count=Subquery(counts))
-    session.objects.filter(job_count__isnull=True).update(job_count=0)
+    session.objects.update(job_count=Coalesce(Subquery(counts), 0))  # a session without jobs has no count row
 
 
 class Migration(migrations.Migration):
