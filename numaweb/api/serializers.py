@@ -400,7 +400,7 @@ class SessionSerializer(serializers.ModelSerializer):
         """What DRF's generic path writes (a test holds the two equal), built without its per-field
         machinery: building the fields and calling them, not the database, was most of the cost of a
         page of sessions."""
-        url, zone = self._urls(), self._zone
+        url, zone = self._urls, self._zone
         out: dict[str, Any] = {}
         for name in _session_output():
             if name in url:
@@ -421,17 +421,16 @@ class SessionSerializer(serializers.ModelSerializer):
     def _zone(self) -> tzinfo:
         return timezone.get_current_timezone()
 
+    @functools.cached_property
     def _urls(self) -> dict[str, str]:
         """URL templates ({pk} in place of the id) reversed once per serializer, not three times per row."""
-        cached = getattr(self, "_url_templates", None)
-        if cached is None:
-            request = self.context.get("request")
-            cached = self._url_templates = {}
-            for field, view in (("url", "api:session-detail"), ("results_url", "api:session-results"),
-                                ("explanation_url", "api:session-explanation")):
-                head, tail = reverse(view, args=[_SENTINEL], request=request).rsplit(f"/{_SENTINEL}/", 1)
-                cached[field] = f"{head}/{{pk}}/{tail}"
-        return cached
+        request = self.context.get("request")
+        urls = {}
+        for field, view in (("url", "api:session-detail"), ("results_url", "api:session-results"),
+                            ("explanation_url", "api:session-explanation")):
+            head, tail = reverse(view, args=[_SENTINEL], request=request).rsplit(f"/{_SENTINEL}/", 1)
+            urls[field] = f"{head}/{{pk}}/{tail}"
+        return urls
 
 
 _SENTINEL = 987654321  # an id to reverse with and cut out again (routes take digits only)

@@ -130,6 +130,12 @@ def allocation_to_engine(row: Allocation) -> EngineAllocation:
     )
 
 
+def for_engine(rows: QuerySet[Node]) -> QuerySet[Node]:
+    """Node rows to build engine nodes from, without their JSON documents: `topology_of` reads a
+    topology only for a shape not yet cached, so it is decoded once per shape, not once per node."""
+    return rows.defer("topology", "snapshot", "labels")
+
+
 def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
     return EngineNode(node.name, topology_of(node), kubelet_of(node),
                       [allocation_to_engine(a) for a in allocations], node.numatopology)
@@ -140,9 +146,7 @@ def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[i
 
     Two queries whatever the cluster size; the generations are what a commit must still find. Nodes a
     newer snapshot no longer lists (`removed_at`) are left out."""
-    # a node's topology JSON is decoded only for a shape not yet cached (topology_of): not 5,000 times
-    rows = list(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name")
-                .defer("topology", "snapshot", "labels"))
+    rows = list(for_engine(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name")))
     by_node: dict[int, list[Allocation]] = {}
     for alloc in Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True).order_by("id"):
         by_node.setdefault(alloc.node_id, []).append(alloc)

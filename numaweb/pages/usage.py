@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 
 from . import grid
@@ -39,10 +40,7 @@ def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
     """{node id: Usage} for (id, (generation, updated_at)) pairs; builds engine nodes only for the stale ones."""
     stale = [pk for pk, version in rows if (u := _CACHE.get(pk)) is None or u.version != version]
     for start in range(0, len(stale), 500):
-        # the topology JSON is read only for a shape not yet cached (inventory.topology_of, by fingerprint):
-        # decoding it for every node was most of a cold dashboard
-        batch = Node.objects.filter(pk__in=stale[start:start + 500]).defer("topology", "snapshot", "labels")
-        for state in grid.states_for(batch):
+        for state in grid.states_for(inventory.for_engine(Node.objects.filter(pk__in=stale[start:start + 500]))):
             version = (state.row.generation, state.row.updated_at)
             if state.engine is None:
                 usage = Usage(version, 0, (), state.error)

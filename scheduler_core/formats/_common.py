@@ -118,11 +118,10 @@ def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
     import yaml
 
+    docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types (it refuses anchors); None: PyYAML reads it
+    if docs is not None:
+        return docs
     check = bool(_ANCHOR.search(text))  # no anchor, no alias: nothing can expand
-    if not check:
-        docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types; None: PyYAML reads it
-        if docs is not None:
-            return docs
     loader = _loader_class()(text)
     docs = []
     try:
