@@ -206,7 +206,7 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
     try:
         nodes, seen = cluster_nodes(comparison.cluster)
         changed = _changed(comparison.snapshot, {name: gen for name, (_id, gen) in seen.items()})
-        jobs = [job_services.to_engine(j) for j in comparison.jobs.prefetch_related("tasks").order_by("id")]
+        _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
         out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk))

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import Count, F, OuterRef, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from scheduler_core.errors import RequestError
@@ -127,14 +129,22 @@ def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:
     return list(load_jobs(text.encode() if isinstance(text, str) else bytes(text)))
 
 
-def to_engine(job: Job, submitted: int | None = None) -> EngineJob:
-    tasks = tuple(
-        EngineTask(t.name, pod_from_stored(f"{job.name}-{t.name}", t.template, job.namespace), t.replicas,
-                   t.topology_policy or None)
-        for t in job.tasks.all()
-    )
-    return EngineJob(job.name, tasks, job.min_available, job.priority, job.queue, job.namespace,
-                     job.pk if submitted is None else submitted)
+def engine_jobs(jobs: models.QuerySet) -> tuple[list[Job], list[EngineJob]]:
+    """These jobs in id order (without their manifests) and, in the same order, their engine Jobs. Two
+    queries; the tasks are read as values, not Task instances: a session may read thousands of jobs."""
+    rows = list(jobs.defer("manifest").order_by("id"))
+    tasks: dict[int, list[tuple]] = {}
+    for job_id, *task in (Task.objects.filter(job__in=jobs.values("pk")).order_by("job_id", "id")
+                          .values_list("job_id", "name", "template", "replicas", "topology_policy")):
+        tasks.setdefault(job_id, []).append(task)
+    return rows, [_engine_job(job, tasks.get(job.pk, ())) for job in rows]
+
+
+def _engine_job(job: Job, tasks: Iterable[tuple[str, Mapping, int, str]]) -> EngineJob:
+    return EngineJob(job.name, tuple(
+        EngineTask(name, pod_from_stored(f"{job.name}-{name}", template, job.namespace), replicas, policy or None)
+        for name, template, replicas, policy in tasks
+    ), job.min_available, job.priority, job.queue, job.namespace, job.pk)
 
 
 @transaction.atomic
@@ -215,28 +225,45 @@ class NotSchedulable(ValueError):
     """A session named a job that has nothing left to place (every pod holds resources, or it is finished)."""
 
 
+def _pod_counts(jobs: models.QuerySet) -> models.QuerySet:
+    """The jobs annotated with `pods` (replicas over their tasks) and `held` (pods holding an allocation):
+    two correlated aggregates, so choosing or checking thousands of jobs is one query, not a Task and an
+    Allocation instance per pod."""
+    from numaweb.inventory.models import Allocation
+
+    pods = Task.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Sum("replicas")).values("n")
+    held = (Allocation.objects.filter(job=OuterRef("pk")).values("job")
+            .annotate(n=Count("pod", distinct=True)).values("n"))
+    return jobs.annotate(pods=Coalesce(Subquery(pods), 0), held=Coalesce(Subquery(held), 0))
+
+
 def check_schedulable(jobs: Iterable[Job]) -> None:
     """Refuse jobs a session cannot place: finished ones, and ones whose every pod already holds resources
     (NotSchedulable, naming each job); and more pods than a session may schedule (bounds.OutOfBounds)."""
     jobs = list(jobs)
-    held = held_pods(j.pk for j in jobs)
-    bounds.check_session(j.replicas - len(held.get(j.pk, ())) for j in jobs)
+    counts = {pk: (finished, pods, held) for pk, finished, pods, held in _pod_counts(
+        Job.objects.filter(pk__in=[j.pk for j in jobs])).values_list("pk", "finished_at", "pods", "held")}
+    bounds.check_session(max(0, pods - held) for _f, pods, held in counts.values())
     problems = []
     for job in jobs:
-        if job.finished_at is not None:
+        if job.pk not in counts:
+            problems.append(f"job {job} no longer exists")
+            continue
+        finished, pods, held = counts[job.pk]
+        if finished is not None:
             problems.append(f"job {job} is finished")
-        elif job.replicas and len(held.get(job.pk, ())) >= job.replicas:
-            problems.append(f"job {job} is already scheduled: all its {job.replicas} pods hold resources "
+        elif pods and held >= pods:
+            problems.append(f"job {job} is already scheduled: all its {pods} pods hold resources "
                             "(finish it to release them)")
     if problems:
         raise NotSchedulable("; ".join(problems))
 
 
 def schedulable_jobs() -> list[Job]:
-    """Every job a session started without a list takes: not finished, with at least one pod holding nothing."""
-    jobs = list(Job.objects.filter(finished_at=None).prefetch_related("tasks").order_by("id"))
-    held = held_pods(j.pk for j in jobs)
-    return [j for j in jobs if len(held.get(j.pk, ())) < j.replicas]
+    """Every job a session started without a list takes: not finished, with at least one pod holding nothing
+    (without their manifests, which a session never reads)."""
+    return list(_pod_counts(Job.objects.filter(finished_at=None)).filter(pods__gt=F("held"))
+                .defer("manifest").order_by("id"))
 
 
 def _release(job: Job, finish: bool) -> int:

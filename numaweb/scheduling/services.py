@@ -128,10 +128,12 @@ def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = Fa
 
 def create_session(cluster: Cluster, profile: str, dry_run: bool, jobs: list[Job]) -> SchedulingSession:
     """The session row with its jobs and their count, in one transaction (not queued)."""
+    ids = list(dict.fromkeys(j.pk for j in jobs))  # a job named twice is scheduled once
     with transaction.atomic():
         session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run,
-                                                   job_count=len(jobs))
-        session.jobs.set(jobs)
+                                                   job_count=len(ids))
+        link = SchedulingSession.jobs.through  # a new row links nothing yet: insert, without set()'s lookups
+        link.objects.bulk_create([link(schedulingsession_id=session.pk, job_id=i) for i in ids], batch_size=BATCH)
     return session
 
 
@@ -304,8 +306,7 @@ def _run_with_retries(session: SchedulingSession) -> None:
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)
     for attempt in range(1, retries + 1):
         nodes, seen = cluster_nodes(session.cluster)
-        job_rows = list(session.jobs.prefetch_related("tasks").order_by("id"))
-        jobs = [job_services.to_engine(j) for j in job_rows]
+        job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
         result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session),

@@ -65,7 +65,7 @@ def test_three_profiles_on_the_demo_cluster(api, demo, eager, django_capture_on_
     from scheduler_core.compare import Shape, Variant, run_variant
 
     nodes, _seen = inventory.cluster_nodes(demo)
-    jobs = [job_services.to_engine(j) for j in Job.objects.filter(pk__in=body["jobs"]).order_by("id")]
+    _rows, jobs = job_services.engine_jobs(Job.objects.filter(pk__in=body["jobs"]))
     direct = run_variant(nodes, jobs, Variant("unaware"), Shape.parse(**SHAPE))["metrics"]
     assert {k: v for k, v in direct.items() if k != "engine_s"} == \
         {k: v for k, v in metrics["unaware"].items() if k != "engine_s"}

@@ -26,7 +26,7 @@ def _run(profile: str, dry_run: bool = True, nodes: int = 80, pods: int = 160) -
     session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=dry_run)
     session.jobs.set(cluster_jobs())
     nodes, _seen = cluster_nodes(cluster)
-    jobs = [job_services.to_engine(j) for j in session.jobs.prefetch_related("tasks").order_by("id")]
+    _rows, jobs = job_services.engine_jobs(session.jobs.all())
     expected = run_session(EngineCluster(nodes), jobs, profile=profile).to_dict()
     services.execute_session(session.pk)
     session.refresh_from_db()
