@@ -7,12 +7,29 @@ paths cheap.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from .errors import CPUSetError
 
 #: Highest CPU id accepted; Linux's NR_CPUS tops out at 8192 on common kernels, so this is generous
 #: while keeping hostile input such as `0-99999999` from allocating huge integers.
 MAX_CPU_ID = 65535
+
+
+@lru_cache(maxsize=1 << 16)
+def list_format(mask: int) -> str:
+    """A mask in Linux list format, run by run (a run's length is the trailing ones of the shifted mask).
+    Remembered: a session writes the same few hundred CPU sets thousands of times."""
+    parts: list[str] = []
+    while mask:
+        low = (mask & -mask).bit_length() - 1
+        shifted = mask >> low
+        run = (~shifted & (shifted + 1)).bit_length() - 1
+        high = low + run - 1
+        parts.append(str(low) if run == 1 else f"{low}-{high}")
+        mask >>= high + 1
+        mask <<= high + 1
+    return ",".join(parts)
 
 
 class CPUSet:
@@ -79,16 +96,7 @@ class CPUSet:
         return cls(mask)
 
     def __str__(self) -> str:
-        parts: list[str] = []
-        ids = list(self)
-        i = 0
-        while i < len(ids):
-            j = i
-            while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-                j += 1
-            parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-            i = j + 1
-        return ",".join(parts)
+        return list_format(self.mask)
 
     def __repr__(self) -> str:
         return f"CPUSet({str(self)!r})"

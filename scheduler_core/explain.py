@@ -61,6 +61,7 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from .bitmask import bits_of as _bits
 from .cpuset import CPUSet
@@ -139,8 +140,8 @@ class VerdictTable:
     def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.items: list[NodeVerdict] = []
-        #: id(row) → (row, names shown, rank, group): PodRecord.groups' work per explanation row object
-        self.rows_seen: dict[int, tuple] = {}
+        #: {names shown: {id(row): (sort key, group, row)}}: PodRecord.groups' work per explanation row object
+        self.rows_seen: dict[int, dict[int, tuple]] = {}
 
     @staticmethod
     def signature(v: NodeVerdict) -> tuple:
@@ -211,25 +212,28 @@ class PodRecord:
         score, node count, names)]` in display order (at most `explain_groups`), node counts per outcome,
         and (groups, nodes) left out. Stores that keep the explanation as rows read it from here; a group
         is the same object for every pod whose row is (see `VerdictTable.rows_seen`)."""
-        items, seen = table.items, table.rows_seen
+        seen = table.rows_seen.get(explain_names)
+        if seen is None:
+            seen = table.rows_seen[explain_names] = {}
+        # a row object repeats from pod to pod while its group is unchanged: its sort key and group are
+        # remembered by identity (the entry holds the row, so its id stays its own); the lookups run in C
+        known = list(map(seen.get, map(id, self.rows)))
+        if None in known:
+            items = table.items
+            for i, k in enumerate(known):
+                if k is None:
+                    row = self.rows[i]
+                    sig, score, count, names = row
+                    outcome = items[sig].outcome
+                    names = tuple(names[:explain_names])
+                    # (outcome, score highest first, first name)
+                    key = (_RANK[outcome], -(score or 0), names[0] if names else "")
+                    known[i] = seen[id(row)] = (key, (sig, outcome, score, count, names), row)
+        known.sort(key=itemgetter(0))  # stable: ties as they came
+        groups = list(map(itemgetter(1), known))
         outcomes = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
-        ranked = []
-        for i, row in enumerate(self.rows):
-            # a row object repeats from pod to pod while its group is unchanged: its group and rank are
-            # remembered by identity (the entry holds the row, so the id cannot be reused meanwhile)
-            known = seen.get(id(row))
-            if known is None or known[0] is not row or known[1] != explain_names:
-                sig, score, count, names = row
-                outcome = items[sig].outcome
-                names = tuple(names[:explain_names])
-                known = seen[id(row)] = (row, explain_names, _RANK[outcome], -(score or 0),
-                                         names[0] if names else "", (sig, outcome, score, count, names))
-            group = known[5]
+        for group in groups:
             outcomes[group[1]] += group[3]
-            # (outcome, score highest first, first name), ties as they came
-            ranked.append((known[2], known[3], known[4], i, group))
-        ranked.sort()
-        groups = [g[4] for g in ranked]
         omitted = groups[explain_groups:]
         return groups[:explain_groups], outcomes, (len(omitted), sum(g[3] for g in omitted))
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from django.db import connection, models
 
+from scheduler_core.cpuset import list_format
 from scheduler_core.explain import PodRecord, SessionResult, decision_key
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
@@ -82,7 +83,8 @@ class ResultWriter:
         self.names = _Interner()
         self.groups = _Interner()
         self.decision_refs: dict[tuple, int] = {}
-        self.group_refs: dict[int, tuple[tuple, int]] = {}
+        self.group_refs: dict[int, int] = {}
+        self.group_held: list[tuple] = []
         self.verdicts: set[int] = set()
         self.placements = [self._placement(i, p) for i, p in enumerate(result.pods)]
         bound = {e["task_uid"]: hex_mask(e["cpus"]) for e in result.volcano_close}
@@ -102,17 +104,19 @@ class ResultWriter:
             ref = self.decision_refs[key] = self._detail([d.to_dict() for d in decisions])
         return ref
 
-    def _group(self, group: tuple) -> int:
-        """A group's ref; the engine hands out the same group object while it is unchanged, so most
-        pods' groups are found by identity (the entry holds the object: its id cannot be reused)."""
-        known = self.group_refs.get(id(group))
-        if known is not None and known[0] is group:
-            return known[1]
-        sig, _outcome, score, count, names = group
-        self.verdicts.add(sig)
-        ref = self.groups((sig, score, count, self.names(names)))
-        self.group_refs[id(group)] = (group, ref)
-        return ref
+    def _group_refs(self, groups: list[tuple]) -> list[int]:
+        """The groups' refs. The engine hands out the same group object while it is unchanged, so most are
+        found by identity, in C (`group_held` keeps each object alive: its id cannot be reused)."""
+        refs = list(map(self.group_refs.get, map(id, groups)))
+        if None in refs:
+            for i, ref in enumerate(refs):
+                if ref is None:
+                    group = groups[i]
+                    sig, _outcome, score, count, names = group
+                    self.verdicts.add(sig)
+                    ref = refs[i] = self.group_refs[id(group)] = self.groups((sig, score, count, self.names(names)))
+                    self.group_held.append(group)
+        return refs
 
     # -- one pod ------------------------------------------------------------------------------------
     def _placement(self, index: int, p: PodRecord) -> dict:
@@ -121,9 +125,9 @@ class ResultWriter:
         placed = p.placed
         allocations = None if p.allocations is None else [a.to_dict() for a in p.allocations]
         if p.allocations:
-            cpus = str(_union_cpus(p.allocations))
+            cpus = list_format(p.admitted_cpus())
         elif placed and p.predicted is not None:
-            cpus = str(_cpuset(p.predicted.cpus))
+            cpus = list_format(p.predicted.cpus or 0)
         else:
             cpus = ""
         admission = None
@@ -135,9 +139,10 @@ class ResultWriter:
                 admission["pod"] = a.pod
             if a.node != p.node:
                 admission["node"] = a.node
-            own = [x.to_dict() for x in a.allocations]
-            if own != (allocations or []):
-                admission["allocations"] = compact_allocations(own, p.uid)
+            if not _same_objects(a.allocations, p.allocations or ()):  # usually the pod's own (rolled back: not)
+                own = [x.to_dict() for x in a.allocations]
+                if own != (allocations or []):
+                    admission["allocations"] = compact_allocations(own, p.uid)
         if p.predicted is not None:
             self.verdicts.add(p.predicted.sig)
         return dict(
@@ -154,7 +159,7 @@ class ResultWriter:
             admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
             admission=admission,
             outcomes=_int_list([outcomes[o] for o in ("passed", "skipped", "filtered", "unschedulable")]),
-            groups=_int_list([self._group(group) for group in groups]),
+            groups=_int_list(self._group_refs(groups)),
             groups_omitted=omitted_groups, nodes_omitted=omitted_nodes,
         )
 
@@ -215,16 +220,17 @@ def _insert(model, rows: Iterable[dict]) -> None:
     marks = ["%s::jsonb" if j and connection.vendor == "postgresql" else "%s" for j in is_json]
     sql = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
            f"VALUES ({', '.join(marks)})")
-    defaults = [(f.attname, f.get_default(), j) for f, j in zip(fields, is_json, strict=True)]
+    defaults = [(f.attname, f.get_default()) for f in fields]
+    json_at = [i for i, j in enumerate(is_json) if j]
     batch: list[list] = []
     with connection.cursor() as cursor:
         for row in rows:
-            values = []
-            for name, default, json_field in defaults:
-                value = row.get(name, default)
-                if json_field and value is not None and not isinstance(value, _Dumped):
-                    value = json.dumps(value)
-                values.append(value)
+            get = row.get
+            values = [get(name, default) for name, default in defaults]
+            for i in json_at:
+                value = values[i]
+                if value is not None and not isinstance(value, _Dumped):
+                    values[i] = _dumps(value)
             batch.append(values)
             if len(batch) == BATCH:
                 cursor.executemany(sql, batch)
@@ -233,17 +239,12 @@ def _insert(model, rows: Iterable[dict]) -> None:
             cursor.executemany(sql, batch)
 
 
-def _cpuset(mask: int):
-    from scheduler_core.cpuset import CPUSet
-
-    return CPUSet(mask or 0)
+_dumps = json.JSONEncoder().encode  # json.dumps with its defaults, without its per-call argument handling
 
 
-def _union_cpus(allocations: Iterable) -> object:
-    mask = 0
-    for a in allocations:
-        mask |= a.cpus.mask
-    return _cpuset(mask)
+def _same_objects(a: list, b: Iterable) -> bool:
+    b = list(b)
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def clear(session: SchedulingSession) -> None:

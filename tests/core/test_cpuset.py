@@ -1,5 +1,7 @@
 """CPUSet: Linux list format in and out, set algebra, and hostile input."""
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,6 +34,10 @@ def test_str(ids, text):
 def test_round_trip(ids):
     cs = CPUSet(ids)
     assert CPUSet.parse(str(cs)) == cs
+    # canonical: maximal runs, a range only for two or more CPUs, a gap between parts
+    bounds = [tuple(map(int, part.split("-"))) for part in str(cs).split(",") if part]
+    assert all(len(b) == 1 or b[0] < b[1] for b in bounds)
+    assert all(b[0] >= a[-1] + 2 for a, b in pairwise(bounds))
     assert len(cs) == len(ids)
     assert set(cs) == ids
 
