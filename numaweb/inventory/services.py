@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from scheduler_core.cpuset import CPUSet
@@ -47,15 +49,19 @@ def load_topology_data(data: bytes | str | Mapping, fmt: str | None = None):
 
 def topology_of(node: Node) -> Topology:
     """The node's engine Topology, cached by fingerprint (thousands of nodes share a few shapes)."""
-    key = node.fingerprint
-    if key:
-        cached = _TOPOLOGY_CACHE.get(key)
+    return _topology(node.fingerprint, lambda: node.topology)
+
+
+def _topology(fingerprint: str, document: Callable[[], Mapping]) -> Topology:
+    """The Topology of this fingerprint, from the cache or else built from `document()` (read only then)."""
+    if fingerprint:
+        cached = _TOPOLOGY_CACHE.get(fingerprint)
         if cached is not None:
-            _TOPOLOGY_CACHE.move_to_end(key)
+            _TOPOLOGY_CACHE.move_to_end(fingerprint)
             return cached
-    topology = Topology.from_dict(node.topology)
-    if key:
-        _TOPOLOGY_CACHE[key] = topology
+    topology = Topology.from_dict(document())
+    if fingerprint:
+        _TOPOLOGY_CACHE[fingerprint] = topology
         if len(_TOPOLOGY_CACHE) > _CACHE_SIZE:
             _TOPOLOGY_CACHE.popitem(last=False)
     return topology
@@ -92,7 +98,10 @@ def kubelet_dict(node: Node) -> dict[str, Any]:
 def kubelet_of(node: Node) -> KubeletConfig:
     """The node's engine KubeletConfig, shared by every node with the same settings (a pool's nodes):
     parsing and hashing one per node was a tenth of a 5,000-node session's set-up."""
-    data = kubelet_dict(node)
+    return _kubelet(kubelet_dict(node))
+
+
+def _kubelet(data: dict[str, Any]) -> KubeletConfig:
     key = json.dumps(data, sort_keys=True)
     config = _KUBELET_CACHE.get(key)
     if config is None:
@@ -120,13 +129,18 @@ def validate_node(node: Node) -> EngineNode:
 
 # -- rows → engine -----------------------------------------------------------------------------
 def allocation_to_engine(row: Allocation) -> EngineAllocation:
+    return _allocation(row.pod, row.container, row.cpus, row.memory, row.devices, row.origin)
+
+
+def _allocation(pod: str, container: str, cpus: str, memory: Mapping | None, devices: Mapping | None,
+                origin: str) -> EngineAllocation:
     return EngineAllocation(
-        pod=row.pod,
-        container=row.container or None,
-        cpus=CPUSet.parse(row.cpus or ""),
-        memory={int(n): {str(r): int(b) for r, b in res.items()} for n, res in (row.memory or {}).items()},
-        devices={str(r): tuple(ids) for r, ids in (row.devices or {}).items()},
-        origin=row.origin,
+        pod=pod,
+        container=container or None,
+        cpus=CPUSet.parse(cpus or ""),
+        memory={int(n): {str(r): int(b) for r, b in res.items()} for n, res in (memory or {}).items()},
+        devices={str(r): tuple(ids) for r, ids in (devices or {}).items()},
+        origin=origin,
     )
 
 
@@ -141,22 +155,42 @@ def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
                       [allocation_to_engine(a) for a in allocations], node.numatopology)
 
 
+_KUBELET_JSON = ("cpu_manager_options", "topology_manager_options", "reserved_memory")
+
+
 def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[int, int]]]:
     """Every node of the cluster as engine nodes, plus `{name: (row id, generation read)}`.
 
-    Two queries whatever the cluster size; the generations are what a commit must still find. Nodes a
-    newer snapshot no longer lists (`removed_at`) are left out."""
-    rows = list(for_engine(Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name")))
-    by_node: dict[int, list[Allocation]] = {}
-    for alloc in Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True).order_by("id"):
-        by_node.setdefault(alloc.node_id, []).append(alloc)
+    Two queries whatever the cluster size (and one per topology shape not yet cached); the generations
+    are what a commit must still find. Nodes a newer snapshot no longer lists (`removed_at`) are left
+    out. Rows are read as values, the kubelet settings' JSON as text: nodes of a pool share their
+    settings, which are decoded once per distinct text, not once per node."""
+    text = {f"{name}_text": Cast(name, TextField()) for name in _KUBELET_JSON}
+    columns = [f"{name}_text" if name in _KUBELET_JSON else name for name in KUBELET_FIELDS]
+    rows = (Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name").annotate(**text)
+            .values_list("id", "name", "generation", "fingerprint", "numatopology", *columns))
+    by_node: dict[int, list[EngineAllocation]] = {}
+    for node_id, *allocation in (Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True)
+                                 .order_by("id").values_list("node_id", "pod", "container", "cpus", "memory",
+                                                             "devices", "origin")):
+        by_node.setdefault(node_id, []).append(_allocation(*allocation))
+    configs: dict[tuple, KubeletConfig] = {}
     nodes, seen = [], {}
-    for row in rows:
+    for node_id, name, generation, fingerprint, numatopology, *settings in rows:
+        key = tuple(settings)
         try:
-            nodes.append(to_engine(row, by_node.get(row.id, ())))
+            config = configs.get(key)
+            if config is None:
+                data = dict(zip(KUBELET_FIELDS, settings, strict=True))
+                for field in _KUBELET_JSON:
+                    data[field] = json.loads(data[field]) if data[field] is not None else {}
+                config = configs[key] = _kubelet(kubelet_dict(SimpleNamespace(**data)))
+            topology = _topology(fingerprint, lambda pk=node_id: Node.objects.values_list(
+                "topology", flat=True).get(pk=pk))
+            nodes.append(EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology))
         except EngineError as exc:
-            raise type(exc)(f"node {row.name}: {exc}") from exc
-        seen[row.name] = (row.id, row.generation)
+            raise type(exc)(f"node {name}: {exc}") from exc
+        seen[name] = (node_id, generation)
     return nodes, seen
 
 

@@ -118,3 +118,43 @@ def test_list_filter_params_are_validated(api, cluster):
     assert api.get(f"/api/nodes/?cluster={cluster.pk}").json()["count"] == 1
     assert api.get("/api/nodes/?cluster=abc").status_code == 400
     assert api.get("/api/allocations/?node=-1").status_code == 400
+
+
+def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
+    """The worker's bulk read (values, settings decoded once per distinct text) builds the same engine nodes
+    as reading each row and its allocations; its query count does not grow with the nodes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from numaweb.inventory import services
+    from numaweb.inventory.models import Cluster
+
+    options = {"cpu_manager_options": {"full-pcpus-only": "true"},
+               "topology_manager_options": {"prefer-closest-numa-nodes": "true"},
+               "memory_manager_policy": "Static", "reserved_memory": {"0": {"memory": 1 << 30}},
+               "reserved_cpus": "0-1"}
+    nodes = [make_node(cluster, f"n{i}", policy=("best-effort", "restricted", "single-numa-node")[i % 3],
+                       **(options if i % 2 else {})) for i in range(7)]
+    nodes.append(make_node(cluster, "other-shape", shape=(1, 2, 2, 2)))
+    for i, node in enumerate(nodes[:4]):
+        Allocation.objects.create(cluster=cluster, node=node, pod=f"default/p{i}", container="c",
+                                  cpus=f"{4 + i}", memory={"0": {"memory": 1 << 20}})
+    gone = make_node(Cluster.objects.create(name="elsewhere"), "elsewhere")
+    assert gone.pk
+
+    services._TOPOLOGY_CACHE.clear()
+    with CaptureQueriesContext(connection) as queries:
+        engine, seen = services.cluster_nodes(cluster)
+    assert len(queries) == 2 + 2  # nodes, allocations, and one topology document per shape not cached
+    assert [n.name for n in engine] == sorted(n.name for n in nodes)
+    for got in engine:
+        row = Node.objects.get(cluster=cluster, name=got.name)
+        want = services.to_engine(row, row.allocations.order_by("id"))
+        assert seen[got.name] == (row.pk, row.generation)
+        assert got.topology.to_dict() == want.topology.to_dict()
+        assert got.kubelet == want.kubelet and got.numatopology == want.numatopology
+        assert got.allocations == want.allocations and got.free_cpus == want.free_cpus
+        assert got.reserved_cpus == want.reserved_cpus and got.memory_used == want.memory_used
+    with CaptureQueriesContext(connection) as queries:
+        services.cluster_nodes(cluster)
+    assert len(queries) == 2
