@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import tzinfo
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import APIException
-from rest_framework.reverse import reverse
 
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import (
@@ -26,6 +27,7 @@ from numaweb.inventory.models import (
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
+from numaweb.links import id_link
 from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
@@ -400,22 +402,23 @@ class SessionSerializer(serializers.ModelSerializer):
         """What DRF's generic path writes (a test holds the two equal), built without its per-field
         machinery: building the fields and calling them, not the database, was most of the cost of a
         page of sessions."""
-        url, zone = self._urls, self._zone
-        out: dict[str, Any] = {}
-        for name in _session_output():
-            if name in url:
-                out[name] = url[name].format(pk=obj.pk)
-            elif name == "cluster":
-                out[name] = obj.cluster_id
-            elif name in _SESSION_TIMES:
-                value = getattr(obj, name)
-                if value is not None:  # DRF's ISO 8601 in the current time zone, UTC written as Z
-                    value = value.astimezone(zone).isoformat()
-                    value = value[:-6] + "Z" if value.endswith("+00:00") else value
-                out[name] = value
-            else:
-                out[name] = getattr(obj, name)
-        return out
+        return self.represent(_session_output().read(obj))
+
+    def represent(self, values: Sequence) -> dict[str, Any]:
+        """A session's output from the values of `session_columns()` in order (a list reads them with
+        `values_list`, without building model instances)."""
+        out = _session_output()
+        values = list(values)
+        zone = self._zone
+        for i in out.times:
+            value = values[i]
+            if value is not None:  # DRF's ISO 8601 in the current time zone, UTC written as Z
+                value = value.astimezone(zone).isoformat()
+                values[i] = value[:-6] + "Z" if value.endswith("+00:00") else value
+        urls = self._urls
+        for i in out.links:
+            values[i] = urls[out.names[i]].format(pk=values[i])
+        return dict(zip(out.names, values, strict=True))
 
     @functools.cached_property
     def _zone(self) -> tzinfo:
@@ -423,24 +426,44 @@ class SessionSerializer(serializers.ModelSerializer):
 
     @functools.cached_property
     def _urls(self) -> dict[str, str]:
-        """URL templates ({pk} in place of the id) reversed once per serializer, not three times per row."""
+        """URL templates ({pk} in place of the id), absolute as DRF's `reverse` makes them when there is a
+        request: built once per serializer from paths reversed once per process."""
         request = self.context.get("request")
+        origin = request.build_absolute_uri("/")[:-1] if request is not None else ""
         urls = {}
         for field, view in (("url", "api:session-detail"), ("results_url", "api:session-results"),
                             ("explanation_url", "api:session-explanation")):
-            head, tail = reverse(view, args=[_SENTINEL], request=request).rsplit(f"/{_SENTINEL}/", 1)
-            urls[field] = f"{head}/{{pk}}/{tail}"
+            head, tail = id_link(view)
+            urls[field] = f"{origin}{head}{{pk}}{tail}"
         return urls
 
 
-_SENTINEL = 987654321  # an id to reverse with and cut out again (routes take digits only)
 _SESSION_TIMES = frozenset({"created_at", "started_at", "heartbeat_at", "finished_at"})
+_SESSION_LINKS = frozenset({"url", "results_url", "explanation_url"})
+
+
+class _SessionOutput(NamedTuple):
+    names: tuple[str, ...]  # the readable fields, in output order
+    columns: tuple[str, ...]  # the model attribute (or values_list column) each is read from
+    read: attrgetter  # a session → those attributes, in one call
+    times: tuple[int, ...]  # positions of the times
+    links: tuple[int, ...]  # positions of the links (read as the id)
 
 
 @functools.cache
-def _session_output() -> tuple[str, ...]:
-    """The readable fields in order, from one serializer built once per process."""
-    return tuple(f.field_name for f in SessionSerializer()._readable_fields)
+def _session_output() -> _SessionOutput:
+    """How a session is written, from one serializer built once per process."""
+    names = tuple(f.field_name for f in SessionSerializer()._readable_fields)
+    links = tuple(i for i, name in enumerate(names) if name in _SESSION_LINKS)
+    columns = tuple("id" if i in links else "cluster_id" if name == "cluster" else name
+                    for i, name in enumerate(names))
+    times = tuple(i for i, name in enumerate(names) if name in _SESSION_TIMES)
+    return _SessionOutput(names, columns, attrgetter(*columns), times, links)
+
+
+def session_columns() -> tuple[str, ...]:
+    """The columns `SessionSerializer.represent` takes, for `values_list`."""
+    return _session_output().columns
 
 
 class PlacementSerializer(serializers.ModelSerializer):

@@ -192,6 +192,12 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
         return qs.filter(cluster_id=cluster) if cluster else qs
 
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        """Sessions, newest first, read as values (a page builds no model instances)."""
+        page = self.paginate_queryset(self.get_queryset().values_list(*s.session_columns()))
+        serializer = self.get_serializer()
+        return self.get_paginated_response([serializer.represent(values) for values in page])
+
     @extend_schema(responses={202: s.SessionSerializer, 503: ERROR})
     def create(self, request: Request, *args, **kwargs) -> Response:
         """Start a session: 202 with its URL; the worker runs it, poll the URL for progress."""

@@ -6,22 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from numaweb.links import id_link
 
 #: the session columns a row shows, in the order `render_rows` unpacks them (a values_list: model
 #: instances cost more to build than the row's HTML)
 COLUMNS = ("id", "cluster__name", "profile", "dry_run", "status", "pods_placed", "pods_total", "nodes_total",
            "created_at")
-_SENTINEL = 987654321  # an id to reverse with and cut out again
 
 
 def render_rows(sessions: Iterable[tuple]) -> SafeString:
     """One <tr> per session (tuples of COLUMNS): link, cluster, profile, status badge, pods placed,
     nodes, created (in the site's time zone)."""
-    head, tail = (escape(part) for part in reverse("pages:session", args=[_SENTINEL]).rsplit(str(_SENTINEL), 1))
+    head, tail = (escape(part) for part in id_link("pages:session"))
     out = []
     for pk, cluster, profile, dry_run, status, placed, total, nodes, created in sessions:
         status = escape(status)

@@ -85,3 +85,16 @@ def test_lists_cost_the_same_queries_for_one_or_fifty_sessions(api, viewer_clien
 def test_sessions_page_when_empty(viewer_client):
     html = viewer_client.get("/sessions/").content.decode()
     assert "No session yet." in html and 'data-session="' not in html
+
+
+def test_list_rows_equal_each_session_read_alone(api, cluster):
+    """The list reads values, not instances: every row is what the session's own URL answers."""
+    sessions = _sessions(cluster, 4)
+    now = timezone.now()
+    SchedulingSession.objects.filter(pk=sessions[1].pk).update(
+        status="done", started_at=now - timedelta(seconds=5), heartbeat_at=now, finished_at=now, engine_ms=1.5,
+        counts={"placed": 1}, timings={"total_s": 0.1}, worker="h:1")
+    rows = api.get("/api/sessions/?page_size=3").json()["results"]
+    assert [r["id"] for r in rows] == [s.pk for s in reversed(sessions)][:3]
+    for row in rows:
+        assert row == api.get(row["url"]).json()
