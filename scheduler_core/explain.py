@@ -71,6 +71,12 @@ PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = "passed", "skipped", "filtered", "uns
 _RANK = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
 
 
+def group_order(outcome: str, score: int | None, first_name: str) -> tuple[int, int, str]:
+    """Where a verdict group is listed: passing before skipped before unschedulable before filtered,
+    then highest score, then first node name; ties stay in the engine's order (sort stably)."""
+    return (_RANK[outcome], -(score or 0), first_name)
+
+
 def unavailable_message(reasons: dict[str, int]) -> str:
     """Volcano's FitErrors text: `0/N nodes are unavailable: <count> <reason>, ....` with N the
     number of nodes that recorded an error and the entries sorted as strings (so "10 x" < "3 y")."""
@@ -226,8 +232,7 @@ class PodRecord:
                     sig, score, count, names = row
                     outcome = items[sig].outcome
                     names = tuple(names[:explain_names])
-                    # (outcome, score highest first, first name)
-                    key = (_RANK[outcome], -(score or 0), names[0] if names else "")
+                    key = group_order(outcome, score, names[0] if names else "")
                     known[i] = seen[id(row)] = (key, (sig, outcome, score, count, names), row)
         known.sort(key=itemgetter(0))  # stable: ties as they came
         groups = list(map(itemgetter(1), known))

@@ -129,9 +129,10 @@ class Placement(models.Model):
     allocations = models.JSONField(null=True, blank=True, help_text="the kubelet's allocations, per container")
     admission = models.JSONField(null=True, blank=True,
                                  help_text="the chosen node's verdict: admitted, error, CPUs; decisions by ref")
-    outcomes = models.JSONField(default=list, blank=True, help_text="node counts: passed, skipped, filtered, "
-                                                                    "unschedulable")
-    groups = models.JSONField(default=list, blank=True, help_text="VerdictGroup refs in display order")
+    outcomes = models.JSONField(default=list, blank=True, help_text="empty: derived from the groups when read; "
+                                "in rows written before 0008, node counts (passed, skipped, filtered, unschedulable)")
+    groups = models.JSONField(default=list, blank=True, help_text="VerdictGroup refs of every group, in the engine's "
+                              "order (ranked and cut when read); before 0008, the groups shown, in display order")
     groups_omitted = models.PositiveIntegerField(default=0)
     nodes_omitted = models.PositiveIntegerField(default=0)
     bound_cpus = models.CharField(max_length=1024, null=True, blank=True,

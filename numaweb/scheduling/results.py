@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scheduler_core.bitmask import bits_of
 from scheduler_core.cpuset import CPUSet
-from scheduler_core.explain import SCHEMA
+from scheduler_core.explain import SCHEMA, group_order
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 from .store import expand_allocations, mask_of
@@ -93,10 +93,26 @@ def _pod(tables: _Tables, p: Placement) -> dict:
         "qos": p.qos, "status": p.status, "node": p.node_name or None, "score": p.score, "message": p.message,
         "predicted": predicted, "admission": admission, "kubelet_reason": p.kubelet_reason,
         "admitted_numa": _numa(p.admitted_numa), "allocations": expand_allocations(p.allocations, p.uid),
-        "outcomes": dict(zip(OUTCOMES, p.outcomes or (0, 0, 0, 0), strict=True)),
-        "groups": [_group(tables, ref) for ref in p.groups or ()],
-        "groups_omitted": {"groups": p.groups_omitted, "nodes": p.nodes_omitted},
+        **_groups(tables, p),
     }
+
+
+def _groups(tables: _Tables, p: Placement) -> dict:
+    """The pod's outcome counts and its groups in display order, at most the session's `explain_groups`.
+    A placement holds every group's ref in the engine's order, ranked and cut here; one written before
+    that (its outcome counts stored) holds the groups shown, already ranked."""
+    groups = [_group(tables, ref) for ref in p.groups or ()]
+    if p.outcomes:
+        return {"outcomes": dict(zip(OUTCOMES, p.outcomes, strict=True)), "groups": groups,
+                "groups_omitted": {"groups": p.groups_omitted, "nodes": p.nodes_omitted}}
+    outcomes = dict.fromkeys(OUTCOMES, 0)
+    for g in groups:
+        outcomes[g["outcome"]] += g["node_count"]
+    groups.sort(key=lambda g: group_order(g["outcome"], g["score"], g["nodes"][0] if g["nodes"] else ""))
+    limit = tables.session.explain_groups
+    omitted = groups[limit:]
+    return {"outcomes": outcomes, "groups": groups[:limit],
+            "groups_omitted": {"groups": len(omitted), "nodes": sum(g["node_count"] for g in omitted)}}
 
 
 def pod_records(session: SchedulingSession, placements: Sequence[Placement],

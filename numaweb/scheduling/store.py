@@ -83,8 +83,8 @@ class ResultWriter:
         self.names = _Interner()
         self.groups = _Interner()
         self.decision_refs: dict[tuple, int] = {}
-        self.group_refs: dict[int, int] = {}
-        self.group_held: list[tuple] = []
+        self.row_refs: dict[int, int] = {}
+        self.rows_held: list[tuple] = []
         self.verdicts: set[int] = set()
         self.placements = [self._placement(i, p) for i, p in enumerate(result.pods)]
         bound = {e["task_uid"]: hex_mask(e["cpus"]) for e in result.volcano_close}
@@ -104,24 +104,25 @@ class ResultWriter:
             ref = self.decision_refs[key] = self._detail([d.to_dict() for d in decisions])
         return ref
 
-    def _group_refs(self, groups: list[tuple]) -> list[int]:
-        """The groups' refs. The engine hands out the same group object while it is unchanged, so most are
-        found by identity, in C (`group_held` keeps each object alive: its id cannot be reused)."""
-        refs = list(map(self.group_refs.get, map(id, groups)))
+    def _group_refs(self, rows: list[tuple]) -> list[int]:
+        """The refs of a pod's verdict rows, all of them, in the engine's order (readers rank and cut them:
+        results.py). The engine hands out the same row object while its group is unchanged, so most are
+        found by identity, in C (`rows_held` keeps each row alive: its id cannot be reused)."""
+        refs = list(map(self.row_refs.get, map(id, rows)))
         if None in refs:
+            limit = self.result.explain_names
             for i, ref in enumerate(refs):
                 if ref is None:
-                    group = groups[i]
-                    sig, _outcome, score, count, names = group
+                    row = rows[i]
+                    sig, score, count, names = row
                     self.verdicts.add(sig)
-                    ref = refs[i] = self.group_refs[id(group)] = self.groups((sig, score, count, self.names(names)))
-                    self.group_held.append(group)
+                    ref = refs[i] = self.row_refs[id(row)] = self.groups((sig, score, count,
+                                                                          self.names(tuple(names[:limit]))))
+                    self.rows_held.append(row)
         return refs
 
     # -- one pod ------------------------------------------------------------------------------------
     def _placement(self, index: int, p: PodRecord) -> dict:
-        r = self.result
-        groups, outcomes, (omitted_groups, omitted_nodes) = p.groups(r.table, r.explain_names, r.explain_groups)
         placed = p.placed
         allocations = None if p.allocations is None else [a.to_dict() for a in p.allocations]
         if p.allocations:
@@ -158,9 +159,7 @@ class ResultWriter:
             predicted_order_dependent=p.predicted is not None and p.predicted.order_dependent,
             admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
             admission=admission,
-            outcomes=_int_list([outcomes[o] for o in ("passed", "skipped", "filtered", "unschedulable")]),
-            groups=_int_list(self._group_refs(groups)),
-            groups_omitted=omitted_groups, nodes_omitted=omitted_nodes,
+            outcomes=_EMPTY, groups=_int_list(self._group_refs(p.rows)),
         )
 
     # -- verdicts -----------------------------------------------------------------------------------
@@ -203,6 +202,9 @@ class ResultWriter:
 
 class _Dumped(str):
     """JSON text already dumped (an interned detail's key): inserted as it is."""
+
+
+_EMPTY = _Dumped("[]")  # a placement's outcome counts: derived from its groups when read (results.py)
 
 
 def _int_list(values: list[int]) -> _Dumped:

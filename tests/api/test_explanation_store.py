@@ -133,3 +133,39 @@ def test_explanation_of_an_unfinished_session_is_a_conflict(api, cluster):
     session = SchedulingSession.objects.create(cluster=cluster)
     r = api.get(f"/api/sessions/{session.pk}/explanation.json")
     assert r.status_code == 409 and "pending" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("profile", ["volcano", "aligned"])
+def test_every_group_is_stored_and_ranked_and_cut_when_read(db, profile):
+    """A placement holds every verdict group in the engine's order; reading ranks them, counts the
+    outcomes and keeps the session's `explain_groups`, as the engine's own document does."""
+    from numaweb.scheduling import store
+
+    cluster = build_large_demo("scale", 80, 160, seed=3)
+    session = SchedulingSession.objects.create(cluster=cluster, profile=profile, dry_run=True, explain_groups=2,
+                                               explain_names=2)
+    nodes, seen = cluster_nodes(cluster)
+    _rows, jobs = job_services.engine_jobs(cluster_jobs())
+    result = run_session(EngineCluster(nodes), jobs, profile=profile, explain_groups=2, explain_names=2)
+    expected = result.to_dict()["pods"]
+    assert any(p["groups_omitted"]["groups"] for p in expected)  # the cut is exercised
+    store.ResultWriter(session, result, {name: nid for name, (nid, _g) in seen.items()}).save()
+    placements = list(Placement.objects.filter(session=session).order_by("index"))
+    assert max(len(p.groups) for p in placements) > 2 and all(p.outcomes == [] for p in placements)
+    assert results.pod_records(session, placements) == expected
+
+
+def test_placements_written_ranked_with_their_counts_read_as_stored(db):
+    """Rows from before every group was stored (0008) hold the groups shown and the counts: read as they are."""
+    session, _expected = _run("volcano")
+    p = Placement.objects.filter(session=session).order_by("index").first()
+    ranked = results.pod_records(session, [p])[0]
+    first = ranked["groups"][0]
+    refs = list(VerdictGroup.objects.filter(session=session, verdict=first["verdict"], node_count=first["node_count"],
+                                            score=first["score"]).values_list("ref", flat=True))
+    Placement.objects.filter(pk=p.pk).update(outcomes=[5, 0, 70, 5], groups=refs[:1], groups_omitted=3,
+                                             nodes_omitted=79)
+    p.refresh_from_db()
+    old = results.pod_records(session, [p])[0]
+    assert old["outcomes"] == {"passed": 5, "skipped": 0, "filtered": 70, "unschedulable": 5}
+    assert old["groups"] == ranked["groups"][:1] and old["groups_omitted"] == {"groups": 3, "nodes": 79}
