@@ -22,16 +22,18 @@ def render_rows(sessions: Iterable[tuple]) -> SafeString:
     """One <tr> per session (tuples of COLUMNS): link, cluster, profile, status badge, pods placed,
     nodes, created (in the site's time zone)."""
     head, tail = (escape(part) for part in id_link("pages:session"))
+    text: dict[str, str] = {}  # cluster names, profiles and statuses repeat from row to row: escaped once
+    zone = timezone.get_current_timezone()
     out = []
     for pk, cluster, profile, dry_run, status, placed, total, nodes, created in sessions:
-        status = escape(status)
-        created = timezone.localtime(created)
+        cluster, profile, status = (text.get(v) or text.setdefault(v, escape(v)) for v in (cluster, profile, status))
+        when = created.astimezone(zone).isoformat()
         dry = " (dry run)" if dry_run else ""
         out.append(
             f'<tr data-session="{pk}" data-status="{status}"><td><a href="{head}{pk}{tail}">#{pk}</a></td>'
-            f"<td>{escape(cluster)}</td><td>{escape(profile)}{dry}</td>"
+            f"<td>{cluster}</td><td>{profile}{dry}</td>"
             f'<td><span class="badge st-{status}">{status}</span></td><td>{placed}/{total}</td><td>{nodes}</td>'
-            f'<td><time datetime="{created.isoformat()}">{created:%Y-%m-%d %H:%M}</time></td></tr>')
+            f'<td><time datetime="{when}">{when[:10]} {when[11:16]}</time></td></tr>')
     if not out:
         out.append('<tr><td colspan="7">No session yet.</td></tr>')
     return mark_safe("".join(out))

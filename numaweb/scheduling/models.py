@@ -6,8 +6,10 @@ evidence), and three interned tables that pods share by reference: node name lis
 verdict groups (`VerdictGroup`: verdict, score, node count, names) and JSON details that repeat
 across verdicts and pods (`Detail`: a container's CPU hints, a Topology Manager decision list). Per pod
 one `Placement` row: where it went, predicted/admitted, CPUs, NUMA masks as ints, and its groups as a
-short list of references. References are per-session integers (`ref`), not foreign keys, so a commit
-writes every table with bulk inserts and a page fetches just the refs it displays.
+short list of references, every group in the engine's order: the reader ranks them and keeps the first
+`explain_groups` (ranking them at commit was half of a 10,000-pod commit). References are per-session
+integers (`ref`), not foreign keys, so a commit writes every table with bulk inserts and a page fetches
+just the refs it displays.
 
 `results.py` reads them (a pod's record, verdicts by ref, the streamed `numaweb.session` export);
 `store.py` writes them from the engine's `SessionResult`."""
