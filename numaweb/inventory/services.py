@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -144,12 +144,6 @@ def _allocation(pod: str, container: str, cpus: str, memory: Mapping | None, dev
     )
 
 
-def for_engine(rows: QuerySet[Node]) -> QuerySet[Node]:
-    """Node rows to build engine nodes from, without their JSON documents: `topology_of` reads a
-    topology only for a shape not yet cached, so it is decoded once per shape, not once per node."""
-    return rows.defer("topology", "snapshot", "labels")
-
-
 def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
     return EngineNode(node.name, topology_of(node), kubelet_of(node),
                       [allocation_to_engine(a) for a in allocations], node.numatopology)
@@ -161,37 +155,50 @@ _KUBELET_JSON = ("cpu_manager_options", "topology_manager_options", "reserved_me
 def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[int, int]]]:
     """Every node of the cluster as engine nodes, plus `{name: (row id, generation read)}`.
 
-    Two queries whatever the cluster size (and one per topology shape not yet cached); the generations
-    are what a commit must still find. Nodes a newer snapshot no longer lists (`removed_at`) are left
-    out. Rows are read as values, the kubelet settings' JSON as text: nodes of a pool share their
-    settings, which are decoded once per distinct text, not once per node."""
+    The generations are what a commit must still find. Nodes a newer snapshot no longer lists
+    (`removed_at`) are left out. Raises the first node's error, naming the node."""
+    nodes, seen = [], {}
+    rows = Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name")
+    for (node_id, name, generation), node in engine_nodes(rows):
+        if isinstance(node, Exception):
+            raise type(node)(f"node {name}: {node}") from node
+        nodes.append(node)
+        seen[name] = (node_id, generation)
+    return nodes, seen
+
+
+def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, EngineNode | Exception]]:
+    """Each row's values (id, name, generation, *extra columns) and its engine node, or the error that
+    building it raised (the engine's, or one of a malformed stored document).
+
+    Two queries whatever the number of rows (and one per topology shape not yet cached). Rows are read
+    as values, the kubelet settings' JSON as text: nodes of a pool share their settings, which are
+    decoded once per distinct text, not once per node."""
     text = {f"{name}_text": Cast(name, TextField()) for name in _KUBELET_JSON}
     columns = [f"{name}_text" if name in _KUBELET_JSON else name for name in KUBELET_FIELDS]
-    rows = (Node.objects.filter(cluster=cluster, removed_at__isnull=True).order_by("name").annotate(**text)
-            .values_list("id", "name", "generation", "fingerprint", "numatopology", *columns))
+    values = rows.annotate(**text).values_list("id", "name", "generation", *extra, "fingerprint", "numatopology",
+                                               *columns)
     by_node: dict[int, list[EngineAllocation]] = {}
-    for node_id, *allocation in (Allocation.objects.filter(node__cluster=cluster, node__removed_at__isnull=True)
-                                 .order_by("id").values_list("node_id", "pod", "container", "cpus", "memory",
-                                                             "devices", "origin")):
+    for node_id, *allocation in (Allocation.objects.filter(node__in=rows.values("pk")).order_by("id")
+                                 .values_list("node_id", "pod", "container", "cpus", "memory", "devices", "origin")):
         by_node.setdefault(node_id, []).append(_allocation(*allocation))
     configs: dict[tuple, KubeletConfig] = {}
-    nodes, seen = [], {}
-    for node_id, name, generation, fingerprint, numatopology, *settings in rows:
-        key = tuple(settings)
+    head = 3 + len(extra)
+    for row in values:
+        node_id, name, fingerprint, numatopology, settings = row[0], row[1], row[head], row[head + 1], row[head + 2:]
         try:
-            config = configs.get(key)
+            config = configs.get(settings)
             if config is None:
                 data = dict(zip(KUBELET_FIELDS, settings, strict=True))
                 for field in _KUBELET_JSON:
                     data[field] = json.loads(data[field]) if data[field] is not None else {}
-                config = configs[key] = _kubelet(kubelet_dict(SimpleNamespace(**data)))
+                config = configs[settings] = _kubelet(kubelet_dict(SimpleNamespace(**data)))
             topology = _topology(fingerprint, lambda pk=node_id: Node.objects.values_list(
                 "topology", flat=True).get(pk=pk))
-            nodes.append(EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology))
-        except EngineError as exc:
-            raise type(exc)(f"node {name}: {exc}") from exc
-        seen[name] = (node_id, generation)
-    return nodes, seen
+            node: EngineNode | Exception = EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology)
+        except (EngineError, KeyError, TypeError, ValueError) as exc:
+            node = exc
+        yield row[:head], node
 
 
 # -- writes -------------------------------------------------------------------------------------
@@ -361,6 +368,6 @@ def topology_error(exc: Exception) -> str:
 
 __all__ = [
     "AllocationConflict", "TopologyError", "add_allocation", "allocation_to_engine", "check_allocation",
-    "cluster_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data", "release",
-    "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
+    "cluster_nodes", "engine_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
+    "release", "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]

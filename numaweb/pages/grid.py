@@ -110,15 +110,6 @@ def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> No
     return state
 
 
-def states_for(rows: Iterable[Node]) -> list[NodeState]:
-    """Node states for many rows with one allocation query."""
-    rows = list(rows)
-    by_node: dict[int, list[Allocation]] = {r.pk: [] for r in rows}
-    for a in Allocation.objects.filter(node_id__in=list(by_node)).order_by("id"):
-        by_node[a.node_id].append(a)
-    return [node_state(r, by_node[r.pk]) for r in rows]
-
-
 def layout(topology) -> list[tuple[int, list[tuple[int, list[tuple[int, list]]]]]]:
     """[(socket, [(numa, [(core, [CPU, ...]), ...]), ...]), ...] in id order (hwloc's nesting).
     A NUMA node spanning sockets appears inside each socket it has CPUs in."""

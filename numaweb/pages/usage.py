@@ -1,6 +1,6 @@
 """Per-node CPU usage for the dashboard, cached per node `generation`.
 
-Free CPUs per NUMA node come from the engine's node (inventory.to_engine), built only for nodes whose
+Free CPUs per NUMA node come from the engine's node (inventory.engine_nodes), built only for nodes whose
 generation changed since this process last saw them: every allocation write advances the generation,
 so a cached entry is exact until then. A 5,000-node dashboard therefore filters, counts and pages on
 small tuples; only the page shown is rendered, each card as a strip of NUMA usage bars."""
@@ -15,8 +15,6 @@ from django.utils.safestring import SafeString, mark_safe
 
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
-
-from . import grid
 
 
 @dataclass(frozen=True)
@@ -40,13 +38,15 @@ def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
     """{node id: Usage} for (id, (generation, updated_at)) pairs; builds engine nodes only for the stale ones."""
     stale = [pk for pk, version in rows if (u := _CACHE.get(pk)) is None or u.version != version]
     for start in range(0, len(stale), 500):
-        for state in grid.states_for(inventory.for_engine(Node.objects.filter(pk__in=stale[start:start + 500]))):
-            version = (state.row.generation, state.row.updated_at)
-            if state.engine is None:
-                usage = Usage(version, 0, (), state.error)
-            else:
-                usage = Usage(version, state.free_count, tuple(sorted(state.free_per_numa())))
-            _CACHE[state.row.pk] = usage
+        chunk = Node.objects.filter(pk__in=stale[start:start + 500])
+        for (pk, _name, generation, updated_at), node in inventory.engine_nodes(chunk, "updated_at"):
+            version = (generation, updated_at)
+            if isinstance(node, Exception):
+                _CACHE[pk] = Usage(version, 0, (), inventory.topology_error(node))
+                continue
+            free = node.free_cpus
+            numa = tuple(sorted((n, (m & free).bit_count(), m.bit_count()) for n, m in node.topology.numa_cpus.items()))
+            _CACHE[pk] = Usage(version, free.bit_count(), numa)
     return {pk: _CACHE[pk] for pk, _g in rows if pk in _CACHE}
 
 

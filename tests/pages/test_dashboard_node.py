@@ -160,3 +160,20 @@ def test_dashboard_aggregates_and_usage_cached_per_generation(client, demo):
     html = client.get(reverse("home")).content.decode()
     card = next(a for tag, a in parse(html).elements if tag == "li" and a.get("data-node") == "node-1")
     assert int(card["data-free"]) == before - 4  # the generation moved: recomputed
+
+
+def test_dashboard_card_of_a_node_the_engine_refuses_says_why(client, demo):
+    """A stored document the engine cannot read costs that node its strip, not the dashboard."""
+    from numaweb.pages import usage
+
+    usage._CACHE.clear()
+    broken = Node.objects.get(name="node-1")
+    Node.objects.filter(pk=broken.pk).update(topology={"kind": "numaweb.topology"}, fingerprint="broken",
+                                             generation=broken.generation + 1)
+    html = client.get(reverse("home")).content.decode()
+    start = html.index(f'data-node-id="{broken.pk}"')
+    card = html[start:html.find("</li>", start)]
+    assert '<p class="error">' in card and "numa-bar" not in card
+    cards = [a for tag, a in parse(html).elements if tag == "li" and "data-node-id" in a]
+    others = [a for a in cards if a["data-node"] != "node-1"]
+    assert others and all(int(a["data-free"]) > 0 for a in others)
