@@ -75,10 +75,13 @@ class NodeState:
 
     def free_per_numa(self) -> list[tuple[int, int, int]]:
         """(NUMA id, free CPUs, CPUs) for each NUMA node."""
-        if self.engine is None:
-            return []
-        topo = self.topology
-        return [(n, (m & self.free).bit_count(), m.bit_count()) for n, m in topo.numa_cpus.items()]
+        return [] if self.engine is None else numa_usage(self.engine)
+
+
+def numa_usage(node) -> list[tuple[int, int, int]]:
+    """(NUMA id, free CPUs, CPUs) for each NUMA node of an engine node."""
+    numa_cpus = node.topology.numa_cpus
+    return [(n, free, numa_cpus[n].bit_count()) for n, free in node.free_cpus_per_numa().items()]
 
 
 def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> NodeState:

@@ -16,6 +16,8 @@ from django.utils.safestring import SafeString, mark_safe
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 
+from . import grid
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -44,9 +46,7 @@ def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
             if isinstance(node, Exception):
                 _CACHE[pk] = Usage(version, 0, (), inventory.topology_error(node))
                 continue
-            free = node.free_cpus
-            numa = tuple(sorted((n, (m & free).bit_count(), m.bit_count()) for n, m in node.topology.numa_cpus.items()))
-            _CACHE[pk] = Usage(version, free.bit_count(), numa)
+            _CACHE[pk] = Usage(version, node.free_cpus.bit_count(), tuple(sorted(grid.numa_usage(node))))
     return {pk: _CACHE[pk] for pk, _g in rows if pk in _CACHE}
 
 
