@@ -3,11 +3,11 @@ kubelet does at start-up (ENGINE.md §2.4, §2.6), with the kubelet's error text
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .cpuset import CPUSet
-from .errors import PolicyError, TopologyError, check_int
+from .errors import PolicyError, check_int
 
 CPU_MANAGER_POLICIES = ("none", "static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -110,37 +110,12 @@ class CPUOptions:
         return {name: "true" for name in CPU_OPTIONS if getattr(self, name.replace("-", "_"))}
 
 
-def _choice(value: object, allowed: tuple[str, ...], what: str, field: str) -> str:
+def choice(value: object, allowed: tuple[str, ...], what: str, field: str) -> str:
     """The manager's own refusal of a name it does not know (`unknown policy: "x"`, `unknown scope:
     "x"`: the kubelet's texts); `field` names the setting."""
     if value not in allowed:
         raise PolicyError(f'unknown {what}: "{value}"', field)
     return str(value)
-
-
-def new_topology_manager(numa_nodes: Iterable[int], policy: str, scope: str = "container",
-                         options: Mapping[str, object] | TopologyOptions | None = None,
-                         distances: Mapping | None = None) -> tuple[str, str]:
-    """The Topology Manager's construction (NewManager, ENGINE.md §2.4) with the kubelet's error texts:
-    `none` accepts anything else as is; otherwise the options are parsed, the NUMA information built
-    (distances needed with prefer-closest-numa-nodes), the NUMA count checked against
-    max-allowable-numa-nodes, then the policy and the scope names. Returns (policy, scope)."""
-    if policy == "none":
-        return policy, "container"
-    from .hints import NUMAInfo
-
-    opts = TopologyOptions.parse(options)
-    nodes = list(numa_nodes)
-    try:
-        NUMAInfo.build(nodes, distances, opts.prefer_closest_numa_nodes)
-    except TopologyError as exc:
-        raise PolicyError(str(exc), "topology_manager_options") from None
-    if len(nodes) > opts.max_allowable_numa_nodes:
-        raise PolicyError(f"unsupported on machines with more than {opts.max_allowable_numa_nodes} NUMA Nodes",
-                          "topology_manager_options")
-    _choice(policy, TOPOLOGY_POLICIES, "policy", "topology_manager_policy")
-    _choice(scope, TOPOLOGY_SCOPES, "scope", "topology_manager_scope")
-    return policy, scope
 
 
 @dataclass(frozen=True)
@@ -163,10 +138,10 @@ class KubeletConfig:
     reserved_memory: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _choice(self.cpu_manager_policy, CPU_MANAGER_POLICIES, "policy", "cpu_manager_policy")
-        _choice(self.topology_manager_policy, TOPOLOGY_POLICIES, "policy", "topology_manager_policy")
-        _choice(self.topology_manager_scope, TOPOLOGY_SCOPES, "scope", "topology_manager_scope")
-        _choice(self.memory_manager_policy, MEMORY_MANAGER_POLICIES, "policy", "memory_manager_policy")
+        choice(self.cpu_manager_policy, CPU_MANAGER_POLICIES, "policy", "cpu_manager_policy")
+        choice(self.topology_manager_policy, TOPOLOGY_POLICIES, "policy", "topology_manager_policy")
+        choice(self.topology_manager_scope, TOPOLOGY_SCOPES, "scope", "topology_manager_scope")
+        choice(self.memory_manager_policy, MEMORY_MANAGER_POLICIES, "policy", "memory_manager_policy")
         if not isinstance(self.cpu_manager_options, CPUOptions):
             object.__setattr__(self, "cpu_manager_options", CPUOptions.parse(self.cpu_manager_options))
         if not isinstance(self.topology_manager_options, TopologyOptions):

@@ -537,22 +537,16 @@ def machine_of(topology) -> dict[int, tuple[int, dict[str, int]]]:
     return {n.id: (n.memory, {s: n.hugepages.get(s, 0) for s in sizes}) for n in topology.numa_nodes}
 
 
-def validate_state(stored: MachineState, assignments: Mapping[str, Mapping[str, Iterable[Block]]],
-                   expected: MachineState) -> MachineState:
-    """Start's validateState: replay every block of `assignments` on `expected` (the default machine
-    state of the configuration) and require the stored state to equal it. An empty stored state is a
-    fresh start. Raises `MemoryAllocationError` with the kubelet's texts; returns the state kept."""
-    if not stored.nodes:
-        if any(assignments.values()):
-            raise MemoryAllocationError("[memorymanager] machine state can not be empty when it has memory "
-                                        "assignments")
-        return expected
+def replay_blocks(state: MachineState, assignments: Mapping[str, Mapping[str, Iterable[Block]]]) -> MachineState:
+    """Carve every block of `assignments` out of `state` (in place) the way validateState does: node by
+    node in the block's order, each node of a block counted and bound to the block's group. Raises
+    `MemoryAllocationError` (kubelet texts) for a NUMA node or a resource the state does not have."""
     for pod, containers in assignments.items():
         for name, blocks in containers.items():
             for b in blocks:
                 remaining = b.size
                 for nid in b.numa_affinity:
-                    node = expected.nodes.get(nid)
+                    node = state.nodes.get(nid)
                     if node is None:
                         raise MemoryAllocationError(f"[memorymanager] (pod: {pod}, container: {name}) the memory "
                                                     "assignment uses the NUMA that does not exist")
@@ -568,6 +562,20 @@ def validate_state(stored: MachineState, assignments: Mapping[str, Mapping[str, 
                     table.free -= step
                     table.reserved += step
                     remaining -= step
+    return state
+
+
+def validate_state(stored: MachineState, assignments: Mapping[str, Mapping[str, Iterable[Block]]],
+                   expected: MachineState) -> MachineState:
+    """Start's validateState: replay every block of `assignments` on `expected` (the default machine
+    state of the configuration) and require the stored state to equal it. An empty stored state is a
+    fresh start. Raises `MemoryAllocationError` with the kubelet's texts; returns the state kept."""
+    if not stored.nodes:
+        if any(assignments.values()):
+            raise MemoryAllocationError("[memorymanager] machine state can not be empty when it has memory "
+                                        "assignments")
+        return expected
+    replay_blocks(expected, assignments)
     if not _states_equal(stored, expected):
         raise MemoryAllocationError("[memorymanager] the expected machine state is different from the real one")
     return stored
@@ -589,10 +597,9 @@ def _states_equal(a: MachineState, b: MachineState) -> bool:
             tb = nb.memory[res]
             if (ta.total, ta.system_reserved, ta.allocatable) != (tb.total, tb.system_reserved, tb.allocatable):
                 return False
-            group = [c for c in na.cells]
             sums = []
             for state in (a, b):
-                tables = [state.nodes[c].table(res) if c in state.nodes else MemoryTable() for c in group]
+                tables = [state.nodes[c].table(res) if c in state.nodes else MemoryTable() for c in na.cells]
                 sums.append((sum(t.free for t in tables), sum(t.reserved for t in tables)))
             if sums[0] != sums[1]:
                 return False

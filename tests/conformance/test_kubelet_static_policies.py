@@ -12,7 +12,8 @@ from scheduler_core.cpu_policy import StateValidationError, StaticPolicy
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError, InsufficientResourcesError, PolicyError
 from scheduler_core.hints import TopologyHint
-from scheduler_core.kubelet import CPUOptions, KubeletConfig, new_topology_manager
+from scheduler_core.kubelet import CPUOptions, KubeletConfig
+from scheduler_core.kubelet_start import new_topology_manager
 from scheduler_core.memory import (
     Block,
     MachineState,
