@@ -43,6 +43,7 @@ from .memory import (
     validate_state,
 )
 from .node import Node
+from .quantity import format_bytes
 from .topology import Topology
 
 CPU_STATE_FILE = "/var/lib/kubelet/cpu_manager_state"
@@ -180,13 +181,16 @@ def reserved_cpu_count(config: KubeletConfig) -> int:
 
 
 def kubelet_start(topology: Topology, config: KubeletConfig, cpu_state: str | None = None,
-                  memory_state: str | None = None, *, cpu_state_file: str = CPU_STATE_FILE,
-                  memory_state_file: str = MEMORY_STATE_FILE) -> StartVerdict:
+                  memory_state: str | None = None, *, memory_reservation: Mapping[str, int] | None = None,
+                  cpu_state_file: str = CPU_STATE_FILE, memory_state_file: str = MEMORY_STATE_FILE) -> StartVerdict:
     """The verdict of a kubelet with `config` on `topology` given the checkpoint texts (None: no file,
-    a fresh start). A checkpoint that is not valid JSON of its kind raises `FormatError`."""
+    a fresh start). `memory_reservation` is the node-allocatable memory per type (kube- + system-reserved
+    + hard eviction, from a KubeletConfiguration): with it, the static Memory Manager's `reservedMemory`
+    must add up to it, as the kubelet checks. A checkpoint that is not valid JSON of its kind raises
+    `FormatError`."""
     verdict = StartVerdict(starts=False)
     try:
-        policy = _construct(topology, config, verdict)
+        policy = _construct(topology, config, memory_reservation, verdict)
         _start_cpu(topology, config, policy, cpu_state, cpu_state_file, verdict)
         _start_memory(topology, config, memory_state, memory_state_file, verdict)
     except _Refused as refused:
@@ -196,7 +200,8 @@ def kubelet_start(topology: Topology, config: KubeletConfig, cpu_state: str | No
     return verdict
 
 
-def _construct(topology: Topology, config: KubeletConfig, verdict: StartVerdict) -> StaticPolicy | None:
+def _construct(topology: Topology, config: KubeletConfig, memory_reservation: Mapping[str, int] | None,
+               verdict: StartVerdict) -> StaticPolicy | None:
     try:
         new_topology_manager(topology.numa_ids, config.topology_manager_policy, config.topology_manager_scope,
                              config.topology_manager_options, topology.distances)
@@ -223,6 +228,8 @@ def _construct(topology: Topology, config: KubeletConfig, verdict: StartVerdict)
     else:
         verdict.checked.append("CPU Manager: none policy")
     if config.static_memory:
+        if memory_reservation is not None:
+            _check_reserved_memory(config, memory_reservation)
         try:
             check_system_reserved(config.reserved_memory)
         except MemoryAllocationError as exc:
@@ -231,6 +238,21 @@ def _construct(topology: Topology, config: KubeletConfig, verdict: StartVerdict)
     else:
         verdict.checked.append("Memory Manager: None policy")
     return policy
+
+
+def _check_reserved_memory(config: KubeletConfig, reservation: Mapping[str, int]) -> None:
+    """validateReservedMemory: per memory type, reservedMemory over all NUMA nodes must equal the
+    node-allocatable reservation."""
+    totals: dict[str, int] = {}
+    for resources in config.reserved_memory.values():
+        for res, amount in resources.items():
+            totals[res] = totals.get(res, 0) + amount
+    for res in sorted(set(totals) | set(reservation)):
+        have, want = totals.get(res, 0), reservation.get(res, 0)
+        if have != want:
+            raise _construction_failed(MEMORY, f'the total amount "{format_bytes(have)}" of type "{res}" is not equal '
+                                               f'to the value "{format_bytes(want)}" determined by Node Allocatable '
+                                               "feature")
 
 
 def _start_cpu(topology: Topology, config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
