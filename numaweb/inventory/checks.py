@@ -1,8 +1,12 @@
-"""A node's real kubelet state files checked against the engine's kubelet model (the comparison is
-the engine's: `scheduler_core.state_check`). Read-only: nothing is written."""
+"""A node's real kubelet state files checked against the engine's kubelet model, and whether a kubelet
+with the node's settings (or a planned KubeletConfiguration) would start with them (the comparison and
+the start-up verdict are the engine's: `scheduler_core.state_check`, `scheduler_core.kubelet_start`).
+Read-only: nothing is written."""
 
 from __future__ import annotations
 
+from scheduler_core.errors import EngineError, FormatError
+from scheduler_core.formats import load_kubelet_config
 from scheduler_core.formats.snapshot import load_pods
 from scheduler_core.state_check import StateCheck, check_state
 
@@ -24,10 +28,21 @@ def _text(data: bytes | str, what: str) -> str:
 
 
 def check_node_state(node: Node, cpu_state: bytes | str, memory_state: bytes | str | None = None,
-                     pods: bytes | str | None = None) -> StateCheck:
+                     pods: bytes | str | None = None, kubelet_config: bytes | str | None = None) -> StateCheck:
     """Replay the state file's containers (or `pods`, in admission order) on the node's topology and
-    kubelet settings; the node's stored allocations are not used."""
+    kubelet settings, and judge the kubelet's start with them under the node's settings or, when given,
+    the planned `kubelet_config` (a KubeletConfiguration); the node's stored allocations are not used."""
     engine = services.to_engine(node, ())
     pod_list = load_pods(pods.encode() if isinstance(pods, str) else bytes(pods)) if pods else None
+    try:
+        planned = load_kubelet_config(_text(kubelet_config, "kubelet config")) if kubelet_config else None
+    except EngineError as exc:
+        raise FormatError(str(exc), "kubelet_config") from exc
     return check_state(engine, _text(cpu_state, "cpu_manager_state"),
-                       _text(memory_state, "memory_manager_state") if memory_state else None, pod_list)
+                       _text(memory_state, "memory_manager_state") if memory_state else None, pod_list,
+                       planned.config if planned else None, planned.memory_reservation if planned else None)
+
+
+def pods_on_node(node: Node) -> list[str]:
+    """The pods the inventory has on the node (a drain evicts every one of them)."""
+    return sorted(set(node.allocations.values_list("pod", flat=True)))

@@ -220,6 +220,15 @@ class StateCheckForm(forms.Form):
                                    help_text="/var/lib/kubelet/memory_manager_state (optional)")
     pods = forms.FileField(label="pods", required=False,
                            help_text="the node's pods in admission order, kubectl get pods -o yaml (optional)")
+    kubelet_config = forms.FileField(label="planned config.yaml", required=False,
+                                     help_text="a KubeletConfiguration you plan to roll out: would the kubelet start "
+                                               "with it? (optional; default: this node's settings)")
+
+
+class KubeletConfigForm(forms.Form):
+    """A node's KubeletConfiguration (/var/lib/kubelet/config.yaml) to take its settings from."""
+
+    file = forms.FileField(label="config.yaml", help_text="/var/lib/kubelet/config.yaml (kind: KubeletConfiguration)")
 
 
 class HintTableForm(forms.Form):
