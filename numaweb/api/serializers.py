@@ -219,6 +219,10 @@ class StateCheckUploadSerializer(serializers.Serializer):
     kubelet_config = serializers.FileField(required=False,
                                            help_text="a planned /var/lib/kubelet/config.yaml (KubeletConfiguration): "
                                                      "would the kubelet start with it? (default: the node's settings)")
+    planned_settings = serializers.JSONField(
+        required=False, binary=True,
+        help_text='planned node settings by their API names, over the file\'s or the node\'s: e.g. '
+                  '{"reserved_cpus": "0-1", "cpu_manager_policy": "static"}')
 
 
 class ImportReportSerializer(serializers.Serializer):

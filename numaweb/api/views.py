@@ -124,13 +124,17 @@ class NodeViewSet(viewsets.ModelViewSet):
         node = self.get_object()
         upload = s.StateCheckUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        planned = upload.validated_data.pop("planned_settings", None)
+        if planned is not None and not isinstance(planned, dict):
+            raise ValidationError({"planned_settings": ["must be an object of node settings"]})
         files = {k: s._upload_bytes(v, k) for k, v in upload.validated_data.items()}
         try:
             result = checks.check_node_state(node, files["cpu_state"], files.get("memory_state"), files.get("pods"),
-                                             files.get("kubelet_config"))
+                                             files.get("kubelet_config"), planned)
         except EngineError as exc:
-            field = exc.field if exc.field in files else "cpu_state"
-            raise ValidationError({field: [str(exc)]}) from exc
+            field = (exc.field or "").split(":")[0]
+            raise ValidationError({field if field in files or field == "planned_settings" else "cpu_state":
+                                   [str(exc)]}) from exc
         return Response({**result.to_dict(), "pods_on_node": checks.pods_on_node(node)})
 
     @extend_schema(responses={200: OpenApiResponse(description="the node's settings as a KubeletConfiguration YAML")},

@@ -202,9 +202,11 @@ def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
         if not form.errors:
             try:
                 result = checks.check_node_state(node, files["cpu_state"], files["memory_state"], files["pods"],
-                                                 files["kubelet_config"])
+                                                 files["kubelet_config"], form.planned_settings())
             except EngineError as exc:
-                form.add_error(exc.field if exc.field in files else "cpu_state", str(exc))
+                field = (exc.field or "").split(":")[-1]
+                form.add_error(field if field in files or field in form.PLANNED else
+                               None if (exc.field or "").startswith("planned_settings") else "cpu_state", str(exc))
             else:
                 ctx["result"] = result
                 ctx["grid"] = grid.render_state_check(node, result)

@@ -271,3 +271,30 @@ def test_import_topology_takes_the_settings_from_a_config(tmp_path, capsys, db):
     config.write_text(HEAD + "bogus: 1\n")
     with pytest.raises(CommandError, match='unknown field "bogus"'):
         call_command("import_topology", str(topo), "--cluster", "c1", "--kubelet-config", str(config))
+
+
+# -- a planned change typed in rather than uploaded ---------------------------------------------------
+
+def test_planned_settings_typed_in_on_the_page_and_through_the_api(operator_client, operator_api, cluster):
+    s = _reserved_0_to_0_1(cluster)
+    r = operator_api.post(f"/api/nodes/{s.node.pk}/check-state/",
+                          {"cpu_state": _named(s.cpu, "c"), "planned_settings": '{"reserved_cpus": "0-1"}'},
+                          format="multipart")
+    assert r.status_code == 200, r.content
+    assert r.json()["start"]["refusal"]["message"] == s.message
+    assert r.json()["planned_changes"] == {"reserved_cpus": {"node": "0", "planned": "0-1"}}
+    page = operator_client.post(reverse("pages:node-check-state", args=[s.node.pk]),
+                                {"cpu_state": SimpleUploadedFile("c", s.cpu.encode()), "reserved_cpus": "0-1"})
+    text = html.unescape(page.content.decode())
+    assert page.status_code == 200 and f'<pre class="kubelet-text">{s.message}</pre>' in text
+    assert "<code>reserved_cpus</code> 0 → 0-1" in text
+    bad = operator_api.post(f"/api/nodes/{s.node.pk}/check-state/",
+                            {"cpu_state": _named(s.cpu, "c"), "planned_settings": '{"topology_manager_scope": "node"}'},
+                            format="multipart")
+    assert bad.status_code == 400 and 'unknown scope: "node"' in bad.json()["planned_settings"][0]
+    bad_page = operator_client.post(reverse("pages:node-check-state", args=[s.node.pk]),
+                                    {"cpu_state": SimpleUploadedFile("c", s.cpu.encode()), "reserved_cpus": "3-1"})
+    assert bad_page.status_code == 400 and "3-1" in html.unescape(bad_page.content.decode())
+    outside = operator_client.post(reverse("pages:node-check-state", args=[s.node.pk]),
+                                   {"cpu_state": SimpleUploadedFile("c", s.cpu.encode()), "reserved_cpus": "0-99"})
+    assert "reservedSystemCPUs 8-99 are not CPUs of this machine" in html.unescape(outside.content.decode())
