@@ -246,10 +246,10 @@ class StateCheckForm(forms.Form):
                "memory_manager_policy", "reserved_memory")
 
     def planned_settings(self) -> dict:
-        """The settings the form changes (empty fields leave them as they are)."""
+        """The settings the form changes (empty fields leave them as they are; none before validation)."""
         out = {}
         for name in self.PLANNED:
-            value = self.cleaned_data.get(name)
+            value = getattr(self, "cleaned_data", {}).get(name)
             if value in ("", None):
                 continue
             out[name] = None if value == "-" else value
