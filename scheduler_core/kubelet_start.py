@@ -202,6 +202,10 @@ def kubelet_start(topology: Topology, config: KubeletConfig, cpu_state: str | No
 
 def _construct(topology: Topology, config: KubeletConfig, memory_reservation: Mapping[str, int] | None,
                verdict: StartVerdict) -> StaticPolicy | None:
+    reserved = config.reserved_cpus or CPUSet()
+    if reserved - CPUSet(topology.all_cpus):  # checked when the kubelet reads its flags, whatever the policy
+        raise _construction_failed(CPU, f"reserved-cpus: {reserved} is not a subset of online-cpus: "
+                                        f"{CPUSet(topology.all_cpus)}")
     try:
         new_topology_manager(topology.numa_ids, config.topology_manager_policy, config.topology_manager_scope,
                              config.topology_manager_options, topology.distances)
@@ -215,10 +219,6 @@ def _construct(topology: Topology, config: KubeletConfig, memory_reservation: Ma
         if count == 0:
             raise _construction_failed(CPU, "[cpumanager] the static policy requires systemreserved.cpu + "
                                             "kubereserved.cpu to be greater than zero")
-        outside = (config.reserved_cpus or CPUSet()) - CPUSet(topology.all_cpus)
-        if outside:
-            raise _construction_failed(CPU, f"reservedSystemCPUs {outside} are not CPUs of this machine "
-                                            f"({CPUSet(topology.all_cpus)})")
         try:
             policy = StaticPolicy(topology, count, config.reserved_cpus, config.cpu_manager_options,
                                   config.topology_manager_policy)

@@ -297,4 +297,4 @@ def test_planned_settings_typed_in_on_the_page_and_through_the_api(operator_clie
     assert bad_page.status_code == 400 and "3-1" in html.unescape(bad_page.content.decode())
     outside = operator_client.post(reverse("pages:node-check-state", args=[s.node.pk]),
                                    {"cpu_state": SimpleUploadedFile("c", s.cpu.encode()), "reserved_cpus": "0-99"})
-    assert "reservedSystemCPUs 8-99 are not CPUs of this machine" in html.unescape(outside.content.decode())
+    assert "reserved-cpus: 0-99 is not a subset of online-cpus: 0-7" in html.unescape(outside.content.decode())
