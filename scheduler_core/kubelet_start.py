@@ -132,17 +132,21 @@ class _Refused(Exception):
         self.refusal = refusal
 
 
+#: how the kubelet names each manager in its start-up errors: (container manager's prefix, checkpoint's)
+_NAMES = {CPU: ("start cpu manager error", "CPU manager"), MEMORY: ("start memory manager error", "memory manager")}
+
+
 def _restore_failed(manager: str, cause: str, file: str) -> _Refused:
-    which = "CPU manager" if manager == CPU else "memory manager"
-    wrapped = (f"could not restore state from checkpoint: {cause}, please drain this node and delete the {which} "
+    """A checkpoint the manager cannot restore (NewCheckpointState's wrapping, then the container manager's)."""
+    start, name = _NAMES[manager]
+    wrapped = (f"could not restore state from checkpoint: {cause}, please drain this node and delete the {name} "
                f'checkpoint file "{file}" before restarting Kubelet')
-    return _Refused(Refusal(manager, CHECKPOINT, f"start {which.split()[0].lower()} manager error: {wrapped}",
-                            cause, file))
+    return _Refused(Refusal(manager, CHECKPOINT, f"{start}: {wrapped}", cause, file))
 
 
 def _start_failed(manager: str, cause: str, file: str) -> _Refused:
-    which = "cpu" if manager == CPU else "memory"
-    return _Refused(Refusal(manager, CHECKPOINT, f"start {which} manager error: {cause}", cause, file))
+    """A checkpoint the policy's validateState refuses."""
+    return _Refused(Refusal(manager, CHECKPOINT, f"{_NAMES[manager][0]}: {cause}", cause, file))
 
 
 def _construction_failed(manager: str, cause: str) -> _Refused:
@@ -191,7 +195,7 @@ def kubelet_start(topology: Topology, config: KubeletConfig, cpu_state: str | No
     verdict = StartVerdict(starts=False)
     try:
         policy = _construct(topology, config, memory_reservation, verdict)
-        _start_cpu(topology, config, policy, cpu_state, cpu_state_file, verdict)
+        _start_cpu(config, policy, cpu_state, cpu_state_file, verdict)
         _start_memory(topology, config, memory_state, memory_state_file, verdict)
     except _Refused as refused:
         verdict.refusal = refused.refusal
@@ -255,7 +259,7 @@ def _check_reserved_memory(config: KubeletConfig, reservation: Mapping[str, int]
                                                "feature")
 
 
-def _start_cpu(topology: Topology, config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
+def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
                file: str, verdict: StartVerdict) -> None:
     from .formats.kubelet_state import cpu_state
 
