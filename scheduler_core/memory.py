@@ -334,11 +334,6 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
     state = machine_state
     requested = _requested(requested)
     reusable = reusable or {}
-    for res, amount in requested.items():
-        whole = state.allocatable(res)
-        if amount > whole:
-            raise InsufficientResourcesError(
-                f"{res} request of {amount} bytes exceeds the {whole} bytes allocatable on the whole machine")
     hint = hint or TopologyHint(None, False)
     best = hint
     if best.affinity is None:
