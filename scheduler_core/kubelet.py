@@ -151,7 +151,8 @@ class KubeletConfig:
             object.__setattr__(self, "reserved_cpus", CPUSet.parse(self.reserved_cpus))
         check_int(self.reserved_cpu_milli, "reserved CPU (millicores)", error=PolicyError)
         if self.cpu_manager_options.align_by_socket and self.topology_manager_policy == "single-numa-node":
-            raise PolicyError("align-by-socket is not compatible with the single-numa-node topology manager policy")
+            raise PolicyError("Topolgy manager single-numa-node policy is incompatible with CPUManager "
+                              "align-by-socket policy option", "cpu_manager_options")  # sic: the kubelet's text
         for nid, resources in self.reserved_memory.items():
             for res, amount in resources.items():
                 check_int(amount, f"reserved {res} on NUMA node {nid} (bytes)", error=PolicyError)
