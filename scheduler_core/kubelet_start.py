@@ -108,7 +108,7 @@ class StartVerdict:
     def summary(self) -> str:
         if self.starts:
             pool = "" if self.default_cpuset is None else f" with shared pool {self.default_cpuset or '(empty)'}"
-            return f"the kubelet starts{pool} and {len(self.pinned_pods)} pinned pods"
+            return f"the kubelet starts{pool}, keeping the {len(self.pinned_pods)} pods its checkpoints pin"
         return f"the kubelet refuses to start: {self.refusal.message}"
 
     def to_dict(self) -> dict:

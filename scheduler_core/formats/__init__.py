@@ -72,7 +72,8 @@ def load(data: object, format: str | None = None) -> Loaded:
     if fmt in ("workload",):
         raise FormatError("a workload (Job/Pod/Deployment YAML) is not a topology; use load_jobs")
     if fmt == "kubelet-config":
-        raise FormatError("a KubeletConfiguration holds node settings, not a topology; use load_kubelet_config")
+        raise FormatError("a KubeletConfiguration holds a node's kubelet settings, not its topology; set the node's "
+                          "settings from it instead")
     if fmt == "engine-json":
         from . import engine_json
 

@@ -93,7 +93,7 @@ def test_bad_fields_are_named(edit, field, needle):
 
 
 def test_not_a_topology():
-    with pytest.raises(FormatError, match="not a topology"):
+    with pytest.raises(FormatError, match="settings, not its topology"):
         load(CONFIG)
 
 
