@@ -184,9 +184,14 @@ def _named(text: str, name: str) -> io.BytesIO:
     return fh
 
 
-def test_a_bad_planned_config_is_a_400_naming_the_field(operator_api, operator_client, cluster):
+def test_a_bad_planned_config_is_a_400_naming_the_field(operator_api, operator_client, cluster, tmp_path):
     s = _none_to_static(cluster)
     bad = HEAD + "cpuManagerPolicy: static\ncpuManagerPolicyOptions: {turbo: 'true'}\n"
+    (tmp_path / "cpu").write_text(s.cpu)
+    (tmp_path / "config.yaml").write_text(bad)
+    with pytest.raises(CommandError, match='cpuManagerPolicyOptions: unknown CPU Manager Policy option: "turbo"'):
+        call_command("check_state", s.node.name, "--cpu-state", str(tmp_path / "cpu"),
+                     "--kubelet-config", str(tmp_path / "config.yaml"))
     r = operator_api.post(f"/api/nodes/{s.node.pk}/check-state/",
                           {"cpu_state": _named(s.cpu, "c"), "kubelet_config": _named(bad, "k")}, format="multipart")
     assert r.status_code == 400
