@@ -31,6 +31,10 @@ Entry points (stable; called from outside the project's own tests). CPU sets may
   on the given ``Cluster`` (copy it first for a what-if).
 - ``load_topology(data, format=None)`` → ``Topology``: text, bytes or a path (file, sysfs folder or
   tarball), format detected from the content when None (``scheduler_core.formats``).
+- ``kubelet_start(topology, config, cpu_state=None, memory_state=None, *, memory_reservation=None)`` →
+  ``StartVerdict`` (``.starts``, ``.refusal`` with the kubelet's text, the file to delete and the next
+  step, ``.default_cpuset``, ``.assignments``, ``.pods_to_move``): would a kubelet with ``config`` start
+  with these checkpoint texts (ENGINE.md §2.10).
 
 Units everywhere: CPU in millicores in requests, CPUs as ids; memory and hugepages in bytes.
 Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming the offending value.
@@ -60,6 +64,7 @@ _EXPORTS = {
     "VolcanoProfile": "profiles", "AlignedProfile": "profiles", "UnawareProfile": "profiles",
     "SessionResult": "session",
     "load_topology": "formats",
+    "kubelet_start": "kubelet_start", "StartVerdict": "kubelet_start",
 }
 
 __all__ = sorted(_EXPORTS)

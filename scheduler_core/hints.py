@@ -414,8 +414,7 @@ class MergeResult:
 
 def _check_policy(policy: object) -> None:
     if policy not in TOPOLOGY_POLICIES:
-        raise PolicyError(f"unknown Topology Manager policy {policy!r}; expected one of: "
-                          f"{', '.join(TOPOLOGY_POLICIES)}")
+        raise PolicyError(f'unknown policy: "{policy}"')
 
 
 def _parse_options(options: object) -> TopologyOptions:

@@ -110,9 +110,11 @@ class CPUOptions:
         return {name: "true" for name in CPU_OPTIONS if getattr(self, name.replace("-", "_"))}
 
 
-def _choice(value: object, allowed: tuple[str, ...], what: str) -> str:
+def choice(value: object, allowed: tuple[str, ...], what: str, field: str) -> str:
+    """The manager's own refusal of a name it does not know (`unknown policy: "x"`, `unknown scope:
+    "x"`: the kubelet's texts); `field` names the setting."""
     if value not in allowed:
-        raise PolicyError(f"unknown {what} {value!r}; expected one of: {', '.join(allowed)}")
+        raise PolicyError(f'unknown {what}: "{value}"', field)
     return str(value)
 
 
@@ -136,10 +138,10 @@ class KubeletConfig:
     reserved_memory: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _choice(self.cpu_manager_policy, CPU_MANAGER_POLICIES, "CPU Manager policy")
-        _choice(self.topology_manager_policy, TOPOLOGY_POLICIES, "Topology Manager policy")
-        _choice(self.topology_manager_scope, TOPOLOGY_SCOPES, "Topology Manager scope")
-        _choice(self.memory_manager_policy, MEMORY_MANAGER_POLICIES, "Memory Manager policy")
+        choice(self.cpu_manager_policy, CPU_MANAGER_POLICIES, "policy", "cpu_manager_policy")
+        choice(self.topology_manager_policy, TOPOLOGY_POLICIES, "policy", "topology_manager_policy")
+        choice(self.topology_manager_scope, TOPOLOGY_SCOPES, "scope", "topology_manager_scope")
+        choice(self.memory_manager_policy, MEMORY_MANAGER_POLICIES, "policy", "memory_manager_policy")
         if not isinstance(self.cpu_manager_options, CPUOptions):
             object.__setattr__(self, "cpu_manager_options", CPUOptions.parse(self.cpu_manager_options))
         if not isinstance(self.topology_manager_options, TopologyOptions):
@@ -149,7 +151,8 @@ class KubeletConfig:
             object.__setattr__(self, "reserved_cpus", CPUSet.parse(self.reserved_cpus))
         check_int(self.reserved_cpu_milli, "reserved CPU (millicores)", error=PolicyError)
         if self.cpu_manager_options.align_by_socket and self.topology_manager_policy == "single-numa-node":
-            raise PolicyError("align-by-socket is not compatible with the single-numa-node topology manager policy")
+            raise PolicyError("Topolgy manager single-numa-node policy is incompatible with CPUManager "
+                              "align-by-socket policy option", "cpu_manager_options")  # sic: the kubelet's text
         for nid, resources in self.reserved_memory.items():
             for res, amount in resources.items():
                 check_int(amount, f"reserved {res} on NUMA node {nid} (bytes)", error=PolicyError)

@@ -14,18 +14,23 @@ A mismatch is explained when it can be: the file's CPU Manager policy differs fr
 replay matches everywhere under one other setting (a static policy option, the Topology Manager
 policy or scope) — "written under another policy option"; CPUs not on this node; or, per container,
 the NUMA nodes of the predicted and actual CPUs.
+
+Beside the comparison, the kubelet's start-up verdict (`kubelet_start`) for the same files: with the
+node's settings, or with a planned configuration (`config`), whether the kubelet would start with
+these checkpoints, and if not its text, what the operator must do and which pinned pods move.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .admission import admit_pod
 from .cpuset import CPUSet
 from .errors import EngineError, FormatError
 from .kubelet import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
+from .kubelet_start import StartVerdict, changed_settings, kubelet_start
 from .node import Node
 from .pods import GUARANTEED, Container, Pod
 
@@ -66,6 +71,10 @@ class StateCheck:
     actual_default: CPUSet = field(default_factory=CPUSet)
     predicted_default: CPUSet = field(default_factory=CPUSet)
     reasons: list[str] = field(default_factory=list)
+    #: would a kubelet with the node's (or the planned) settings start with these files
+    start: StartVerdict | None = None
+    #: the settings the planned configuration changes: {setting: (node's, planned)}
+    planned: dict[str, tuple[object, object]] = field(default_factory=dict)
 
     @property
     def mismatches(self) -> list[ContainerCheck]:
@@ -86,7 +95,9 @@ class StateCheck:
                 "mismatches": len(self.mismatches), "reasons": list(self.reasons),
                 "actual_default_cpuset": str(self.actual_default),
                 "predicted_default_cpuset": str(self.predicted_default),
-                "containers": [c.to_dict() for c in self.containers]}
+                "containers": [c.to_dict() for c in self.containers],
+                "start": None if self.start is None else self.start.to_dict(),
+                "planned_changes": {k: {"node": a, "planned": b} for k, (a, b) in self.planned.items()}}
 
 
 def replay(node: Node, pods: Iterable[Pod]) -> list:
@@ -166,9 +177,12 @@ def _alternatives(k: KubeletConfig) -> Iterable[tuple[str, KubeletConfig]]:
 
 
 def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
-                pods: Sequence[Pod] | None = None) -> StateCheck:
-    """Compare the kubelet's state files of `node` with the model's replay (see the module docstring).
-    `node` gives the topology and kubelet settings; its own allocations are not used."""
+                pods: Sequence[Pod] | None = None, config: KubeletConfig | None = None,
+                memory_reservation: Mapping[str, int] | None = None) -> StateCheck:
+    """Compare the kubelet's state files of `node` with the model's replay (see the module docstring)
+    and say whether a kubelet with `config` (default: the node's settings; `memory_reservation` from its
+    KubeletConfiguration) would start with them. `node` gives the topology and kubelet settings; its own
+    allocations are not used."""
     from .formats.kubelet_state import cpu_state as parse_cpu
     from .formats.kubelet_state import memory_state as parse_memory
 
@@ -192,7 +206,7 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
     for cpus in cpu["entries"].values():
         assigned |= cpus
     result.actual_default = cpu["default"]
-    pool = all_cpus & ~assigned.mask
+    pool = all_cpus & ~assigned.mask if node.kubelet.static_cpus else 0  # the none policy keeps no pool
     if node.kubelet.cpu_manager_options.strict_cpu_reservation:
         pool &= ~node.reserved_cpus.mask
     result.predicted_default = CPUSet(pool)
@@ -216,6 +230,10 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
                                   f"every container {' or '.join(matching)}")
     for c in result.mismatches:
         c.why = c.error or _why(node, c)
+    planned = config or node.kubelet
+    result.planned = changed_settings(node.kubelet, planned)
+    result.start = kubelet_start(node.topology, planned, cpu_state, memory_state,
+                                 memory_reservation=memory_reservation)
     if result.actual_default != result.predicted_default and not outside:
         result.reasons.append(f"defaultCpuSet is {result.actual_default}, the model's shared pool "
                               f"{result.predicted_default}")

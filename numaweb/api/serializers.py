@@ -216,6 +216,13 @@ class StateCheckUploadSerializer(serializers.Serializer):
     cpu_state = serializers.FileField(help_text="/var/lib/kubelet/cpu_manager_state")
     memory_state = serializers.FileField(required=False, help_text="/var/lib/kubelet/memory_manager_state")
     pods = serializers.FileField(required=False, help_text="the node's pods in admission order (kubectl -o yaml)")
+    kubelet_config = serializers.FileField(required=False,
+                                           help_text="a planned /var/lib/kubelet/config.yaml (KubeletConfiguration): "
+                                                     "would the kubelet start with it? (default: the node's settings)")
+    planned_settings = serializers.JSONField(
+        required=False, binary=True,
+        help_text='planned node settings by their API names, over the file\'s or the node\'s: e.g. '
+                  '{"reserved_cpus": "0-1", "cpu_manager_policy": "static"}')
 
 
 class ImportReportSerializer(serializers.Serializer):
@@ -247,6 +254,28 @@ class ContainerCheckSerializer(serializers.Serializer):
     why = serializers.CharField()
 
 
+class RefusalSerializer(serializers.Serializer):
+    manager = serializers.CharField(help_text="Topology Manager, CPU Manager or Memory Manager")
+    stage = serializers.CharField(help_text="configuration or checkpoint")
+    message = serializers.CharField(help_text="the kubelet's text as it exits with it")
+    cause = serializers.CharField(help_text="the manager's own error inside it")
+    file = serializers.CharField(allow_null=True, help_text="the checkpoint file to delete (after draining)")
+    action = serializers.CharField(help_text="what the operator must do before the kubelet starts")
+
+
+class StartVerdictSerializer(serializers.Serializer):
+    starts = serializers.BooleanField()
+    summary = serializers.CharField()
+    refusal = RefusalSerializer(allow_null=True)
+    default_cpuset = serializers.CharField(allow_null=True, help_text="the shared pool the kubelet starts with")
+    assignments = serializers.DictField(help_text="pod uid -> container -> exclusive CPUs")
+    machine_state = serializers.DictField(allow_null=True)
+    memory_assignments = serializers.DictField()
+    pods_to_move = serializers.ListField(child=serializers.CharField(),
+                                         help_text="pinned pods that leave the node when it is drained")
+    checked = serializers.ListField(child=serializers.CharField())
+
+
 class StateCheckSerializer(serializers.Serializer):
     node = serializers.CharField()
     match = serializers.BooleanField()
@@ -258,6 +287,16 @@ class StateCheckSerializer(serializers.Serializer):
     actual_default_cpuset = serializers.CharField()
     predicted_default_cpuset = serializers.CharField()
     containers = ContainerCheckSerializer(many=True)
+    start = StartVerdictSerializer(help_text="would a kubelet with the node's (or the planned) settings start")
+    planned_changes = serializers.DictField(help_text="setting -> {node, planned} for a planned configuration")
+    pods_on_node = serializers.ListField(child=serializers.CharField(),
+                                        help_text="pods the inventory has on the node (a drain evicts them all)")
+
+
+class KubeletConfigUploadSerializer(serializers.Serializer):
+    """A KubeletConfiguration for `POST /api/nodes/<id>/kubelet-config/`."""
+
+    file = serializers.FileField(help_text="/var/lib/kubelet/config.yaml (kind: KubeletConfiguration)")
 
 
 class AllocationSerializer(serializers.ModelSerializer):

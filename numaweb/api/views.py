@@ -6,7 +6,7 @@ Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEW
 from __future__ import annotations
 
 from django.db.models import Count
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from numaweb.inventory import checks, snapshot
+from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import bounds
@@ -91,7 +91,8 @@ class ClusterViewSet(viewsets.ModelViewSet):
 @extend_schema(parameters=[CLUSTER_PARAM])
 class NodeViewSet(viewsets.ModelViewSet):
     serializer_class = s.NodeSerializer
-    required_permissions = {"check_state": ["access.run_whatif"]}  # reads only: operators, as what-if
+    required_permissions = {"check_state": ["access.run_whatif"],  # reads only: operators, as what-if
+                            "set_kubelet_config": ["inventory.change_node"]}
 
     def get_queryset(self):
         qs = Node.objects.select_related("cluster").annotate(allocation_count=Count("allocations")).order_by(
@@ -123,12 +124,42 @@ class NodeViewSet(viewsets.ModelViewSet):
         node = self.get_object()
         upload = s.StateCheckUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        planned = upload.validated_data.pop("planned_settings", None)
+        if planned is not None and not isinstance(planned, dict):
+            raise ValidationError({"planned_settings": ["must be an object of node settings"]})
         files = {k: s._upload_bytes(v, k) for k, v in upload.validated_data.items()}
         try:
-            result = checks.check_node_state(node, files["cpu_state"], files.get("memory_state"), files.get("pods"))
+            result = checks.check_node_state(node, files["cpu_state"], files.get("memory_state"), files.get("pods"),
+                                             files.get("kubelet_config"), planned)
         except EngineError as exc:
-            raise ValidationError({"cpu_state": [str(exc)]}) from exc
-        return Response(result.to_dict())
+            field = (exc.field or "").split(":")[0]
+            raise ValidationError({field if field in files or field == "planned_settings" else "cpu_state":
+                                   [str(exc)]}) from exc
+        return Response({**result.to_dict(), "pods_on_node": checks.pods_on_node(node)})
+
+    @extend_schema(responses={200: OpenApiResponse(description="the node's settings as a KubeletConfiguration YAML")},
+                   parameters=[])
+    @action(detail=True, methods=["get"], url_path="kubelet-config")
+    def kubelet_config(self, request: Request, pk: str | None = None) -> HttpResponse:
+        """The node's kubelet settings as a KubeletConfiguration (config.yaml) to merge into the node's file."""
+        return HttpResponse(kubelet_config.export(self.get_object()), content_type="application/yaml")
+
+    @extend_schema(request={"multipart/form-data": s.KubeletConfigUploadSerializer},
+                   responses={200: s.NodeSerializer, 400: OpenApiResponse(description="the field and the reason")},
+                   parameters=[])
+    @kubelet_config.mapping.post
+    def set_kubelet_config(self, request: Request, pk: str | None = None) -> Response:
+        """Set the node's kubelet settings from its KubeletConfiguration (config.yaml); the node's allocations
+        must still fit them."""
+        node = self.get_object()
+        upload = s.KubeletConfigUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        try:
+            node = kubelet_config.apply(node, s._upload_bytes(upload.validated_data["file"], "file"))
+        except EngineError as exc:
+            raise ValidationError({"file": [str(exc)]}) from exc
+        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=node.pk)
+        return Response(s.NodeSerializer(node, context={"request": request}).data)
 
 
 @extend_schema(parameters=[OpenApiParameter("node", OpenApiTypes.INT, description="only this node's allocations")])

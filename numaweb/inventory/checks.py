@@ -1,9 +1,17 @@
-"""A node's real kubelet state files checked against the engine's kubelet model (the comparison is
-the engine's: `scheduler_core.state_check`). Read-only: nothing is written."""
+"""A node's real kubelet state files checked against the engine's kubelet model, and whether a kubelet
+with the node's settings (or a planned KubeletConfiguration) would start with them (the comparison and
+the start-up verdict are the engine's: `scheduler_core.state_check`, `scheduler_core.kubelet_start`).
+Read-only: nothing is written."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler_core.errors import EngineError, FormatError, PolicyError
+from scheduler_core.formats import load_kubelet_config
 from scheduler_core.formats.snapshot import load_pods
+from scheduler_core.kubelet import KubeletConfig
 from scheduler_core.state_check import StateCheck, check_state
 
 from . import services
@@ -24,10 +32,31 @@ def _text(data: bytes | str, what: str) -> str:
 
 
 def check_node_state(node: Node, cpu_state: bytes | str, memory_state: bytes | str | None = None,
-                     pods: bytes | str | None = None) -> StateCheck:
+                     pods: bytes | str | None = None, kubelet_config: bytes | str | None = None,
+                     planned_settings: Mapping[str, Any] | None = None) -> StateCheck:
     """Replay the state file's containers (or `pods`, in admission order) on the node's topology and
-    kubelet settings; the node's stored allocations are not used."""
+    kubelet settings, and judge the kubelet's start with them under the node's settings or a planned
+    configuration: `kubelet_config` (a KubeletConfiguration) and/or `planned_settings` (settings by their
+    engine names, over the file's or the node's). The node's stored allocations are not used."""
     engine = services.to_engine(node, ())
     pod_list = load_pods(pods.encode() if isinstance(pods, str) else bytes(pods)) if pods else None
+    try:
+        parsed = load_kubelet_config(_text(kubelet_config, "kubelet config")) if kubelet_config else None
+    except EngineError as exc:
+        raise FormatError(str(exc), "kubelet_config") from exc
+    planned = parsed.config if parsed else None
+    if planned_settings:
+        base = (planned or engine.kubelet).to_dict()
+        try:
+            planned = KubeletConfig.from_dict({**base, **planned_settings})
+        except EngineError as exc:
+            # the field says it is the planned settings, and which one: "planned_settings:reserved_cpus"
+            raise PolicyError(str(exc), f"planned_settings:{exc.field or ''}") from exc
     return check_state(engine, _text(cpu_state, "cpu_manager_state"),
-                       _text(memory_state, "memory_manager_state") if memory_state else None, pod_list)
+                       _text(memory_state, "memory_manager_state") if memory_state else None, pod_list,
+                       planned, parsed.memory_reservation if parsed else None)
+
+
+def pods_on_node(node: Node) -> list[str]:
+    """The pods the inventory has on the node (a drain evicts every one of them)."""
+    return sorted(set(node.allocations.values_list("pod", flat=True)))

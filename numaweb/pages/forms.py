@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from django import forms
 
-from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, Cluster
+from numaweb.inventory.models import (
+    CPU_MANAGER_CHOICES,
+    MEMORY_MANAGER_CHOICES,
+    TOPOLOGY_POLICY_CHOICES,
+    TOPOLOGY_SCOPE_CHOICES,
+    Cluster,
+)
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
@@ -220,6 +226,40 @@ class StateCheckForm(forms.Form):
                                    help_text="/var/lib/kubelet/memory_manager_state (optional)")
     pods = forms.FileField(label="pods", required=False,
                            help_text="the node's pods in admission order, kubectl get pods -o yaml (optional)")
+    kubelet_config = forms.FileField(label="planned config.yaml", required=False,
+                                     help_text="a KubeletConfiguration you plan to roll out: would the kubelet start "
+                                               "with it? (optional; default: this node's settings)")
+    cpu_manager_policy = forms.ChoiceField(label="planned CPU Manager policy", required=False,
+                                           choices=[("", "(unchanged)"), *CPU_MANAGER_CHOICES])
+    reserved_cpus = forms.CharField(label="planned reservedSystemCPUs", required=False,
+                                    help_text="e.g. 0-1 (optional; '-' for none)")
+    topology_manager_policy = forms.ChoiceField(label="planned Topology Manager policy", required=False,
+                                                choices=[("", "(unchanged)"), *TOPOLOGY_POLICY_CHOICES])
+    topology_manager_scope = forms.ChoiceField(label="planned Topology Manager scope", required=False,
+                                               choices=[("", "(unchanged)"), *TOPOLOGY_SCOPE_CHOICES])
+    memory_manager_policy = forms.ChoiceField(label="planned Memory Manager policy", required=False,
+                                              choices=[("", "(unchanged)"), *MEMORY_MANAGER_CHOICES])
+    reserved_memory = forms.JSONField(label="planned reserved memory", required=False,
+                                      help_text='per NUMA node, bytes: {"0": {"memory": 1073741824}} (optional)')
+
+    PLANNED = ("cpu_manager_policy", "reserved_cpus", "topology_manager_policy", "topology_manager_scope",
+               "memory_manager_policy", "reserved_memory")
+
+    def planned_settings(self) -> dict:
+        """The settings the form changes (empty fields leave them as they are; none before validation)."""
+        out = {}
+        for name in self.PLANNED:
+            value = getattr(self, "cleaned_data", {}).get(name)
+            if value in ("", None):
+                continue
+            out[name] = None if value == "-" else value
+        return out
+
+
+class KubeletConfigForm(forms.Form):
+    """A node's KubeletConfiguration (/var/lib/kubelet/config.yaml) to take its settings from."""
+
+    file = forms.FileField(label="config.yaml", help_text="/var/lib/kubelet/config.yaml (kind: KubeletConfiguration)")
 
 
 class HintTableForm(forms.Form):

@@ -23,7 +23,7 @@ from numaweb.comparisons import charts
 from numaweb.comparisons import services as comparison_services
 from numaweb.comparisons import views as comparisons
 from numaweb.comparisons.forms import HeadroomForm
-from numaweb.inventory import checks, snapshot
+from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
@@ -40,7 +40,16 @@ from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import grid, session_rows, tables, usage
-from .forms import HintTableForm, JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
+from .forms import (
+    HintTableForm,
+    JobForm,
+    KubeletConfigForm,
+    NodeFilterForm,
+    SessionForm,
+    SnapshotImportForm,
+    StateCheckForm,
+    WhatIfForm,
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -125,7 +134,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
         "node": node, "state": state, "grid": grid.render_grid(state, highlight, grid_id="grid"),
         "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
-        "free_numa": state.free_per_numa(), "check_form": StateCheckForm(),
+        "free_numa": state.free_per_numa(), "check_form": StateCheckForm(), "kubelet_form": KubeletConfigForm(),
     }
 
 
@@ -189,16 +198,46 @@ def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
     form = StateCheckForm(request.POST or None, request.FILES or None)
     ctx: dict = {"node": node, "form": form}
     if request.method == "POST" and form.is_valid():
-        files = {f: _upload(form, f) for f in ("cpu_state", "memory_state", "pods")}
+        files = {f: _upload(form, f) for f in ("cpu_state", "memory_state", "pods", "kubelet_config")}
         if not form.errors:
             try:
-                result = checks.check_node_state(node, files["cpu_state"], files["memory_state"], files["pods"])
+                result = checks.check_node_state(node, files["cpu_state"], files["memory_state"], files["pods"],
+                                                 files["kubelet_config"], form.planned_settings())
             except EngineError as exc:
-                form.add_error("cpu_state", str(exc))
+                field = (exc.field or "").split(":")[-1]
+                form.add_error(field if field in files or field in form.PLANNED else
+                               None if (exc.field or "").startswith("planned_settings") else "cpu_state", str(exc))
             else:
                 ctx["result"] = result
                 ctx["grid"] = grid.render_state_check(node, result)
+                ctx["pods_on_node"] = checks.pods_on_node(node)
     return render(request, "pages/state_check.html", ctx, status=400 if form.errors else 200)
+
+
+@requires("inventory.view_node", write="inventory.change_node")
+@require_http_methods(["GET", "POST"])
+def node_kubelet_config(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the node's settings as a config.yaml download. POST: take the settings from the node's
+    KubeletConfiguration (the node page again, or the form with the field's error)."""
+    node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+    if request.method == "GET":
+        response = HttpResponse(kubelet_config.export(node), content_type="application/yaml")
+        response["Content-Disposition"] = f'attachment; filename="{node.name}-config.yaml"'
+        return response
+    form = KubeletConfigForm(request.POST, request.FILES)
+    if form.is_valid():
+        data = _upload(form, "file")
+        if data is not None:
+            try:
+                kubelet_config.apply(node, data)
+            except EngineError as exc:
+                form.add_error("file", str(exc))
+            else:
+                return redirect("pages:node", pk=node.pk)
+    ctx = _node_context(node)
+    ctx.update(kubelet_form=form, whatif=WhatIfForm(initial={"cpu": "4", "memory": "4Gi", "guaranteed": True}),
+               history=history_rows(node.history.all(), Allocation.history.filter(node_id=node.pk)))
+    return render(request, "pages/node.html", ctx, status=400)
 
 
 @requires("access.import_inventory")

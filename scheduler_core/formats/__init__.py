@@ -13,12 +13,16 @@ Entry points:
 - ``load_jobs(data) -> list[Job]``: Volcano Job, Pod and Deployment YAML (multi-document).
 - ``dump_topology(obj, format) -> str``: ``engine-json`` (Topology or Node), ``nrt`` and
   ``numatopo`` (a Node: capacity and its free state), ``synthetic`` (symmetric machines only).
+- ``load_kubelet_config(data) -> KubeletFile``: a ``kind: KubeletConfiguration`` file as node settings
+  (``.config``, a ``KubeletConfig``), its node-allocatable memory and the document;
+  ``dump_kubelet_config(config, base=None) -> str`` writes one back (``kubelet_config``).
 - ``detect_format(data) -> str``.
 
 Supported input formats: hwloc-xml (v1, v2, v3), lscpu-text (summary, with or without the parse
 sections), lscpu-parse (``-p`` and ``-e``), sysfs (folder), sysfs-tar (tar/tar.gz/tar.bz2/tar.xz),
 numactl-hardware, synthetic (hwloc synthetic strings), nrt (NodeResourceTopology v1alpha1/2),
-numatopo (Volcano Numatopology), cpu-manager-state, memory-manager-state, engine-json, workload.
+numatopo (Volcano Numatopology), cpu-manager-state, memory-manager-state, engine-json, workload,
+kubelet-config (settings, not a topology).
 Every problem raises ``FormatError`` (or another ``EngineError``) naming the line or element.
 """
 
@@ -34,8 +38,8 @@ from ._common import Source, build_topology, read_source
 from .detect import FORMATS, detect_source, normalise
 
 __all__ = [
-    "FORMATS", "FormatError", "Loaded", "detect_format", "dump_topology", "load", "load_allocations", "load_jobs",
-    "load_topology",
+    "FORMATS", "FormatError", "Loaded", "detect_format", "dump_kubelet_config", "dump_topology", "load",
+    "load_allocations", "load_jobs", "load_kubelet_config", "load_topology",
 ]
 
 
@@ -67,6 +71,9 @@ def load(data: object, format: str | None = None) -> Loaded:
     fmt = normalise(format) if format else detect_source(src)
     if fmt in ("workload",):
         raise FormatError("a workload (Job/Pod/Deployment YAML) is not a topology; use load_jobs")
+    if fmt == "kubelet-config":
+        raise FormatError("a KubeletConfiguration holds a node's kubelet settings, not its topology; set the node's "
+                          "settings from it instead")
     if fmt == "engine-json":
         from . import engine_json
 
@@ -145,6 +152,24 @@ def load_jobs(data: object) -> list:
     if src.text is None:
         raise FormatError(f"{src.name}: a workload must be YAML or JSON text")
     return workloads.load_jobs(src.text, src.name)
+
+
+def load_kubelet_config(data: object):
+    """A KubeletConfiguration (text, bytes or a path) → `kubelet_config.KubeletFile`."""
+    from . import kubelet_config
+
+    src = read_source(data)
+    fmt = detect_source(src)
+    if fmt != "kubelet-config":
+        raise FormatError(f"{src.name}: {fmt} is not a KubeletConfiguration")
+    return kubelet_config.parse(_text(src, fmt), src.name)
+
+
+def dump_kubelet_config(config: KubeletConfig, base: dict | None = None) -> str:
+    """Node settings as a KubeletConfiguration YAML (merged into `base`, a parsed document, if given)."""
+    from . import kubelet_config
+
+    return kubelet_config.dump(config, base)
 
 
 def dump_topology(obj: object, format: str = "engine-json") -> str:

@@ -60,16 +60,38 @@ def summary(loaded) -> str:
     return "\n".join(lines)
 
 
+def settings_summary(parsed) -> str:
+    """A KubeletConfiguration as the node settings it gives."""
+    k = parsed.config
+    reserved = (f"reservedSystemCPUs {k.reserved_cpus}" if k.reserved_cpus
+                else f"kube+system reserved CPU {k.reserved_cpu_milli}m")
+    lines = ["format: kubelet-config",
+             f"CPU Manager: {k.cpu_manager_policy} {k.cpu_manager_options.to_dict() or ''}".rstrip() + f", {reserved}",
+             f"Topology Manager: {k.topology_manager_policy}, scope {k.topology_manager_scope} "
+             f"{k.topology_manager_options.to_dict() or ''}".rstrip(),
+             f"Memory Manager: {k.memory_manager_policy}"]
+    for nid, res in sorted(k.reserved_memory.items()):
+        lines.append(f"  reserved on NUMA {nid}: " + " ".join(f"{r}={_size(b)}" for r, b in sorted(res.items())))
+    if parsed.memory_reservation:
+        lines.append("node allocatable reservation: "
+                     + " ".join(f"{r}={_size(b)}" for r, b in sorted(parsed.memory_reservation.items())))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from . import dump_topology, load
+    from . import detect_format, dump_topology, load, load_kubelet_config
 
     parser = argparse.ArgumentParser(prog="python -m scheduler_core.formats", description=__doc__)
     parser.add_argument("file")
     parser.add_argument("--format", default=None)
     parser.add_argument("--json", action="store_true", help="print the engine JSON")
     args = parser.parse_args(argv)
+    source = args.file if args.file != "-" else sys.stdin.read()
     try:
-        loaded = load(args.file if args.file != "-" else sys.stdin.read(), args.format)
+        if (args.format or detect_format(source)) in ("kubelet-config", "kubelet-configuration"):
+            print(settings_summary(load_kubelet_config(source)))
+            return 0
+        loaded = load(source, args.format)
     except EngineError as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2

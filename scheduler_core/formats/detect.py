@@ -6,7 +6,8 @@
    `memory-manager-state`; `policyName` with `defaultCpuSet`/`defaultCPUSet` → `cpu-manager-state`;
 4. `available: N nodes` and `node N cpus:` lines → `numactl-hardware`;
 5. YAML with `kind: NodeResourceTopology` → `nrt`; `kind: Numatopology` (or the Numatopology
-   CRD) → `numatopo`; `kind: Job`, `Pod`, `Deployment` → `workload`;
+   CRD) → `numatopo`; `kind: Job`, `Pod`, `Deployment` → `workload`; `kind: KubeletConfiguration`
+   (YAML or JSON) → `kubelet-config`;
 6. `CPU(s):` / `NUMA node…CPU(s):` / `Socket(s):` summary lines → `lscpu-text`;
 7. `#` comment lines ending in a header naming a CPU column, then comma rows → `lscpu-parse`;
    a whitespace table whose header starts with CPU and names NODE/SOCKET/CORE → `lscpu-parse` (-e);
@@ -22,12 +23,13 @@ from ._common import Source, check_text, json_object
 
 FORMATS = (
     "hwloc-xml", "lscpu-text", "lscpu-parse", "sysfs", "sysfs-tar", "numactl-hardware", "synthetic",
-    "nrt", "numatopo", "cpu-manager-state", "memory-manager-state", "engine-json", "workload",
+    "nrt", "numatopo", "cpu-manager-state", "memory-manager-state", "engine-json", "workload", "kubelet-config",
 )
 ALIASES = {
     "nrt-crd": "nrt", "numatopo-crd": "numatopo", "hwloc": "hwloc-xml", "lscpu": "lscpu-text",
     "numactl": "numactl-hardware", "json": "engine-json", "engine": "engine-json", "hwloc-synthetic": "synthetic",
     "lscpu-e": "lscpu-parse", "lscpu-p": "lscpu-parse", "volcano-job": "workload", "pod": "workload",
+    "kubelet-configuration": "kubelet-config", "kubeletconfiguration": "kubelet-config",
 }
 
 _SYNTH_TOKEN = re.compile(r"^(?:\[?[A-Za-z][A-Za-z0-9]*(?::\d+)?(?:\([^()]*\))?\]?|\d+(?:\([^()]*\))?)$")
@@ -72,6 +74,8 @@ def detect_source(src: Source) -> str:
             return "numatopo"
         if k in ("Job", "Pod", "Deployment", "List", "StatefulSet", "ReplicaSet"):
             return "workload"
+        if k == "KubeletConfiguration":
+            return "kubelet-config"
         raise FormatError(f"{src.name}: Kubernetes kind {k!r} is not a supported format")
     if re.search(r"^(CPU\(s\)|Socket\(s\)|NUMA node\(s\)|NUMA node\d+ CPU\(s\)|Thread\(s\) per core):", text,
                  re.MULTILINE):
@@ -99,6 +103,8 @@ def _detect_json(text: str, name: str) -> str:
         return "numatopo"
     if data.get("kind") in ("Job", "Pod", "Deployment", "List"):
         return "workload"
+    if data.get("kind") == "KubeletConfiguration":
+        return "kubelet-config"
     raise FormatError(f"{name}: JSON object with keys {sorted(data)[:6]} is not a supported format")
 
 

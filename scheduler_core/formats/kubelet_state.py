@@ -165,3 +165,78 @@ def load_as_topology(text: str, fmt: str):
         notes = ["memory_manager_state has no CPUs: one placeholder CPU per NUMA node"]
     topology = build_topology(draft, fmt)
     return Loaded(fmt, topology, None, allocations(text, fmt), notes + draft.notes, [], extra)
+
+
+def memory_checkpoint(text: str) -> dict:
+    """memory_manager_state as the Memory Manager restores it: policy, the whole machine state
+    (`cells`, `numberOfAssignments`, every table of `memoryMap`) and the blocks per pod and container."""
+    from ..memory import Block, MachineState, MemoryTable, NUMANodeState
+
+    what = "memory_manager_state"
+    data = json_object(text, what)
+    policy = _get(data, "policyName")
+    if not isinstance(policy, str):
+        raise FormatError(f"{what}: 'policyName' must be a string")
+    machine = _get(data, "machineState") or {}
+    if not isinstance(machine, dict):
+        raise FormatError(f"{what}: 'machineState' must be an object keyed by NUMA id")
+
+    def count(value: object, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FormatError(f"{what}: {where} must be a non-negative integer, not {value!r}")
+        return value
+
+    nodes = {}
+    for key, state in machine.items():
+        nid = parse_int(key, f"{what}: machineState key")
+        if not isinstance(state, dict):
+            raise FormatError(f"{what}: machineState[{key!r}] must be an object")
+        tables = {}
+        for res, table in (state.get("memoryMap") or {}).items():
+            where = f"machineState[{key!r}].memoryMap.{res}"
+            if not isinstance(table, dict):
+                raise FormatError(f"{what}: {where} must be an object")
+            tables[str(res)] = MemoryTable(*(count(table.get(f, 0), f"{where}.{f}")
+                                             for f in ("total", "systemReserved", "allocatable", "reserved", "free")))
+        cells = state.get("cells") or []
+        if not isinstance(cells, list):
+            raise FormatError(f"{what}: machineState[{key!r}].cells must be a list of NUMA ids")
+        assigned = count(state.get("numberOfAssignments", 0), f"machineState[{key!r}].numberOfAssignments")
+        nodes[nid] = NUMANodeState([count(c, f"machineState[{key!r}].cells") for c in cells], assigned, tables)
+    entries: dict[str, dict[str, list]] = {}
+    for pod, containers in (_get(data, "entries") or {}).items():
+        if not isinstance(containers, dict):
+            raise FormatError(f"{what}: entries[{pod!r}] must map containers to blocks")
+        for container, blocks in containers.items():
+            where = f"entries[{pod!r}][{container!r}]"
+            if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+                raise FormatError(f"{what}: {where} must be a list of blocks")
+            entries.setdefault(str(pod), {})[str(container)] = [
+                Block(tuple(count(n, f"{where}[{i}].numaAffinity") for n in b.get("numaAffinity") or ()),
+                      str(b.get("type")), count(b.get("size", 0), f"{where}[{i}].size"))
+                for i, b in enumerate(blocks)]
+    return {"policy": policy, "machine_state": MachineState(nodes), "entries": entries}
+
+
+def dump_cpu_checkpoint(policy: str, default: CPUSet, assignments: dict[str, dict[str, CPUSet]]) -> str:
+    """A cpu_manager_state as the kubelet writes it (v2 layout; checksum 0: not computed)."""
+    import json
+
+    entries = {pod: {c: str(cpus) for c, cpus in containers.items()} for pod, containers in assignments.items()}
+    return json.dumps({"policyName": policy, "defaultCpuSet": str(default), **({"entries": entries} if entries else {}),
+                       "checksum": 0})
+
+
+def dump_memory_checkpoint(policy: str, machine_state, blocks: dict[str, dict[str, list]]) -> str:
+    """A memory_manager_state as the kubelet writes it (checksum 0: not computed)."""
+    import json
+
+    machine = {str(nid): {"numberOfAssignments": s.assignments, "cells": list(s.cells),
+                          "memoryMap": {r: {"total": t.total, "systemReserved": t.system_reserved,
+                                            "allocatable": t.allocatable, "reserved": t.reserved, "free": t.free}
+                                        for r, t in s.memory.items()}}
+               for nid, s in machine_state.nodes.items()}
+    entries = {pod: {c: [{"numaAffinity": list(b.numa_affinity), "type": b.type, "size": b.size} for b in bs]
+                     for c, bs in containers.items()} for pod, containers in blocks.items()}
+    return json.dumps({"policyName": policy, "machineState": machine, **({"entries": entries} if entries else {}),
+                       "checksum": 0})

@@ -165,7 +165,8 @@ def test_an_override_a_node_cannot_take_is_refused_naming_it(api, cluster):
     r = api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": [
         {"profile": "aligned", "topology_manager_policy": "single-numa-node"}]}, format="json")
     assert r.status_code == 400
-    assert "variant 1: node n1: align-by-socket is not compatible" in r.json()["variants"][0]
+    assert ("variant 1: node n1: Topolgy manager single-numa-node policy is incompatible with CPUManager "
+            "align-by-socket") in r.json()["variants"][0]
 
 
 def test_a_viewer_can_read_but_not_ask(anon, viewer_api, api, cluster, django_capture_on_commit_callbacks):

@@ -242,9 +242,9 @@ def test_options_object_and_kubelet_strings_agree() -> None:
 
 @pytest.mark.parametrize("merger", sorted(MERGERS))
 def test_unknown_policy(merger: str) -> None:
-    with pytest.raises(PolicyError, match="'spread-evenly'"):
+    with pytest.raises(PolicyError, match='unknown policy: "spread-evenly"'):
         MERGERS[merger]("spread-evenly", [], [0, 1])
-    with pytest.raises(PolicyError, match="'spread-evenly'"):
+    with pytest.raises(PolicyError, match='unknown policy: "spread-evenly"'):
         can_admit("spread-evenly", TopologyHint(None, True))
 
 

@@ -124,7 +124,8 @@ def test_variant_overrides_every_node_and_keeps_the_inputs():
 def test_an_override_a_node_cannot_take_names_the_node():
     node = Node("n1", synthetic(1, 2, 4, 1), KubeletConfig(cpu_manager_policy="static",
                                                            cpu_manager_options={"align-by-socket": "true"}))
-    with pytest.raises(EngineError, match="node n1: align-by-socket is not compatible"):
+    with pytest.raises(EngineError, match="node n1: Topolgy manager single-numa-node policy is incompatible with "
+                                          "CPUManager align-by-socket"):
         Variant("aligned", topology_manager_policy="single-numa-node").apply([node])
 
 

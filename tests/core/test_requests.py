@@ -122,9 +122,9 @@ def test_kubelet_settings_parse_like_the_kubelet():
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [
-    ({"topology_manager_policy": "strict"}, "unknown Topology Manager policy 'strict'"),
-    ({"topology_manager_scope": "node"}, "unknown Topology Manager scope 'node'"),
-    ({"cpu_manager_policy": "dynamic"}, "unknown CPU Manager policy 'dynamic'"),
+    ({"topology_manager_policy": "strict"}, 'unknown policy: "strict"'),
+    ({"topology_manager_scope": "node"}, 'unknown scope: "node"'),
+    ({"cpu_manager_policy": "dynamic"}, 'unknown policy: "dynamic"'),
     ({"topology_manager_options": {"foo": "1"}}, 'unknown Topology Manager Policy option: "foo"'),
     ({"topology_manager_options": {"prefer-closest-numa-nodes": "yes"}}, 'bad value for option "prefer-closest'),
     ({"topology_manager_options": {"max-allowable-numa-nodes": "4"}}, "should not be less than 8"),

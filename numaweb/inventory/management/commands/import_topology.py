@@ -1,5 +1,6 @@
-"""`manage.py import_topology FILE... [--cluster C] [--format F] [--name N]`: create or replace nodes
-from topology files in any format the engine reads. All files or none are imported."""
+"""`manage.py import_topology FILE... [--cluster C] [--format F] [--name N] [--kubelet-config config.yaml]`:
+create or replace nodes from topology files in any format the engine reads, with the kubelet settings of
+a KubeletConfiguration when given (the policy flags override it). All files or none are imported."""
 
 from pathlib import Path
 
@@ -7,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from numaweb.commands import require_migrated_database
+from numaweb.inventory import kubelet_config as settings
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster
 from scheduler_core.errors import EngineError
@@ -23,13 +25,24 @@ class Command(BaseCommand):
         parser.add_argument("--topology-manager-policy", default=None)
         parser.add_argument("--topology-manager-scope", default=None)
         parser.add_argument("--cpu-manager-policy", default=None)
+        parser.add_argument("--kubelet-config", default=None,
+                            help="the nodes' /var/lib/kubelet/config.yaml (KubeletConfiguration)")
 
-    def handle(self, *args, files, cluster, format, name, **options):
+    def handle(self, *args, files, cluster, format, name, kubelet_config, **options):
         require_migrated_database()
         if name and len(files) > 1:
             raise CommandError("--name needs exactly one file")
-        kubelet = {k: options[k] for k in ("topology_manager_policy", "topology_manager_scope", "cpu_manager_policy")
-                   if options.get(k)}
+        kubelet = {}
+        if kubelet_config:
+            path = Path(kubelet_config)
+            if not path.is_file():
+                raise CommandError(f"{kubelet_config}: no such file")
+            try:
+                kubelet = settings.parse(path.read_bytes()).config.to_dict()
+            except EngineError as exc:
+                raise CommandError(f"{kubelet_config}: {exc}") from exc
+        kubelet.update({k: options[k] for k in ("topology_manager_policy", "topology_manager_scope",
+                                                 "cpu_manager_policy") if options.get(k)})
         with transaction.atomic():
             target, _ = Cluster.objects.get_or_create(name=cluster)
             for file in files:
