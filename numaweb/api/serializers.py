@@ -45,6 +45,17 @@ class ClusterSerializer(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "url", "name", "description", "created_at", "node_count"]
 
+    def save(self, **kwargs: Any) -> Cluster:
+        """A name taken by a concurrent create (past the uniqueness check) is a 400 on `name`, not a 500."""
+        try:
+            with transaction.atomic():
+                return super().save(**kwargs)
+        except IntegrityError as exc:
+            name = self.validated_data.get("name")
+            if name is not None and Cluster.objects.filter(name=name).exists():
+                raise serializers.ValidationError({"name": ["cluster with this name already exists."]}) from exc
+            raise
+
 
 @extend_schema_field(JSON_OBJECT)
 class ObjectField(serializers.JSONField):
@@ -311,8 +322,12 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON)."""
+    """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
+    one cluster (`cluster`; may be left out only while a single cluster exists)."""
 
+    cluster = serializers.PrimaryKeyRelatedField(
+        queryset=Cluster.objects.all(), required=False,
+        help_text="the cluster the job runs in; required when more than one cluster exists")
     tasks = TaskSerializer(many=True, required=False)
     manifest = serializers.CharField(required=False, allow_blank=True, max_length=1_000_000,
                                      help_text="Volcano Job (batch.volcano.sh/v1alpha1) or Pod YAML/JSON")
@@ -325,8 +340,8 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "name", "namespace", "queue", "priority", "min_available", "status", "source_format",
-                  "created_at", "tasks", "manifest"]
+        fields = ["id", "cluster", "name", "namespace", "queue", "priority", "min_available", "status",
+                  "source_format", "created_at", "tasks", "manifest"]
         read_only_fields = ["status", "source_format", "created_at"]
         validators: list = []
 
@@ -364,20 +379,30 @@ class JobSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError({field: [message]}) from exc
             attrs["_format"] = "json"
         engine = attrs["_engine"]
-        if Job.objects.filter(namespace=engine.namespace, name=engine.name).exists():
-            raise serializers.ValidationError({"name": [f"job {engine.namespace}/{engine.name} already exists"]})
+        try:
+            attrs["cluster"] = cluster = attrs.get("cluster") or job_services.default_cluster()
+        except job_services.NoCluster as exc:
+            raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
+        if Job.objects.filter(cluster=cluster, namespace=engine.namespace, name=engine.name).exists():
+            raise serializers.ValidationError({"name": [job_services.job_exists_message(
+                cluster, engine.namespace, engine.name)]})
         return attrs
 
     def create(self, validated_data: dict) -> Job:
         explicit = validated_data.get("_format") == "yaml" or validated_data.get("min_available") is not None
-        return job_services.save_job(validated_data["_engine"], validated_data.get("manifest") or "",
-                                     validated_data["_format"], explicit_min=explicit)
+        try:
+            return job_services.save_job(validated_data["_engine"], validated_data["cluster"],
+                                         validated_data.get("manifest") or "", validated_data["_format"],
+                                         explicit_min=explicit)
+        except job_services.JobExists as exc:  # a concurrent create of the same name won
+            raise serializers.ValidationError({"name": [str(exc)]}) from exc
 
 
 class SessionSerializer(serializers.ModelSerializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
-                                              help_text="jobs to schedule; omitted: every pending job")
+                                              help_text="jobs of the cluster to schedule; omitted: every job of the "
+                                                        "cluster with a pod left to place")
     url = serializers.URLField(read_only=True)
     results_url = serializers.URLField(read_only=True)
     explanation_url = serializers.URLField(
@@ -391,12 +416,14 @@ class SessionSerializer(serializers.ModelSerializer):
                   "pods_admitted", "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
-    def validate_jobs(self, value: list[Job]) -> list[Job]:
-        try:
-            job_services.check_schedulable(value)
-        except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
-            raise serializers.ValidationError(str(exc)) from exc
-        return value
+    def validate(self, attrs: dict) -> dict:
+        jobs = attrs.get("jobs")
+        if jobs:
+            try:
+                job_services.check_schedulable(jobs, attrs["cluster"])
+            except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
+                raise serializers.ValidationError({"jobs": [str(exc)]}) from exc
+        return attrs
 
     def to_representation(self, obj: SchedulingSession) -> dict[str, Any]:
         """What DRF's generic path writes (a test holds the two equal), built without its per-field

@@ -154,14 +154,20 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         inventory.remove_allocation(instance)
 
 
+@extend_schema(parameters=[CLUSTER_PARAM])
 class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                  mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Jobs. Deleting a job, or finishing it, releases what its pods hold in the same transaction."""
+    """Jobs, each in one cluster. Deleting a job, or finishing it, releases what its pods hold in the same
+    transaction."""
 
     serializer_class = s.JobSerializer
-    queryset = Job.objects.prefetch_related("tasks").order_by("id")
     parser_classes = [JSONParser, FormParser, MultiPartParser]
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
+
+    def get_queryset(self):
+        qs = Job.objects.prefetch_related("tasks").order_by("id")
+        cluster = _int_param(self.request, "cluster") if self.action == "list" else None
+        return qs.filter(cluster_id=cluster) if cluster else qs
 
     def perform_destroy(self, instance: Job) -> None:
         job_services.delete_job(instance)

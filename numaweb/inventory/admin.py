@@ -127,7 +127,7 @@ class AllocationAdmin(AuditedAdmin):
 
         before = Allocation.objects.filter(pk=obj.pk).values_list("job_id", flat=True).first() if change else None
         obj.cluster_id = obj.node.cluster_id
-        obj.job = jobs.job_for_pod(obj.pod)
+        obj.job = jobs.job_for_pod(obj.pod, obj.cluster_id)
         super().save_model(request, obj, form, change)
         jobs.refresh_status([before, obj.job_id])
 

@@ -273,7 +273,7 @@ def add_allocation(node: Node, **fields: Any) -> Allocation:
                 raise AllocationConflict(f"node {node.pk} no longer exists")
             row = Allocation(node=locked, cluster_id=locked.cluster_id, **fields)
             check_allocation(row, locked)
-            row.job = jobs.job_for_pod(row.pod)
+            row.job = jobs.job_for_pod(row.pod, locked.cluster_id)
             row.save()  # the post_save signal advances the node's generation
             jobs.refresh_status([row.job_id])
     except IntegrityError as exc:  # the (cluster, pod, container) constraint: a writer on another node won
@@ -350,7 +350,7 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         if loaded.allocations:
             node.allocations.filter(origin=Allocation.IMPORTED).delete()
             for a in new:
-                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod)
+                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod, cluster)
             Allocation.objects.bulk_create(new)
             jobs.refresh_status({a.job_id for a in [*dropped, *new]})
         node.refresh_from_db()

@@ -174,7 +174,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
         for row, a in inserts:
             a.node, a.cluster = row, cluster
         Allocation.objects.bulk_create([a for _, a in inserts], batch_size=1000)
-        _import_jobs(snap, report)
+        _import_jobs(cluster, snap, report)
         job_services.link_allocations(cluster)
         summary = dict(report)
         summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
@@ -183,14 +183,14 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
     return summary
 
 
-def _import_jobs(snap: Snapshot, report: dict) -> None:
-    """Pending work: a new job is added; a pending one whose manifest changed is replaced; one that a
-    session already scheduled is kept as it is."""
+def _import_jobs(cluster: Cluster, snap: Snapshot, report: dict) -> None:
+    """Pending work, as jobs of `cluster`: a new job is added; a pending one whose manifest changed is
+    replaced; one that a session already scheduled is kept as it is."""
     for job in snap.jobs:
         key = (job.namespace, job.name)
         manifest = snap.manifests[key]
         job_services.check_policy_cpus(job)
-        row = Job.objects.filter(namespace=job.namespace, name=job.name).first()
+        row = Job.objects.filter(cluster=cluster, namespace=job.namespace, name=job.name).first()
         label = f"{job.namespace}/{job.name}"
         if row is not None and row.manifest == manifest and row.source_format == "snapshot":
             continue
@@ -202,4 +202,4 @@ def _import_jobs(snap: Snapshot, report: dict) -> None:
             report["jobs_updated"].append(label)
         else:
             report["jobs_added"].append(label)
-        job_services.save_job(job, manifest, "snapshot")
+        job_services.save_job(job, cluster, manifest, "snapshot")

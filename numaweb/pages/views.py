@@ -246,12 +246,25 @@ def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # -- jobs --------------------------------------------------------------------------------------------
+def page_cluster(request: HttpRequest, form=None) -> Cluster | None:
+    """The cluster the jobs page works in: the one a posted form names, else `?cluster=<id>`, else the
+    first by name (None when there is no cluster)."""
+    raw = (form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
+           else request.GET.get("cluster"))
+    chosen = Cluster.objects.filter(pk=raw).first() if str(raw or "").isdigit() else None
+    return chosen or Cluster.objects.order_by("name").first()
+
+
 def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
-    jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
-    return {"jobs": jobs, "form": form or JobForm(initial={"namespace": "default", "task": "main", "replicas": 1,
-                                                          "guaranteed": True}),
-            "session_form": session_form or SessionForm(initial={"profile": "volcano", "dry_run": True}),
-            **comparisons.form_context()}
+    """The jobs page in one cluster: its jobs, and forms that submit into it and list only its jobs."""
+    cluster = page_cluster(request, form or session_form)
+    jobs = Job.objects.filter(cluster=cluster).annotate(task_count=Count("tasks")).order_by("-id")
+    return {"jobs": jobs, "cluster": cluster, "clusters": Cluster.objects.order_by("name"),
+            "form": form or JobForm(initial={"cluster": cluster, "namespace": "default", "task": "main",
+                                             "replicas": 1, "guaranteed": True}),
+            "session_form": session_form or SessionForm(initial={"cluster": cluster, "profile": "volcano",
+                                                                 "dry_run": True}),
+            **comparisons.form_context(cluster=cluster)}
 
 
 @requires("jobs.view_job", write="jobs.add_job")
@@ -259,8 +272,8 @@ def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_for
 def job_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = JobForm(request.POST)
-        if form.is_valid():
-            job = form.save()
+        job = form.save() if form.is_valid() else None
+        if job is not None:
             url = reverse("pages:job", args=[job.pk])
             if request.htmx:
                 response = HttpResponse(status=204)

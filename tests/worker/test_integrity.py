@@ -111,10 +111,10 @@ def test_status_is_keyed_on_namespace_and_name(two_nodes):
     cluster, _nodes = two_nodes
     a = job_services.save_job(job_services.engine_job_from_data({
         "name": "same", "namespace": "nsa", "tasks": [{"name": "t", "template": {"containers": [
-            {"name": "c", "requests": {"cpu": "2"}, "limits": {"cpu": "2"}}]}}]}))
+            {"name": "c", "requests": {"cpu": "2"}, "limits": {"cpu": "2"}}]}}]}), cluster)
     b = job_services.save_job(job_services.engine_job_from_data({
         "name": "same", "namespace": "nsb", "tasks": [{"name": "t", "template": {"containers": [
-            {"name": "c", "requests": {"cpu": "64"}, "limits": {"cpu": "64"}}]}}]}))
+            {"name": "c", "requests": {"cpu": "64"}, "limits": {"cpu": "64"}}]}}]}), cluster)
     session = new_session(cluster, a, b)
     services.execute_session(session.pk)
     a.refresh_from_db()
