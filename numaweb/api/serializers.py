@@ -217,8 +217,17 @@ def _upload_bytes(upload, field: str, limit: int | None = None) -> bytes:
 class SnapshotUploadSerializer(serializers.Serializer):
     """A kubectl cluster snapshot (YAML or JSON) for `POST /api/clusters/<id>/import/`."""
 
-    file = serializers.FileField(help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
+    file = serializers.FileField(allow_empty_file=True,  # refused by the importer, saying why (allow_empty)
+                                 help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
                                            "jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    dry_run = serializers.BooleanField(required=False, default=False,
+                                       help_text="report what would change and change nothing (also ?dry_run=true)")
+    prune = serializers.BooleanField(required=False, default=False,
+                                     help_text="flag the cluster's nodes the snapshot no longer lists as removed; "
+                                               "without it they are only reported (also ?prune=true)")
+    allow_empty = serializers.BooleanField(required=False, default=False,
+                                           help_text="import a snapshot that lists no node; refused otherwise "
+                                                     "(also ?allow_empty=true)")
 
 
 class StateCheckUploadSerializer(serializers.Serializer):
@@ -231,12 +240,17 @@ class StateCheckUploadSerializer(serializers.Serializer):
 
 class ImportReportSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
+    dry_run = serializers.BooleanField(help_text="true: a preview, nothing was changed")
+    pruned = serializers.BooleanField(help_text="nodes the snapshot no longer lists were flagged removed")
     nodes_added = serializers.ListField(child=serializers.CharField())
     nodes_updated = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
     nodes_unchanged = serializers.IntegerField()
     nodes_removed = serializers.ListField(child=serializers.CharField())
+    nodes_missing = serializers.ListField(child=serializers.CharField(),
+                                          help_text="not in the snapshot and kept (no prune)")
     nodes_returned = serializers.ListField(child=serializers.CharField())
     allocations_replayed = serializers.IntegerField()
+    allocations_dropped = serializers.IntegerField()
     allocations_changed = serializers.ListField(child=serializers.CharField())
     scheduled_dropped = serializers.ListField(child=serializers.CharField())
     disagreements = serializers.ListField(child=serializers.CharField())

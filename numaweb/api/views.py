@@ -71,19 +71,27 @@ class ClusterViewSet(viewsets.ModelViewSet):
     required_permissions = {"import_snapshot": ["access.import_inventory"]}  # numaweb.access.drf
 
     @extend_schema(request={"multipart/form-data": s.SnapshotUploadSerializer},
-                   responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")})
+                   responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")},
+                   parameters=[OpenApiParameter(name, OpenApiTypes.BOOL, description=what) for name, what in (
+                       ("dry_run", "report what would change, change nothing"),
+                       ("prune", "flag nodes the snapshot no longer lists as removed"),
+                       ("allow_empty", "accept a snapshot without nodes"))])
     @action(detail=True, methods=["post"], url_path="import", parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.SnapshotUploadSerializer)
     def import_snapshot(self, request: Request, pk: str | None = None) -> Response:
         """Create or update the cluster's nodes, replayed allocations and pending jobs from a kubectl
-        snapshot; the report says what changed and every disagreement (all or nothing)."""
+        snapshot; the report says what changed and every disagreement (all or nothing). `dry_run`
+        previews, `prune` removes nodes the snapshot no longer lists, `allow_empty` accepts a snapshot
+        without nodes (refused otherwise): as form fields or query parameters."""
         cluster = self.get_object()
         upload = s.SnapshotUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        flags = {name: bool(_bool_param(request, name) or upload.validated_data[name])
+                 for name in ("dry_run", "prune", "allow_empty")}
         data = s._upload_bytes(upload.validated_data["file"], "file", MAX_SNAPSHOT_BYTES)
         try:
-            report = snapshot.import_snapshot(cluster, data)
-        except EngineError as exc:
+            report = snapshot.import_snapshot(cluster, data, **flags)
+        except (EngineError, snapshot.EmptySnapshot) as exc:
             raise ValidationError({"file": [str(exc)]}) from exc
         return Response(report)
 

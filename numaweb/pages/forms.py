@@ -231,11 +231,24 @@ class NodeFilterForm(forms.Form):
 
 
 class SnapshotImportForm(forms.Form):
-    """A kubectl cluster snapshot into a cluster (created when the name is new)."""
+    """A kubectl cluster snapshot into a cluster (created when the name is new). Sent with a file it is
+    the first step (a dry run, shown as a preview); sent with the preview's `upload` token it imports."""
 
     cluster = forms.SlugField(max_length=100, help_text="an existing cluster to update, or a new name")
-    file = forms.FileField(label="snapshot", help_text="kubectl get nodes,noderesourcetopologies,numatopologies,"
-                                                       "pods,jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    file = forms.FileField(label="snapshot", required=False, allow_empty_file=True,
+                           help_text="kubectl get nodes,noderesourcetopologies,numatopologies,"
+                                     "pods,jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    prune = forms.BooleanField(required=False, label="remove nodes the snapshot no longer lists",
+                               help_text="without it they are reported and kept")
+    allow_empty = forms.BooleanField(required=False, label="allow a snapshot without nodes",
+                                     help_text="refused otherwise (a failed kubectl get leaves an empty file)")
+    upload = forms.CharField(required=False, widget=forms.HiddenInput, max_length=64)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not data.get("file") and not data.get("upload"):
+            self.add_error("file", "choose a snapshot file")
+        return data
 
 
 class StateCheckForm(forms.Form):

@@ -39,7 +39,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, session_rows, tables, usage
+from . import grid, session_rows, tables, uploads, usage
 from .forms import HintTableForm, JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
 
 
@@ -204,21 +204,35 @@ def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
 @requires("access.import_inventory")
 @require_http_methods(["GET", "POST"])
 def cluster_import(request: HttpRequest) -> HttpResponse:
-    """Import a kubectl snapshot into a cluster; the report shows what changed and every disagreement."""
+    """Import a kubectl snapshot into a cluster in two steps: the file is first previewed (a dry run: what
+    would change, nothing changed) and kept under a token; confirming imports it. The report shows what
+    changed and every disagreement."""
+    from django.db import transaction
+
     form = SnapshotImportForm(request.POST or None, request.FILES or None)
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
-        data = _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        token = form.cleaned_data["upload"] if not form.cleaned_data.get("file") else ""
+        data = uploads.read(token) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        if token and data is None:
+            form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
         if data is not None:
-            from django.db import transaction
-
+            flags = {"prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"],
+                     "dry_run": not token}
             try:
                 with transaction.atomic():
                     cluster, _ = Cluster.objects.get_or_create(name=form.cleaned_data["cluster"])
-                    ctx["report"] = snapshot.import_snapshot(cluster, data)
+                    ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
                     ctx["cluster"] = cluster
-            except EngineError as exc:
+                    if flags["dry_run"]:
+                        transaction.set_rollback(True)  # a new cluster too is only created on confirmation
+            except (EngineError, snapshot.EmptySnapshot) as exc:
                 form.add_error("file", str(exc))
+            else:
+                if token:
+                    uploads.forget(token)
+                else:
+                    ctx["upload"] = uploads.keep(data)
     return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 
