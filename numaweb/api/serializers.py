@@ -142,6 +142,11 @@ class NodeSerializer(serializers.ModelSerializer):
         for key, value in attrs.items():
             setattr(node, key, value)
         cluster = attrs.get("cluster") or (instance.cluster if instance else None)
+        if instance is not None and cluster is not None:
+            try:
+                inventory.check_move(instance, cluster)
+            except inventory.NodeMoveRefused as exc:
+                raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
         name = attrs.get("name") or (instance.name if instance else None)
         clash = Node.objects.filter(cluster=cluster, name=name)
         if instance is not None:
@@ -171,9 +176,17 @@ class NodeSerializer(serializers.ModelSerializer):
         return node
 
     def update(self, instance: Node, validated_data: dict) -> Node:
+        """Saved with the node held, the move rule checked again there (an allocation may have landed)."""
         node = validated_data["_node"]
-        node.generation = instance.generation + 1
-        node.save()
+        with transaction.atomic():
+            current = inventory.hold_nodes([instance.pk]).get(instance.pk)
+            if current is not None and node.cluster_id != current.cluster_id:
+                try:
+                    inventory.check_move(current, node.cluster)
+                except inventory.NodeMoveRefused as exc:
+                    raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
+            node.generation = (current or instance).generation + 1
+            node.save()
         return node
 
 
@@ -311,6 +324,8 @@ class AllocationSerializer(serializers.ModelSerializer):
             return inventory.add_allocation(node, **validated_data)
         except inventory.AllocationConflict as exc:
             raise Conflict(exc) from exc
+        except inventory.AllocationRefused as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except EngineError as exc:
             raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
 

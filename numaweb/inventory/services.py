@@ -218,6 +218,14 @@ class AllocationConflict(Exception):
                         for a in holders]
 
 
+class AllocationRefused(ValueError):
+    """An allocation that names something the pod does not have; `field` says which field is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def hold_nodes(node_ids: Iterable[int]) -> dict[int, Node]:
     """Inside a transaction: hold these nodes until it ends (see above); returns them fresh, by id."""
     return {n.pk: n for n in Node.objects.select_for_update().filter(pk__in=set(node_ids)).order_by("pk")}
@@ -229,16 +237,31 @@ def _describe(a: Allocation) -> str:
 
 def check_allocation(row: Allocation, node: Node) -> None:
     """Raise AllocationConflict unless `row` fits on `node` (held by the caller) next to its other
-    allocations, and its pod's container holds nothing else in the cluster (nor the pod on another node)."""
+    allocations, and its pod is one pod: its container holds nothing else in the cluster, the pod holds
+    nothing on another node, a whole-pod allocation (no container: pod scope) is the pod's only one, and
+    when the pod is a job's, the container is one of its pod template's."""
+    from numaweb.jobs import services as jobs
+
     others = list(node.allocations.exclude(pk=row.pk) if row.pk else node.allocations.all())
     same = Allocation.objects.filter(cluster_id=node.cluster_id, pod=row.pod)
     if row.pk:
         same = same.exclude(pk=row.pk)
+    container = row.container or ""
     for a in same.select_related("node"):
-        if a.container == (row.container or "") or a.node_id != node.pk:
+        if a.container == container or a.node_id != node.pk:
             where = f"node {a.node.name}"
             raise AllocationConflict(f"pod {_describe(a)} already holds CPUs {a.cpus or '(none)'} on {where}; "
                                      "a pod's container holds one allocation, on one node", a.cpus, [a])
+        if not a.container or not container:
+            raise AllocationConflict(f"pod {row.pod} already holds {_describe(a)}: a pod holds either one whole-pod "
+                                     "allocation (pod scope, no container) or one per container, not both",
+                                     a.cpus, [a])
+    job = jobs.job_for_pod(row.pod, node.cluster_id)
+    if job is not None and container:
+        names = jobs.pod_containers(row.pod, job)
+        if container not in names:
+            raise AllocationRefused("container", f"pod {row.pod} of job {job} has no container {container!r} (its "
+                                                 f"containers: {', '.join(sorted(names))})")
     engine = to_engine(node, others)
     try:
         engine.allocate(allocation_to_engine(row))
@@ -261,6 +284,21 @@ def check_allocation(row: Allocation, node: Node) -> None:
         raise
 
 
+class NodeMoveRefused(ValueError):
+    """A node that holds allocations cannot move to another cluster."""
+
+
+def check_move(node: Node, cluster: Cluster) -> None:
+    """Refuse moving `node` (as stored) to `cluster` while it holds allocations: they, their pods' jobs and
+    the one-holder rule all belong to its cluster. Release them (or delete the node) first."""
+    if node.cluster_id == cluster.pk:
+        return
+    held = Allocation.objects.filter(node_id=node.pk).count()
+    if held:
+        raise NodeMoveRefused(f"node {node.name} holds {held} allocation(s) in cluster {node.cluster}; a node moves "
+                              f"to cluster {cluster} only once it holds none (release them, or delete the node)")
+
+
 def add_allocation(node: Node, **fields: Any) -> Allocation:
     """Record an allocation if it fits (no CPU or device held twice, one allocation per pod container),
     with the node held from the check to the write; the pod's job, if any, has its status re-derived."""
@@ -268,6 +306,8 @@ def add_allocation(node: Node, **fields: Any) -> Allocation:
 
     try:
         with transaction.atomic():
+            # the cluster first (as a snapshot import does), so two writers of one pod on two nodes take turns
+            Cluster.objects.select_for_update().filter(pk=node.cluster_id).first()
             locked = hold_nodes([node.pk]).get(node.pk)
             if locked is None:
                 raise AllocationConflict(f"node {node.pk} no longer exists")
@@ -367,7 +407,8 @@ def topology_error(exc: Exception) -> str:
 
 
 __all__ = [
-    "AllocationConflict", "TopologyError", "add_allocation", "allocation_to_engine", "check_allocation",
+    "AllocationConflict", "AllocationRefused", "NodeMoveRefused", "TopologyError", "add_allocation",
+    "allocation_to_engine", "check_allocation", "check_move",
     "cluster_nodes", "engine_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
     "release", "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]

@@ -216,6 +216,17 @@ def job_for_pod(uid: str, cluster: Any) -> Job | None:
     return None
 
 
+def pod_containers(uid: str, job: Job) -> set[str]:
+    """The container names (app and init) of the job's pod `uid` (empty when the pod is not the job's)."""
+    name = uid.partition("/")[2]
+    for task in job.tasks.all():
+        prefix = f"{job.name}-{task.name}-"
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            template = task.template or {}
+            return {c.get("name", "") for key in ("containers", "init_containers") for c in template.get(key) or ()}
+    return set()
+
+
 def held_pods(job_ids: Iterable[int]) -> dict[int, set[str]]:
     """{job id: uids of its pods that hold an allocation} (jobs holding nothing are absent)."""
     from numaweb.inventory.models import Allocation
