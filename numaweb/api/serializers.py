@@ -190,6 +190,16 @@ class NodeSerializer(serializers.ModelSerializer):
         return node
 
 
+class NodeUploadResultSerializer(NodeSerializer):
+    """The node an upload created or replaced, with what the import says about its pods."""
+
+    notes = serializers.ListField(child=serializers.CharField(), source="import_notes", read_only=True,
+                                  help_text="how the file's pods were named and linked to their jobs")
+
+    class Meta(NodeSerializer.Meta):
+        fields = [*NodeSerializer.Meta.fields, "notes"]
+
+
 class NodeUploadSerializer(serializers.Serializer):
     """Create or replace a node from a topology file in any format the engine reads."""
 

@@ -108,7 +108,8 @@ class NodeViewSet(viewsets.ModelViewSet):
         return qs.filter(cluster_id=cluster) if cluster else qs
 
     @extend_schema(request={"multipart/form-data": s.NodeUploadSerializer},
-                   responses={201: s.NodeSerializer, 400: OpenApiResponse(description="the engine's message")},
+                   responses={201: s.NodeUploadResultSerializer,
+                              400: OpenApiResponse(description="the engine's message")},
                    parameters=[])
     @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.NodeUploadSerializer)
@@ -116,8 +117,11 @@ class NodeViewSet(viewsets.ModelViewSet):
         """Create or replace a node from a topology file (format detected unless given)."""
         upload = s.NodeUploadSerializer(data=request.data, context={"request": request})
         upload.is_valid(raise_exception=True)
-        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=upload.validated_data["_node"].pk)
-        return Response(s.NodeSerializer(node, context={"request": request}).data, status=status.HTTP_201_CREATED)
+        imported = upload.validated_data["_node"]
+        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=imported.pk)
+        node.import_notes = imported.import_notes
+        return Response(s.NodeUploadResultSerializer(node, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)
 
 
     @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},

@@ -344,6 +344,8 @@ def release(rows: QuerySet[Allocation]) -> int:
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,
                 kubelet: Mapping[str, Any] | None = None) -> Node:
     """Create or replace a node's topology from a file's content, in one transaction holding the node.
+    The returned node's `import_notes` say how its pods were named and linked to jobs: a pod a kubelet
+    state file names by UID only is named `namespace/name` from the node's last snapshot when it lists it.
 
     Kubelet settings: the node's current ones (or static CPU Manager for a new node), then what the
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
@@ -362,15 +364,20 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         settings.update(kubelet or {})
         set_kubelet(node, KubeletConfig.from_dict(settings))
         set_topology(node, loaded.topology, loaded.format)
-        keep = list(node.allocations.all()) if node.pk else []
-        dropped = []
-        if loaded.allocations:
-            dropped = [a for a in keep if a.origin == Allocation.IMPORTED]
-            keep = [a for a in keep if a.origin != Allocation.IMPORTED]
-        new = [Allocation(pod=a.pod, container=a.container or "", cpus=str(a.cpus),
+        named = dict((node.snapshot or {}).get("pods") or {}) if node.pk else {}
+        new = [Allocation(pod=named.get(a.pod, a.pod), container=a.container or "", cpus=str(a.cpus),
                           memory={str(n): dict(r) for n, r in a.memory.items()},
                           devices={r: list(ids) for r, ids in a.devices.items()}, origin=Allocation.IMPORTED)
                for a in loaded.allocations]
+        node.import_notes = _naming_notes(loaded.allocations, named)
+        keep = list(node.allocations.all()) if node.pk else []
+        dropped = []
+        if loaded.allocations:  # the file's pinning replaces the last one, and the replay's guess for its pods
+            listed = {a.pod for a in new}
+            dropped = [a for a in keep if a.origin == Allocation.IMPORTED
+                       or (a.origin == Allocation.REPLAYED and a.pod in listed)]
+            gone = {a.pk for a in dropped}
+            keep = [a for a in keep if a.pk not in gone]
         to_engine(node, [*keep, *new])
         seen = {(a.pod, a.container) for a in keep}
         for a in new:
@@ -388,13 +395,35 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
             node.generation = F("generation") + 1
         node.save()
         if loaded.allocations:
-            node.allocations.filter(origin=Allocation.IMPORTED).delete()
+            Allocation.objects.filter(pk__in=[a.pk for a in dropped]).delete()
             for a in new:
                 a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod, cluster)
             Allocation.objects.bulk_create(new)
+            pods = {a.pod for a in new if a.job is not None}
+            if pods:
+                node.import_notes.append(f"{len(pods)} pod(s) linked to their jobs by (namespace, pod name)")
             jobs.refresh_status({a.job_id for a in [*dropped, *new]})
+        notes = node.import_notes
         node.refresh_from_db()
+        node.import_notes = notes
     return node
+
+
+def _naming_notes(allocations: Iterable[EngineAllocation], named: Mapping[str, str]) -> list[str]:
+    """What an import says about its pods' names: a kubelet state file knows pods by UID only; the node's
+    last snapshot (its running pods' `metadata.uid`) names them, so they can be linked to their jobs."""
+    uids = sorted({a.pod for a in allocations if "/" not in a.pod})
+    found = [u for u in uids if u in named]
+    unknown = [u for u in uids if u not in named]
+    notes = []
+    if found:
+        notes.append(f"{len(found)} pod(s) named from their UID by the cluster's last snapshot (e.g. {found[0]} is "
+                     f"{named[found[0]]})")
+    if unknown:
+        notes.append(f"{len(unknown)} pod(s) are known only by their UID (e.g. {unknown[0]}): the file does not name "
+                     "them and the cluster's last snapshot does not list them on this node, so they are not linked "
+                     "to jobs; import a snapshot of the cluster first to name them")
+    return notes
 
 
 def topology_error(exc: Exception) -> str:

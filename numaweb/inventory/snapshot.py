@@ -111,6 +111,10 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
             row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
                             "available": {str(n): r for n, r in sorted(snode.available.items())},
                             "inferred": list(snode.topology.inferred), "notes": snode.notes}
+            pod_names = {p.uid: f"{p.namespace}/{p.name}" for p in snap.running_on(name)
+                         if p.uid != f"{p.namespace}/{p.name}"}
+            if pod_names:  # a kubelet state file names pods by UID only: these let its import name them
+                row.snapshot["pods"] = dict(sorted(pod_names.items()))
             returned = not is_new and row.removed_at is not None
             row.removed_at = None
             # replay the node's running pods, in creation order, on a node without allocations

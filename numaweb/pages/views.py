@@ -324,7 +324,7 @@ class _Replicas:
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The job, its status (derived from what its pods hold) and one page of its pods."""
-    job = get_object_or_404(Job.objects.prefetch_related("tasks"), pk=pk)
+    job = get_object_or_404(Job.objects.select_related("cluster").prefetch_related("tasks"), pk=pk)
     page = Paginator(_Replicas(list(job.tasks.all())), PODS_PER_PAGE).get_page(request.GET.get("page"))
     uids = {}
     for t, i in page:
@@ -335,7 +335,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     for a in held:
         by_pod.setdefault(a.pod, []).append(a)
     latest = {}
-    for p in Placement.objects.filter(namespace=job.namespace, job=job.name,
+    for p in Placement.objects.filter(session__cluster=job.cluster_id, namespace=job.namespace, job=job.name,
                                       pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
         latest[p.pod] = p
     states: dict[int, grid.NodeState] = {}

@@ -4,6 +4,7 @@ node holding allocations does not move to another cluster; one snapshot in two c
 
 import pathlib
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from numaweb.inventory.models import Allocation, Cluster
@@ -62,3 +63,43 @@ def test_one_snapshot_in_two_clusters_is_said(db, capsys):
     assert ("3 running pod(s) of this snapshot (e.g. default/cache) are also replayed in cluster prod: the two "
             "clusters are copies of one real cluster, each holding those pods") in notes
     assert set(Allocation.objects.values_list("cluster__name", flat=True)) == {"prod", "copy"}
+
+
+def test_a_kubelet_state_import_names_and_links_pods_the_snapshot_lists(api, db, tmp_path):
+    """A cpu_manager_state knows pods by UID only: the node's last snapshot names them (namespace/name), so
+    the allocations link to their jobs; a UID nobody names is said so."""
+    import json
+
+    import yaml
+
+    from numaweb.jobs import services as job_services
+
+    doc = yaml.safe_load(UPSTREAM.read_text())
+    for item in doc["items"]:
+        if item["kind"] == "Pod" and item["metadata"]["name"] == "web-7d9f":
+            item["metadata"]["name"] = "web-main-0"  # job web, task main, replica 0
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    call_command("import_cluster", str(path), "--cluster", "prod")
+    prod = Cluster.objects.get(name="prod")
+    res = {"cpu": "2", "memory": "1Gi"}
+    web = job_services.save_job(job_services.engine_job_from_data({"name": "web", "tasks": [{
+        "name": "main", "template": {"containers": [{"name": "nginx", "requests": res, "limits": res}]}}]}), prod)
+    state = {"policyName": "static", "defaultCpuSet": "0-1,4,6-7", "checksum": 1,
+             "entries": {"0b6b8d4e-1111-4c1e-9a55-000000000004": {"nginx": "2-3"}, "ffff-0000": {"c": "5"}}}
+    upload = SimpleUploadedFile("cpu_manager_state", json.dumps(state).encode())
+    r = api.post("/api/nodes/upload/", {"cluster": prod.pk, "name": "worker-node-a", "file": upload},
+                 format="multipart")
+    assert r.status_code == 201, r.content
+    assert r.json()["notes"] == [
+        "1 pod(s) named from their UID by the cluster's last snapshot (e.g. 0b6b8d4e-1111-4c1e-9a55-000000000004 is "
+        "default/web-main-0)",
+        "1 pod(s) are known only by their UID (e.g. ffff-0000): the file does not name them and the cluster's last "
+        "snapshot does not list them on this node, so they are not linked to jobs; import a snapshot of the cluster "
+        "first to name them",
+        "1 pod(s) linked to their jobs by (namespace, pod name)"]
+    rows = {a.pod: a for a in Allocation.objects.filter(node__name="worker-node-a")}
+    assert set(rows) == {"default/web-main-0", "ffff-0000"}
+    assert rows["default/web-main-0"].job == web and rows["ffff-0000"].job is None
+    web.refresh_from_db()
+    assert web.status == "scheduled"

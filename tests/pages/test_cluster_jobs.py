@@ -51,3 +51,19 @@ def test_another_clusters_job_is_refused_by_name(client, demo, big):
                                                              "jobs": [stranger.pk]})
     assert response.status_code == 422
     assert f"job {stranger} belongs to cluster big, not to cluster demo" in response.content.decode()
+
+
+def test_a_session_started_on_the_page_takes_its_clusters_jobs(client, demo, big):
+    from numaweb.scheduling.models import SchedulingSession
+
+    for cluster in (demo, big):
+        response = client.post(reverse("pages:session-start"), {"cluster": cluster.pk, "profile": "aligned",
+                                                                 "dry_run": "on"})
+        assert response.status_code == 302, response.content[:500]
+        session = SchedulingSession.objects.latest("pk")
+        jobs = set(session.jobs.values_list("pk", flat=True))
+        assert session.cluster == cluster and jobs
+        assert jobs == set(Job.objects.filter(cluster=cluster).values_list("pk", flat=True))
+    job = Job.objects.filter(cluster=big).first()
+    html = client.get(reverse("pages:job", args=[job.pk])).content.decode()
+    assert f'<a href="/jobs/?cluster={big.pk}" data-cluster>big</a>' in html
