@@ -168,6 +168,43 @@ def test_a_job_ended_after_the_engine_ran_gets_nothing(two_nodes, monkeypatch, e
         assert Job.objects.get(pk=ended.pk).status == "finished"
 
 
+def test_a_finish_that_waits_for_the_commit_releases_what_it_wrote(two_nodes, monkeypatch):
+    """A finish asked while the commit's transaction is open waits for it (the nodes and the job are held),
+    then releases what the commit wrote: the job ends finished and holding nothing."""
+    import threading
+    import time
+
+    from django.db import connection
+
+    cluster, _nodes = two_nodes
+    job = make_job("late", cpus="2", replicas=2)
+    session = new_session(cluster, job)
+    finished = threading.Event()
+
+    def finish() -> None:
+        try:
+            job_services.finish_job(Job.objects.get(pk=job.pk))
+            finished.set()
+        finally:
+            connection.close()
+
+    finisher = threading.Thread(target=finish)
+
+    def checkpoint(stage, s):
+        if stage == "written":  # inside the commit's transaction, its allocations written
+            finisher.start()
+            time.sleep(0.3)
+            assert not finished.is_set(), "the finish did not wait for the commit"
+
+    monkeypatch.setattr(services, "checkpoint", checkpoint)
+    services.execute_session(session.pk)
+    finisher.join(timeout=30)
+    session.refresh_from_db()
+    assert session.status == "done" and session.pods_placed == 2, session.error
+    assert finished.is_set() and Job.objects.get(pk=job.pk).status == "finished"
+    assert not Allocation.objects.exists()
+
+
 def test_status_is_keyed_on_namespace_and_name(two_nodes):
     cluster, _nodes = two_nodes
     a = job_services.save_job(job_services.engine_job_from_data({
