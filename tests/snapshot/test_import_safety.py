@@ -9,9 +9,10 @@ import pathlib
 import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import CommandError, ManagementUtility, call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from numaweb.inventory.management.commands.import_cluster import Command as ImportCluster
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
@@ -70,8 +71,8 @@ def test_empty_snapshots_are_refused_by_the_command(prod, tmp_path, variant):
 def test_the_command_exits_1(prod, tmp_path, capsys):
     path = tmp_path / "blank.yaml"
     path.write_text("\n\n")
-    with pytest.raises(SystemExit) as exc:  # as from the shell: manage.py's own entry point
-        ManagementUtility(["manage.py", "import_cluster", str(path), "--cluster", "prod"]).execute()
+    with pytest.raises(SystemExit) as exc:  # as from the shell (manage.py runs commands this way)
+        ImportCluster().run_from_argv(["manage.py", "import_cluster", str(path), "--cluster", "prod"])
     assert exc.value.code == 1 and "the snapshot lists no node" in capsys.readouterr().err
 
 
