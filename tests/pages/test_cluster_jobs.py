@@ -67,3 +67,26 @@ def test_a_session_started_on_the_page_takes_its_clusters_jobs(client, demo, big
     job = Job.objects.filter(cluster=big).first()
     html = client.get(reverse("pages:job", args=[job.pk])).content.decode()
     assert f'<a href="/jobs/?cluster={big.pk}" data-cluster>big</a>' in html
+
+
+def test_a_comparison_and_headroom_on_the_pages_stay_in_their_cluster(client, demo, big):
+    from numaweb.comparisons.models import Comparison
+    from numaweb.inventory.models import Node
+    from numaweb.jobs import services as job_services
+    from tests.pages.test_comparisons import form_data
+
+    for cluster in (demo, big):
+        response = client.post(reverse("comparisons:start"), form_data(cluster))
+        assert response.status_code == 302, response.content[:500]
+        comparison = Comparison.objects.latest("pk")
+        assert comparison.cluster == cluster
+        assert sorted(comparison.jobs.values_list("pk", flat=True)) == [j.pk for j in
+                                                                         job_services.schedulable_jobs(cluster)]
+        assert set(comparison.snapshot) == set(Node.objects.filter(cluster=cluster).values_list("name", flat=True))
+        query = {"cluster": cluster.pk, "hr-cpu": "2", "hr-memory": "1Gi", "hr-profile": "aligned"}
+        html = client.get(reverse("home"), query, headers={"HX-Request": "true", "HX-Target": "node-list"})
+        answered = set(re.findall(r'data-node="([^"]+)"[^>]*>', html.content.decode()))
+        assert answered and answered <= set(Node.objects.filter(cluster=cluster).values_list("name", flat=True))
+    stranger = Job.objects.filter(cluster=big).first()
+    response = client.post(reverse("comparisons:start"), {**form_data(demo), "cmp-jobs": [stranger.pk]})
+    assert response.status_code == 422 and f"job {stranger} belongs to cluster big" in response.content.decode()
