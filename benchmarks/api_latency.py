@@ -102,7 +102,7 @@ def embedded_server(data_dir: Path, port: int | None = None, timeout: float = 90
 def one_run(api: Api, cluster: int, i: int, profile: str = "volcano") -> float:
     """Seconds from job submission to the session's `done`."""
     res = {"cpu": "2", "memory": "1Gi"}
-    job = {"name": f"bench-{os.getpid()}-{i}-{time.monotonic_ns()}",
+    job = {"cluster": cluster, "name": f"bench-{os.getpid()}-{i}-{time.monotonic_ns()}",
            "tasks": [{"name": "t", "replicas": 1, "topology_policy": "best-effort",
                       "template": {"containers": [{"name": "c", "requests": res, "limits": res}]}}]}
     start = time.perf_counter()

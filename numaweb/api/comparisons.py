@@ -35,7 +35,9 @@ SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")
 class CreateComparisonSerializer(serializers.Serializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False,
-                                              help_text="jobs to place; omitted or empty: every pending job")
+                                              help_text="jobs of the cluster to place; omitted or empty: the "
+                                                        "jobs a session would take (every job of the cluster "
+                                                        "with a pod left to place)")
     variants = serializers.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
                                                '"topology_manager_policy", "topology_manager_scope", '
                                                '"cpu_manager_options": {...}, "weight", "distance_tie_break"}')
@@ -45,6 +47,7 @@ class CreateComparisonSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict) -> dict:
         try:
+            services.check_jobs(attrs["cluster"], attrs.get("jobs") or ())
             attrs["variants"] = services.parse_variants(attrs["cluster"], attrs["variants"])
             attrs["shape"] = services.parse_shape(attrs.get("shape"))
         except services.ComparisonError as exc:

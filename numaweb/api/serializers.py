@@ -45,6 +45,17 @@ class ClusterSerializer(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "url", "name", "description", "created_at", "node_count"]
 
+    def save(self, **kwargs: Any) -> Cluster:
+        """A name taken by a concurrent create (past the uniqueness check) is a 400 on `name`, not a 500."""
+        try:
+            with transaction.atomic():
+                return super().save(**kwargs)
+        except IntegrityError as exc:
+            name = self.validated_data.get("name")
+            if name is not None and Cluster.objects.filter(name=name).exists():
+                raise serializers.ValidationError({"name": ["cluster with this name already exists."]}) from exc
+            raise
+
 
 @extend_schema_field(JSON_OBJECT)
 class ObjectField(serializers.JSONField):
@@ -131,6 +142,11 @@ class NodeSerializer(serializers.ModelSerializer):
         for key, value in attrs.items():
             setattr(node, key, value)
         cluster = attrs.get("cluster") or (instance.cluster if instance else None)
+        if instance is not None and cluster is not None:
+            try:
+                inventory.check_move(instance, cluster)
+            except inventory.NodeMoveRefused as exc:
+                raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
         name = attrs.get("name") or (instance.name if instance else None)
         clash = Node.objects.filter(cluster=cluster, name=name)
         if instance is not None:
@@ -160,10 +176,28 @@ class NodeSerializer(serializers.ModelSerializer):
         return node
 
     def update(self, instance: Node, validated_data: dict) -> Node:
+        """Saved with the node held, the move rule checked again there (an allocation may have landed)."""
         node = validated_data["_node"]
-        node.generation = instance.generation + 1
-        node.save()
+        with transaction.atomic():
+            current = inventory.hold_nodes([instance.pk]).get(instance.pk)
+            if current is not None and node.cluster_id != current.cluster_id:
+                try:
+                    inventory.check_move(current, node.cluster)
+                except inventory.NodeMoveRefused as exc:
+                    raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
+            node.generation = (current or instance).generation + 1
+            node.save()
         return node
+
+
+class NodeUploadResultSerializer(NodeSerializer):
+    """The node an upload created or replaced, with what the import says about its pods."""
+
+    notes = serializers.ListField(child=serializers.CharField(), source="import_notes", read_only=True,
+                                  help_text="how the file's pods were named and linked to their jobs")
+
+    class Meta(NodeSerializer.Meta):
+        fields = [*NodeSerializer.Meta.fields, "notes"]
 
 
 class NodeUploadSerializer(serializers.Serializer):
@@ -206,8 +240,17 @@ def _upload_bytes(upload, field: str, limit: int | None = None) -> bytes:
 class SnapshotUploadSerializer(serializers.Serializer):
     """A kubectl cluster snapshot (YAML or JSON) for `POST /api/clusters/<id>/import/`."""
 
-    file = serializers.FileField(help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
+    file = serializers.FileField(allow_empty_file=True,  # refused by the importer, saying why (allow_empty)
+                                 help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
                                            "jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    dry_run = serializers.BooleanField(required=False, default=False,
+                                       help_text="report what would change and change nothing (also ?dry_run=true)")
+    prune = serializers.BooleanField(required=False, default=False,
+                                     help_text="flag the cluster's nodes the snapshot no longer lists as removed; "
+                                               "without it they are only reported (also ?prune=true)")
+    allow_empty = serializers.BooleanField(required=False, default=False,
+                                           help_text="import a snapshot that lists no node; refused otherwise "
+                                                     "(also ?allow_empty=true)")
 
 
 class StateCheckUploadSerializer(serializers.Serializer):
@@ -227,12 +270,17 @@ class StateCheckUploadSerializer(serializers.Serializer):
 
 class ImportReportSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
+    dry_run = serializers.BooleanField(help_text="true: a preview, nothing was changed")
+    pruned = serializers.BooleanField(help_text="nodes the snapshot no longer lists were flagged removed")
     nodes_added = serializers.ListField(child=serializers.CharField())
     nodes_updated = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
     nodes_unchanged = serializers.IntegerField()
     nodes_removed = serializers.ListField(child=serializers.CharField())
+    nodes_missing = serializers.ListField(child=serializers.CharField(),
+                                          help_text="not in the snapshot and kept (no prune)")
     nodes_returned = serializers.ListField(child=serializers.CharField())
     allocations_replayed = serializers.IntegerField()
+    allocations_dropped = serializers.IntegerField()
     allocations_changed = serializers.ListField(child=serializers.CharField())
     scheduled_dropped = serializers.ListField(child=serializers.CharField())
     disagreements = serializers.ListField(child=serializers.CharField())
@@ -325,6 +373,8 @@ class AllocationSerializer(serializers.ModelSerializer):
             return inventory.add_allocation(node, **validated_data)
         except inventory.AllocationConflict as exc:
             raise Conflict(exc) from exc
+        except inventory.AllocationRefused as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except EngineError as exc:
             raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
 
@@ -350,8 +400,12 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON)."""
+    """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
+    one cluster (`cluster`; may be left out only while a single cluster exists)."""
 
+    cluster = serializers.PrimaryKeyRelatedField(
+        queryset=Cluster.objects.all(), required=False,
+        help_text="the cluster the job runs in; required when more than one cluster exists")
     tasks = TaskSerializer(many=True, required=False)
     manifest = serializers.CharField(required=False, allow_blank=True, max_length=1_000_000,
                                      help_text="Volcano Job (batch.volcano.sh/v1alpha1) or Pod YAML/JSON")
@@ -364,8 +418,8 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "name", "namespace", "queue", "priority", "min_available", "status", "source_format",
-                  "created_at", "tasks", "manifest"]
+        fields = ["id", "cluster", "name", "namespace", "queue", "priority", "min_available", "status",
+                  "source_format", "created_at", "tasks", "manifest"]
         read_only_fields = ["status", "source_format", "created_at"]
         validators: list = []
 
@@ -403,20 +457,30 @@ class JobSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError({field: [message]}) from exc
             attrs["_format"] = "json"
         engine = attrs["_engine"]
-        if Job.objects.filter(namespace=engine.namespace, name=engine.name).exists():
-            raise serializers.ValidationError({"name": [f"job {engine.namespace}/{engine.name} already exists"]})
+        try:
+            attrs["cluster"] = cluster = attrs.get("cluster") or job_services.default_cluster()
+        except job_services.NoCluster as exc:
+            raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
+        if Job.objects.filter(cluster=cluster, namespace=engine.namespace, name=engine.name).exists():
+            raise serializers.ValidationError({"name": [job_services.job_exists_message(
+                cluster, engine.namespace, engine.name)]})
         return attrs
 
     def create(self, validated_data: dict) -> Job:
         explicit = validated_data.get("_format") == "yaml" or validated_data.get("min_available") is not None
-        return job_services.save_job(validated_data["_engine"], validated_data.get("manifest") or "",
-                                     validated_data["_format"], explicit_min=explicit)
+        try:
+            return job_services.save_job(validated_data["_engine"], validated_data["cluster"],
+                                         validated_data.get("manifest") or "", validated_data["_format"],
+                                         explicit_min=explicit)
+        except job_services.JobExists as exc:  # a concurrent create of the same name won
+            raise serializers.ValidationError({"name": [str(exc)]}) from exc
 
 
 class SessionSerializer(serializers.ModelSerializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
-                                              help_text="jobs to schedule; omitted: every pending job")
+                                              help_text="jobs of the cluster to schedule; omitted: every job of the "
+                                                        "cluster with a pod left to place")
     url = serializers.URLField(read_only=True)
     results_url = serializers.URLField(read_only=True)
     explanation_url = serializers.URLField(
@@ -430,12 +494,14 @@ class SessionSerializer(serializers.ModelSerializer):
                   "pods_admitted", "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
-    def validate_jobs(self, value: list[Job]) -> list[Job]:
-        try:
-            job_services.check_schedulable(value)
-        except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
-            raise serializers.ValidationError(str(exc)) from exc
-        return value
+    def validate(self, attrs: dict) -> dict:
+        jobs = attrs.get("jobs")
+        if jobs:
+            try:
+                job_services.check_schedulable(jobs, attrs["cluster"])
+            except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
+                raise serializers.ValidationError({"jobs": [str(exc)]}) from exc
+        return attrs
 
     def to_representation(self, obj: SchedulingSession) -> dict[str, Any]:
         """What DRF's generic path writes (a test holds the two equal), built without its per-field

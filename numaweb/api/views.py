@@ -71,19 +71,27 @@ class ClusterViewSet(viewsets.ModelViewSet):
     required_permissions = {"import_snapshot": ["access.import_inventory"]}  # numaweb.access.drf
 
     @extend_schema(request={"multipart/form-data": s.SnapshotUploadSerializer},
-                   responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")})
+                   responses={200: s.ImportReportSerializer, 400: OpenApiResponse(description="the reason")},
+                   parameters=[OpenApiParameter(name, OpenApiTypes.BOOL, description=what) for name, what in (
+                       ("dry_run", "report what would change, change nothing"),
+                       ("prune", "flag nodes the snapshot no longer lists as removed"),
+                       ("allow_empty", "accept a snapshot without nodes"))])
     @action(detail=True, methods=["post"], url_path="import", parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.SnapshotUploadSerializer)
     def import_snapshot(self, request: Request, pk: str | None = None) -> Response:
         """Create or update the cluster's nodes, replayed allocations and pending jobs from a kubectl
-        snapshot; the report says what changed and every disagreement (all or nothing)."""
+        snapshot; the report says what changed and every disagreement (all or nothing). `dry_run`
+        previews, `prune` removes nodes the snapshot no longer lists, `allow_empty` accepts a snapshot
+        without nodes (refused otherwise): as form fields or query parameters."""
         cluster = self.get_object()
         upload = s.SnapshotUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        flags = {name: bool(_bool_param(request, name) or upload.validated_data[name])
+                 for name in ("dry_run", "prune", "allow_empty")}
         data = s._upload_bytes(upload.validated_data["file"], "file", MAX_SNAPSHOT_BYTES)
         try:
-            report = snapshot.import_snapshot(cluster, data)
-        except EngineError as exc:
+            report = snapshot.import_snapshot(cluster, data, **flags)
+        except (EngineError, snapshot.EmptySnapshot) as exc:
             raise ValidationError({"file": [str(exc)]}) from exc
         return Response(report)
 
@@ -101,7 +109,8 @@ class NodeViewSet(viewsets.ModelViewSet):
         return qs.filter(cluster_id=cluster) if cluster else qs
 
     @extend_schema(request={"multipart/form-data": s.NodeUploadSerializer},
-                   responses={201: s.NodeSerializer, 400: OpenApiResponse(description="the engine's message")},
+                   responses={201: s.NodeUploadResultSerializer,
+                              400: OpenApiResponse(description="the engine's message")},
                    parameters=[])
     @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.NodeUploadSerializer)
@@ -109,8 +118,11 @@ class NodeViewSet(viewsets.ModelViewSet):
         """Create or replace a node from a topology file (format detected unless given)."""
         upload = s.NodeUploadSerializer(data=request.data, context={"request": request})
         upload.is_valid(raise_exception=True)
-        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=upload.validated_data["_node"].pk)
-        return Response(s.NodeSerializer(node, context={"request": request}).data, status=status.HTTP_201_CREATED)
+        imported = upload.validated_data["_node"]
+        node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=imported.pk)
+        node.import_notes = imported.import_notes
+        return Response(s.NodeUploadResultSerializer(node, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)
 
 
     @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},
@@ -185,14 +197,20 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         inventory.remove_allocation(instance)
 
 
+@extend_schema(parameters=[CLUSTER_PARAM])
 class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                  mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Jobs. Deleting a job, or finishing it, releases what its pods hold in the same transaction."""
+    """Jobs, each in one cluster. Deleting a job, or finishing it, releases what its pods hold in the same
+    transaction."""
 
     serializer_class = s.JobSerializer
-    queryset = Job.objects.prefetch_related("tasks").order_by("id")
     parser_classes = [JSONParser, FormParser, MultiPartParser]
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
+
+    def get_queryset(self):
+        qs = Job.objects.prefetch_related("tasks").order_by("id")
+        cluster = _int_param(self.request, "cluster") if self.action == "list" else None
+        return qs.filter(cluster_id=cluster) if cluster else qs
 
     def perform_destroy(self, instance: Job) -> None:
         job_services.delete_job(instance)

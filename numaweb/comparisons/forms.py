@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
+from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
 from scheduler_core.compare import Shape, Variant
 from scheduler_core.errors import EngineError
@@ -95,11 +96,12 @@ class VariantForm(forms.Form):
 VariantFormSet = forms.formset_factory(VariantForm, extra=0, min_num=VARIANT_ROWS, max_num=VARIANT_ROWS)
 
 
-class ComparisonForm(ShapeMixin):
-    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), empty_label=None)
+class ComparisonForm(ClusterJobsMixin, ShapeMixin):
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput)
     jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
                                           widget=forms.CheckboxSelectMultiple,
-                                          help_text="none ticked: every pending job")
+                                          help_text="none ticked: the jobs a session would take (every job of the "
+                                                    "cluster with a pod left to place)")
     shape_required = False
     prefix = "cmp"  # shares the jobs page with the session and job forms: distinct names and ids
     field_order = ["cluster", "jobs", "cpu", "memory", "devices", "policy"]
@@ -108,6 +110,7 @@ class ComparisonForm(ShapeMixin):
         super().__init__(*args, **kwargs)
         for name in ("cpu", "memory", "devices", "policy"):
             self.fields[name].help_text = f"headroom shape: {self.fields[name].help_text}".rstrip(": ")
+        self.scope_jobs()
 
 
 def variant_formset(data=None) -> forms.BaseFormSet:

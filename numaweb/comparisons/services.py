@@ -69,6 +69,14 @@ def parse_variants(cluster: Cluster, data: object) -> list[Variant]:
     return variants
 
 
+def check_jobs(cluster: Cluster, jobs: Iterable[Job]) -> None:
+    """Refuse jobs of another cluster (ComparisonError on `jobs`, naming each)."""
+    try:
+        job_services.check_cluster(jobs, cluster)
+    except job_services.NotSchedulable as exc:
+        raise ComparisonError("jobs", str(exc)) from None
+
+
 def _kubelet_configs(cluster: Cluster) -> dict[KubeletConfig, str]:
     """Each distinct kubelet setting of the cluster's nodes, with the first node (by name) having it."""
     configs: dict[KubeletConfig, str] = {}
@@ -105,11 +113,14 @@ def _changed(snapshot: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
 # -- starting -----------------------------------------------------------------------------------------
 def create_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
                       shape: Shape | None = None) -> Comparison:
-    """The comparison's rows (every pending job unless `jobs` is given), its snapshot taken now."""
+    """The comparison's rows, its snapshot taken now. Its jobs: `jobs` (checked to be the cluster's), else
+    exactly those a session of the cluster would take (`jobs.services.schedulable_jobs`)."""
+    jobs = list(jobs) if jobs is not None else job_services.schedulable_jobs(cluster)
+    check_jobs(cluster, jobs)
     with transaction.atomic():
         comparison = Comparison.objects.create(cluster=cluster, shape=None if shape is None else shape.to_dict(),
                                                snapshot=_snapshot(cluster.pk))
-        comparison.jobs.set(list(jobs) if jobs is not None else Job.objects.filter(status=Job.PENDING))
+        comparison.jobs.set(jobs)
         ComparisonVariant.objects.bulk_create([
             ComparisonVariant(comparison=comparison, index=i, profile=v.profile, settings=v.to_dict(), label=v.label)
             for i, v in enumerate(variants)])

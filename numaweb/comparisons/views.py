@@ -22,9 +22,9 @@ from .models import Comparison
 POLL = "every 1s"
 
 
-def form_context(form: ComparisonForm | None = None, formset=None, error: str = "") -> dict:
-    """What the comparison form needs (the jobs page includes it)."""
-    return {"compare_form": form or ComparisonForm(initial={"cpu": "4", "memory": "8Gi"}),
+def form_context(form: ComparisonForm | None = None, formset=None, error: str = "", cluster=None) -> dict:
+    """What the comparison form needs (the jobs page includes it, in its chosen `cluster`)."""
+    return {"compare_form": form or ComparisonForm(initial={"cluster": cluster, "cpu": "4", "memory": "8Gi"}),
             "variant_forms": formset or variant_formset(), "compare_error": error}
 
 

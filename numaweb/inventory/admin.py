@@ -48,6 +48,11 @@ class NodeForm(forms.ModelForm):
         if self.errors:
             return cleaned
         node = self.instance
+        if node.pk and cleaned.get("cluster") is not None:
+            try:
+                services.check_move(node, cleaned["cluster"])
+            except services.NodeMoveRefused as exc:
+                raise forms.ValidationError({"cluster": str(exc)}) from exc
         for name, value in cleaned.items():
             setattr(node, name, value)
         try:
@@ -103,11 +108,14 @@ class AllocationForm(forms.ModelForm):
         cleaned = super().clean()
         if self.errors or not cleaned.get("node"):
             return cleaned
+        Cluster.objects.select_for_update().filter(pk=cleaned["node"].cluster_id).first()  # as add_allocation
         node = services.hold_nodes([cleaned["node"].pk])[cleaned["node"].pk]
         row = Allocation(pk=self.instance.pk, node=node, cluster_id=node.cluster_id,
                          **{k: cleaned.get(k) for k in ("pod", "container", "cpus", "memory", "devices", "origin")})
         try:
             services.check_allocation(row, node)
+        except services.AllocationRefused as exc:
+            raise forms.ValidationError({exc.field: str(exc)}) from exc
         except (EngineError, services.AllocationConflict) as exc:
             raise forms.ValidationError(str(exc)) from exc
         return cleaned
@@ -127,7 +135,7 @@ class AllocationAdmin(AuditedAdmin):
 
         before = Allocation.objects.filter(pk=obj.pk).values_list("job_id", flat=True).first() if change else None
         obj.cluster_id = obj.node.cluster_id
-        obj.job = jobs.job_for_pod(obj.pod)
+        obj.job = jobs.job_for_pod(obj.pod, obj.cluster_id)
         super().save_model(request, obj, form, change)
         jobs.refresh_status([before, obj.job_id])
 

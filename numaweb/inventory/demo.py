@@ -9,7 +9,6 @@ from pathlib import Path
 from django.db import transaction
 
 from numaweb.jobs import services as job_services
-from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
 from scheduler_core.kubelet import KubeletConfig
 from scheduler_core.topology import synthetic
@@ -96,8 +95,7 @@ def build_demo(cluster_name: str = "demo", stdout=None) -> Cluster:
             node = Node.objects.get(cluster=cluster, name=node_name)
             services.add_allocation(node, pod=pod, container=container, cpus=cpus, origin=Allocation.IMPORTED)
         for data in JOBS:
-            Job.objects.filter(namespace="default", name=data["name"]).delete()
-            job_services.save_job(job_services.engine_job_from_data(data), source_format="json",
+            job_services.save_job(job_services.engine_job_from_data(data), cluster, source_format="json",
                                   explicit_min="min_available" in data)
     say(f"demo: cluster {cluster.name} with {cluster.nodes.count()} nodes, {len(JOBS)} jobs\n")
     return cluster

@@ -141,7 +141,6 @@ def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1, st
     shapes = machines()
     with transaction.atomic():
         Cluster.objects.filter(name=cluster_name).delete()
-        Job.objects.filter(namespace=cluster_name).delete()
         cluster = Cluster.objects.create(name=cluster_name,
                                          description=f"large demo: {nodes} nodes of real machines, {pods} pods")
         # node pools: each machine in three kubelet configurations, as fleets are managed
@@ -177,7 +176,7 @@ def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1, st
             data = _job_data(rng, f"job-{n:05d}", replicas)
             engine = job_services.engine_job_from_data({**data, "namespace": cluster_name})
             job_services.check_policy_cpus(engine)
-            jobs.append(Job(name=engine.name, namespace=cluster_name, priority=engine.priority,
+            jobs.append(Job(cluster=cluster, name=engine.name, namespace=cluster_name, priority=engine.priority,
                             min_available=data.get("min_available"), source_format="json"))
             tasks.append([Task(name=t.name, replicas=t.replicas, topology_policy=t.topology_policy or "",
                                template=job_services.template_of(t.template)) for t in engine.tasks])

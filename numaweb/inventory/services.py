@@ -218,6 +218,14 @@ class AllocationConflict(Exception):
                         for a in holders]
 
 
+class AllocationRefused(ValueError):
+    """An allocation that names something the pod does not have; `field` says which field is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def hold_nodes(node_ids: Iterable[int]) -> dict[int, Node]:
     """Inside a transaction: hold these nodes until it ends (see above); returns them fresh, by id."""
     return {n.pk: n for n in Node.objects.select_for_update().filter(pk__in=set(node_ids)).order_by("pk")}
@@ -229,16 +237,31 @@ def _describe(a: Allocation) -> str:
 
 def check_allocation(row: Allocation, node: Node) -> None:
     """Raise AllocationConflict unless `row` fits on `node` (held by the caller) next to its other
-    allocations, and its pod's container holds nothing else in the cluster (nor the pod on another node)."""
+    allocations, and its pod is one pod: its container holds nothing else in the cluster, the pod holds
+    nothing on another node, a whole-pod allocation (no container: pod scope) is the pod's only one, and
+    when the pod is a job's, the container is one of its pod template's."""
+    from numaweb.jobs import services as jobs
+
     others = list(node.allocations.exclude(pk=row.pk) if row.pk else node.allocations.all())
     same = Allocation.objects.filter(cluster_id=node.cluster_id, pod=row.pod)
     if row.pk:
         same = same.exclude(pk=row.pk)
+    container = row.container or ""
     for a in same.select_related("node"):
-        if a.container == (row.container or "") or a.node_id != node.pk:
+        if a.container == container or a.node_id != node.pk:
             where = f"node {a.node.name}"
             raise AllocationConflict(f"pod {_describe(a)} already holds CPUs {a.cpus or '(none)'} on {where}; "
                                      "a pod's container holds one allocation, on one node", a.cpus, [a])
+        if not a.container or not container:
+            raise AllocationConflict(f"pod {row.pod} already holds {_describe(a)}: a pod holds either one whole-pod "
+                                     "allocation (pod scope, no container) or one per container, not both",
+                                     a.cpus, [a])
+    job = jobs.job_for_pod(row.pod, node.cluster_id)
+    if job is not None and container:
+        names = jobs.pod_containers(row.pod, job)
+        if container not in names:
+            raise AllocationRefused("container", f"pod {row.pod} of job {job} has no container {container!r} (its "
+                                                 f"containers: {', '.join(sorted(names))})")
     engine = to_engine(node, others)
     try:
         engine.allocate(allocation_to_engine(row))
@@ -261,6 +284,21 @@ def check_allocation(row: Allocation, node: Node) -> None:
         raise
 
 
+class NodeMoveRefused(ValueError):
+    """A node that holds allocations cannot move to another cluster."""
+
+
+def check_move(node: Node, cluster: Cluster) -> None:
+    """Refuse moving `node` (as stored) to `cluster` while it holds allocations: they, their pods' jobs and
+    the one-holder rule all belong to its cluster. Release them (or delete the node) first."""
+    if node.cluster_id == cluster.pk:
+        return
+    held = Allocation.objects.filter(node_id=node.pk).count()
+    if held:
+        raise NodeMoveRefused(f"node {node.name} holds {held} allocation(s) in cluster {node.cluster}; a node moves "
+                              f"to cluster {cluster} only once it holds none (release them, or delete the node)")
+
+
 def add_allocation(node: Node, **fields: Any) -> Allocation:
     """Record an allocation if it fits (no CPU or device held twice, one allocation per pod container),
     with the node held from the check to the write; the pod's job, if any, has its status re-derived."""
@@ -268,12 +306,14 @@ def add_allocation(node: Node, **fields: Any) -> Allocation:
 
     try:
         with transaction.atomic():
+            # the cluster first (as a snapshot import does), so two writers of one pod on two nodes take turns
+            Cluster.objects.select_for_update().filter(pk=node.cluster_id).first()
             locked = hold_nodes([node.pk]).get(node.pk)
             if locked is None:
                 raise AllocationConflict(f"node {node.pk} no longer exists")
             row = Allocation(node=locked, cluster_id=locked.cluster_id, **fields)
             check_allocation(row, locked)
-            row.job = jobs.job_for_pod(row.pod)
+            row.job = jobs.job_for_pod(row.pod, locked.cluster_id)
             row.save()  # the post_save signal advances the node's generation
             jobs.refresh_status([row.job_id])
     except IntegrityError as exc:  # the (cluster, pod, container) constraint: a writer on another node won
@@ -304,6 +344,8 @@ def release(rows: QuerySet[Allocation]) -> int:
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,
                 kubelet: Mapping[str, Any] | None = None) -> Node:
     """Create or replace a node's topology from a file's content, in one transaction holding the node.
+    The returned node's `import_notes` say how its pods were named and linked to jobs: a pod a kubelet
+    state file names by UID only is named `namespace/name` from the node's last snapshot when it lists it.
 
     Kubelet settings: the node's current ones (or static CPU Manager for a new node), then what the
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
@@ -322,15 +364,20 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         settings.update(kubelet or {})
         set_kubelet(node, KubeletConfig.from_dict(settings))
         set_topology(node, loaded.topology, loaded.format)
-        keep = list(node.allocations.all()) if node.pk else []
-        dropped = []
-        if loaded.allocations:
-            dropped = [a for a in keep if a.origin == Allocation.IMPORTED]
-            keep = [a for a in keep if a.origin != Allocation.IMPORTED]
-        new = [Allocation(pod=a.pod, container=a.container or "", cpus=str(a.cpus),
+        named = dict((node.snapshot or {}).get("pods") or {}) if node.pk else {}
+        new = [Allocation(pod=named.get(a.pod, a.pod), container=a.container or "", cpus=str(a.cpus),
                           memory={str(n): dict(r) for n, r in a.memory.items()},
                           devices={r: list(ids) for r, ids in a.devices.items()}, origin=Allocation.IMPORTED)
                for a in loaded.allocations]
+        node.import_notes = _naming_notes(loaded.allocations, named)
+        keep = list(node.allocations.all()) if node.pk else []
+        dropped = []
+        if loaded.allocations:  # the file's pinning replaces the last one, and the replay's guess for its pods
+            listed = {a.pod for a in new}
+            dropped = [a for a in keep if a.origin == Allocation.IMPORTED
+                       or (a.origin == Allocation.REPLAYED and a.pod in listed)]
+            gone = {a.pk for a in dropped}
+            keep = [a for a in keep if a.pk not in gone]
         to_engine(node, [*keep, *new])
         seen = {(a.pod, a.container) for a in keep}
         for a in new:
@@ -348,13 +395,35 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
             node.generation = F("generation") + 1
         node.save()
         if loaded.allocations:
-            node.allocations.filter(origin=Allocation.IMPORTED).delete()
+            Allocation.objects.filter(pk__in=[a.pk for a in dropped]).delete()
             for a in new:
-                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod)
+                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod, cluster)
             Allocation.objects.bulk_create(new)
+            pods = {a.pod for a in new if a.job is not None}
+            if pods:
+                node.import_notes.append(f"{len(pods)} pod(s) linked to their jobs by (namespace, pod name)")
             jobs.refresh_status({a.job_id for a in [*dropped, *new]})
+        notes = node.import_notes
         node.refresh_from_db()
+        node.import_notes = notes
     return node
+
+
+def _naming_notes(allocations: Iterable[EngineAllocation], named: Mapping[str, str]) -> list[str]:
+    """What an import says about its pods' names: a kubelet state file knows pods by UID only; the node's
+    last snapshot (its running pods' `metadata.uid`) names them, so they can be linked to their jobs."""
+    uids = sorted({a.pod for a in allocations if "/" not in a.pod})
+    found = [u for u in uids if u in named]
+    unknown = [u for u in uids if u not in named]
+    notes = []
+    if found:
+        notes.append(f"{len(found)} pod(s) named from their UID by the cluster's last snapshot (e.g. {found[0]} is "
+                     f"{named[found[0]]})")
+    if unknown:
+        notes.append(f"{len(unknown)} pod(s) are known only by their UID (e.g. {unknown[0]}): the file does not name "
+                     "them and the cluster's last snapshot does not list them on this node, so they are not linked "
+                     "to jobs; import a snapshot of the cluster first to name them")
+    return notes
 
 
 def topology_error(exc: Exception) -> str:
@@ -367,7 +436,8 @@ def topology_error(exc: Exception) -> str:
 
 
 __all__ = [
-    "AllocationConflict", "TopologyError", "add_allocation", "allocation_to_engine", "check_allocation",
+    "AllocationConflict", "AllocationRefused", "NodeMoveRefused", "TopologyError", "add_allocation",
+    "allocation_to_engine", "check_allocation", "check_move",
     "cluster_nodes", "engine_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
     "release", "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]

@@ -1,11 +1,15 @@
 """A kubectl cluster snapshot into one cluster (parsing is the engine's: `scheduler_core.formats.snapshot`).
 
 In one transaction: nodes are created or updated (generation bumped only when something changed),
-nodes the snapshot no longer lists are flagged `removed_at` (and unflagged if they come back), the
-running pods of each node are replayed in creation order through the engine's kubelet model and
+the running pods of each node are replayed in creation order through the engine's kubelet model and
 stored as `replayed` allocations, what NRT says is still available per NUMA node is checked against
-the replay, and pending Volcano Jobs and pods become jobs. Importing the same snapshot again changes
-nothing; the returned report says what changed and every disagreement found."""
+the replay, and pending Volcano Jobs and pods become jobs of the cluster. Importing the same snapshot
+again changes nothing; the returned report says what changed and every disagreement found.
+
+An import cannot destroy by accident: a snapshot that lists no node (an empty file, `items: []`, only
+pods) is refused unless `allow_empty`; nodes the snapshot no longer lists are only reported, and
+flagged `removed_at` (their replayed pods released) only with `prune`; `dry_run` computes the same
+report and rolls everything back."""
 
 from __future__ import annotations
 
@@ -24,6 +28,15 @@ from scheduler_core.state_check import replay
 
 from . import services
 from .models import Allocation, Cluster, Node
+
+
+class EmptySnapshot(ValueError):
+    """The snapshot lists no node; importing it is refused unless asked for (`allow_empty`)."""
+
+
+EMPTY = ("the snapshot lists no node (an empty file, `items: []`, or only pods and jobs; a failed `kubectl get` "
+         "leaves such a file): nothing was imported and cluster {cluster} is as it was. To import it all the same, "
+         "allow an empty snapshot (import_cluster --allow-empty, API allow_empty=true)")
 
 
 def parse(data: bytes | str) -> Snapshot:
@@ -53,11 +66,17 @@ def _availability(node: SnapshotNode, engine: EngineNode) -> list[str]:
     return out
 
 
-def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
-    """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster)."""
+def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
+                    dry_run: bool = False) -> dict[str, Any]:
+    """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster, unless
+    `dry_run`: then nothing at all is changed). Raises EmptySnapshot for a snapshot without nodes unless
+    `allow_empty`; removes nodes the snapshot no longer lists only with `prune`."""
     snap = parse(data)
-    report: dict[str, Any] = {"nodes_added": [], "nodes_updated": {}, "nodes_unchanged": 0, "nodes_removed": [],
-                              "nodes_returned": [], "allocations_replayed": 0, "allocations_changed": [],
+    if not snap.nodes and not allow_empty:
+        raise EmptySnapshot(EMPTY.format(cluster=cluster.name))
+    report: dict[str, Any] = {"dry_run": dry_run, "pruned": prune, "nodes_added": [], "nodes_updated": {},
+                              "nodes_unchanged": 0, "nodes_removed": [], "nodes_missing": [], "nodes_returned": [],
+                              "allocations_replayed": 0, "allocations_dropped": 0, "allocations_changed": [],
                               "scheduled_dropped": [], "disagreements": [], "jobs_added": [], "jobs_updated": [],
                               "jobs_kept": [], "notes": list(snap.notes)}
     now = timezone.now()
@@ -92,6 +111,10 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
                             "available": {str(n): r for n, r in sorted(snode.available.items())},
                             "inferred": list(snode.topology.inferred), "notes": snode.notes}
+            pod_names = {p.uid: f"{p.namespace}/{p.name}" for p in snap.running_on(name)
+                         if p.uid != f"{p.namespace}/{p.name}"}
+            if pod_names:  # a kubelet state file names pods by UID only: these let its import name them
+                row.snapshot["pods"] = dict(sorted(pod_names.items()))
             returned = not is_new and row.removed_at is not None
             row.removed_at = None
             # replay the node's running pods, in creation order, on a node without allocations
@@ -157,13 +180,23 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
                 drop.extend(a.pk for a in old if a.pk not in kept_ids)
                 inserts.extend((row, a) for a in replayed)
         gone = [n for name, n in existing.items() if name not in snap.nodes and n.removed_at is None]
-        if gone:
+        if gone and not prune:
+            report["nodes_missing"] = sorted(n.name for n in gone)
+        elif gone:
             Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=now, generation=F("generation") + 1)
             report["nodes_removed"] = sorted(n.name for n in gone)
-        # pods replayed on a node the snapshot no longer lists are not running there any more
-        gone_ids = [n.pk for name, n in existing.items() if name not in snap.nodes]
-        drop.extend(Allocation.objects.filter(node_id__in=gone_ids, origin=Allocation.REPLAYED)
-                    .values_list("pk", flat=True))
+        # on a node the snapshot no longer lists: a pod it shows running elsewhere holds nothing here any
+        # more (it is replayed where it runs); with prune, no replayed pod runs here any more
+        for name, n in existing.items():
+            if name in snap.nodes:
+                continue
+            for a in allocs.get(n.pk, ()):
+                if a.pod in running or (prune and a.origin == Allocation.REPLAYED):
+                    drop.append(a.pk)
+                    if a.origin != Allocation.REPLAYED:
+                        report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running on "
+                                                           "another node; the snapshot's pod is replayed there)")
+        report["allocations_dropped"] = len(drop)
         if drop:
             services.release(Allocation.objects.filter(pk__in=drop))
         if new_rows:
@@ -174,23 +207,42 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
         for row, a in inserts:
             a.node, a.cluster = row, cluster
         Allocation.objects.bulk_create([a for _, a in inserts], batch_size=1000)
-        _import_jobs(snap, report)
+        _import_jobs(cluster, snap, report)
         job_services.link_allocations(cluster)
+        report["notes"].extend(_copies(cluster, running))
         summary = dict(report)
         summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
                                   or report["jobs_added"] or report["jobs_updated"])
-        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
+        if dry_run:
+            transaction.set_rollback(True)  # the preview: everything above is undone
+        else:
+            Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now,
+                                                         last_import=summary)
     return summary
 
 
-def _import_jobs(snap: Snapshot, report: dict) -> None:
-    """Pending work: a new job is added; a pending one whose manifest changed is replaced; one that a
-    session already scheduled is kept as it is."""
+def _copies(cluster: Cluster, running: set[str]) -> list[str]:
+    """A note per other cluster where pods this snapshot shows running are replayed too: one snapshot
+    imported into two clusters makes two copies of one real cluster (docs/IMPORT.md), each holding them."""
+    pods = sorted(running)
+    others: dict[str, set[str]] = {}
+    for start in range(0, len(pods), 500):
+        for name, pod in (Allocation.objects.filter(origin=Allocation.REPLAYED, pod__in=pods[start:start + 500])
+                          .exclude(cluster=cluster).values_list("cluster__name", "pod").distinct()):
+            others.setdefault(name, set()).add(pod)
+    return [f"{len(found)} running pod(s) of this snapshot (e.g. {min(found)}) are also replayed in cluster {name}: "
+            "the two clusters are copies of one real cluster, each holding those pods"
+            for name, found in sorted(others.items())]
+
+
+def _import_jobs(cluster: Cluster, snap: Snapshot, report: dict) -> None:
+    """Pending work, as jobs of `cluster`: a new job is added; a pending one whose manifest changed is
+    replaced; one that a session already scheduled is kept as it is."""
     for job in snap.jobs:
         key = (job.namespace, job.name)
         manifest = snap.manifests[key]
         job_services.check_policy_cpus(job)
-        row = Job.objects.filter(namespace=job.namespace, name=job.name).first()
+        row = Job.objects.filter(cluster=cluster, namespace=job.namespace, name=job.name).first()
         label = f"{job.namespace}/{job.name}"
         if row is not None and row.manifest == manifest and row.source_format == "snapshot":
             continue
@@ -202,4 +254,4 @@ def _import_jobs(snap: Snapshot, report: dict) -> None:
             report["jobs_updated"].append(label)
         else:
             report["jobs_added"].append(label)
-        job_services.save_job(job, manifest, "snapshot")
+        job_services.save_job(job, cluster, manifest, "snapshot")

@@ -18,7 +18,7 @@ def _raise(exc: bounds.OutOfBounds) -> None:
 class JobForm(forms.ModelForm):
     class Meta:
         model = Job
-        fields = ["name", "namespace", "queue", "priority", "min_available", "source_format", "manifest"]
+        fields = ["cluster", "name", "namespace", "queue", "priority", "min_available", "source_format", "manifest"]
 
     def clean_name(self) -> str:
         try:
@@ -95,12 +95,18 @@ class TaskInline(admin.TabularInline):
 @admin.register(Job)
 class JobAdmin(AuditedAdmin):
     form = JobForm
-    list_display = ["name", "namespace", "queue", "priority", "min_available", "status", "source_format", "created_at"]
-    list_filter = ["status", "source_format", "queue"]
+    list_display = ["name", "namespace", "cluster", "queue", "priority", "min_available", "status", "source_format",
+                    "created_at"]
+    list_filter = ["cluster", "status", "source_format", "queue"]
     search_fields = ["name", "namespace"]
     readonly_fields = ["status", "reason", "finished_at"]
     inlines = [TaskInline]
     actions = ["finish"]
+
+    def get_readonly_fields(self, request, obj: Job | None = None) -> list[str]:
+        """A job's cluster is chosen when it is created: its pods' allocations live in that cluster."""
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "cluster"] if obj is not None else fields
 
     def save_related(self, request, form, formsets, change: bool) -> None:
         super().save_related(request, form, formsets, change)

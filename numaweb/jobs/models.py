@@ -13,7 +13,8 @@ from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES
 
 
 class Job(models.Model):
-    """A submitted job. `status` is derived (`services.refresh_status`), never set from a session's view:
+    """A submitted job, in one cluster (its name is unique per cluster and namespace). `status` is derived
+    (`services.refresh_status`), never set from a session's view:
     from how many of its pods hold an allocation, its gang minimum, `reason` (why the last session did
     not place it) and `finished_at`."""
 
@@ -22,6 +23,9 @@ class Job(models.Model):
     STATUS_CHOICES = [(PENDING, "pending"), (SCHEDULED, "scheduled"), (PARTLY, "partly scheduled"),
                       (UNSCHEDULABLE, "unschedulable"), (FINISHED, "finished")]
 
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="jobs",
+                                help_text="the cluster the job runs in: sessions, comparisons and forms of that "
+                                          "cluster see it, no other")
     name = models.CharField(max_length=253)
     namespace = models.CharField(max_length=63, default="default")
     queue = models.CharField(max_length=253, default="default")
@@ -41,7 +45,8 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="job_unique_name")]
+        constraints = [models.UniqueConstraint(fields=["cluster", "namespace", "name"],
+                                               name="job_unique_name_in_cluster")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import Count, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -147,19 +147,49 @@ def _engine_job(job: Job, tasks: Iterable[tuple[str, Mapping, int, str]]) -> Eng
     ), job.min_available, job.priority, job.queue, job.namespace, job.pk)
 
 
-@transaction.atomic
-def save_job(engine_job: EngineJob, manifest: str = "", source_format: str = "json",
+class NoCluster(ValueError):
+    """A job was submitted without a cluster while there is not exactly one to take."""
+
+
+def default_cluster() -> Any:
+    """The cluster a job submitted without one goes to: the only cluster there is (NoCluster otherwise)."""
+    from numaweb.inventory.models import Cluster
+
+    clusters = list(Cluster.objects.order_by("pk")[:2])
+    if len(clusters) == 1:
+        return clusters[0]
+    count = Cluster.objects.count()
+    raise NoCluster(f"required: {count} clusters exist, say which one the job runs in" if count
+                    else "no cluster exists yet: create one (or import one) first")
+
+
+class JobExists(ValueError):
+    """A job of this (cluster, namespace, name) exists already (also when a concurrent create won the race)."""
+
+
+def job_exists_message(cluster: Any, namespace: str, name: str) -> str:
+    return f"job {namespace}/{name} already exists in cluster {cluster}"
+
+
+def save_job(engine_job: EngineJob, cluster: Any, manifest: str = "", source_format: str = "json",
              explicit_min: bool = True) -> Job:
-    """Store a validated engine Job as rows."""
+    """Store a validated engine Job as rows in `cluster`. Raises JobExists when the cluster already has a
+    job of that namespace and name, whether found first or refused by the database (a concurrent create)."""
     min_available = engine_job.min_available if explicit_min else None
-    job = Job.objects.create(name=engine_job.name, namespace=engine_job.namespace, queue=engine_job.queue,
-                             priority=engine_job.priority, min_available=min_available,
-                             source_format=source_format, manifest=manifest)
-    Task.objects.bulk_create([
-        Task(job=job, name=t.name, replicas=t.replicas, topology_policy=t.topology_policy or "",
-             template=template_of(t.template))
-        for t in engine_job.tasks
-    ])
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(cluster=cluster, name=engine_job.name, namespace=engine_job.namespace,
+                                     queue=engine_job.queue, priority=engine_job.priority,
+                                     min_available=min_available, source_format=source_format, manifest=manifest)
+            Task.objects.bulk_create([
+                Task(job=job, name=t.name, replicas=t.replicas, topology_policy=t.topology_policy or "",
+                     template=template_of(t.template))
+                for t in engine_job.tasks
+            ])
+    except IntegrityError as exc:
+        if Job.objects.filter(cluster=cluster, namespace=engine_job.namespace, name=engine_job.name).exists():
+            raise JobExists(job_exists_message(cluster, engine_job.namespace, engine_job.name)) from exc
+        raise
     return job
 
 
@@ -169,8 +199,8 @@ def pod_uid(job: Job, task: str, index: int) -> str:
     return f"{job.namespace}/{job.name}-{task}-{index}"
 
 
-def job_for_pod(uid: str) -> Job | None:
-    """The job a pod belongs to, by its name `<namespace>/<job>-<task>-<index>` (None: no such job).
+def job_for_pod(uid: str, cluster: Any) -> Job | None:
+    """The job of `cluster` a pod belongs to, by its name `<namespace>/<job>-<task>-<index>` (None: no such job).
 
     One query, whatever the number of jobs: every split of the name into job and task is a candidate."""
     namespace, _, name = uid.partition("/")
@@ -179,10 +209,22 @@ def job_for_pod(uid: str) -> Job | None:
         return None
     index = int(parts[-1])
     candidates = {"-".join(parts[:k]): "-".join(parts[k:-1]) for k in range(1, len(parts) - 1)}
-    for job in Job.objects.filter(namespace=namespace, name__in=list(candidates)).prefetch_related("tasks"):
+    for job in Job.objects.filter(cluster=cluster, namespace=namespace,
+                                  name__in=list(candidates)).prefetch_related("tasks"):
         if any(t.name == candidates[job.name] and index < t.replicas for t in job.tasks.all()):
             return job
     return None
+
+
+def pod_containers(uid: str, job: Job) -> set[str]:
+    """The container names (app and init) of the job's pod `uid` (empty when the pod is not the job's)."""
+    name = uid.partition("/")[2]
+    for task in job.tasks.all():
+        prefix = f"{job.name}-{task.name}-"
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            template = task.template or {}
+            return {c.get("name", "") for key in ("containers", "init_containers") for c in template.get(key) or ()}
+    return set()
 
 
 def held_pods(job_ids: Iterable[int]) -> dict[int, set[str]]:
@@ -237,10 +279,23 @@ def _pod_counts(jobs: models.QuerySet) -> models.QuerySet:
     return jobs.annotate(pods=Coalesce(Subquery(pods), 0), held=Coalesce(Subquery(held), 0))
 
 
-def check_schedulable(jobs: Iterable[Job]) -> None:
-    """Refuse jobs a session cannot place: finished ones, and ones whose every pod already holds resources
-    (NotSchedulable, naming each job); and more pods than a session may schedule (bounds.OutOfBounds)."""
+def check_cluster(jobs: Iterable[Job], cluster: Any) -> None:
+    """Refuse jobs of another cluster than `cluster` (NotSchedulable naming each job and its cluster)."""
+    cluster_id = getattr(cluster, "pk", cluster)
+    others = [job for job in jobs if job.cluster_id != cluster_id]
+    if others:
+        names = dict(Job.objects.filter(pk__in=[j.pk for j in others]).values_list("pk", "cluster__name"))
+        raise NotSchedulable("; ".join(f"job {job} belongs to cluster {names.get(job.pk, job.cluster_id)}, "
+                                       f"not to cluster {cluster}" for job in others))
+
+
+def check_schedulable(jobs: Iterable[Job], cluster: Any = None) -> None:
+    """Refuse jobs a session cannot place: jobs of another cluster than `cluster` (when given), finished
+    ones, and ones whose every pod already holds resources (NotSchedulable, naming each job); and more pods
+    than a session may schedule (bounds.OutOfBounds)."""
     jobs = list(jobs)
+    if cluster is not None:
+        check_cluster(jobs, cluster)
     counts = {pk: (finished, pods, held) for pk, finished, pods, held in _pod_counts(
         Job.objects.filter(pk__in=[j.pk for j in jobs])).values_list("pk", "finished_at", "pods", "held")}
     bounds.check_session(max(0, pods - held) for _f, pods, held in counts.values())
@@ -259,10 +314,10 @@ def check_schedulable(jobs: Iterable[Job]) -> None:
         raise NotSchedulable("; ".join(problems))
 
 
-def schedulable_jobs() -> list[Job]:
-    """Every job a session started without a list takes: not finished, with at least one pod holding nothing
-    (without their manifests, which a session never reads)."""
-    return list(_pod_counts(Job.objects.filter(finished_at=None)).filter(pods__gt=F("held"))
+def schedulable_jobs(cluster: Any) -> list[Job]:
+    """Every job of `cluster` a session started without a list takes: not finished, with at least one pod
+    holding nothing (without their manifests, which a session never reads). Comparisons take the same."""
+    return list(_pod_counts(Job.objects.filter(cluster=cluster, finished_at=None)).filter(pods__gt=F("held"))
                 .defer("manifest").order_by("id"))
 
 
@@ -314,7 +369,7 @@ def link_allocations(cluster: Any) -> None:
         pods.setdefault(pod, []).append(pk)
     linked = set()
     for pod, ids in pods.items():
-        job = job_for_pod(pod)
+        job = job_for_pod(pod, cluster)
         if job is not None:
             Allocation.objects.filter(pk__in=ids).update(job=job)
             linked.add(job.pk)

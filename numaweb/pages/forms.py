@@ -14,6 +14,7 @@ from numaweb.inventory.models import (
 )
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
+from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
@@ -69,7 +70,11 @@ class ResourcesMixin(forms.Form):
 
 
 class JobForm(ResourcesMixin):
-    """A job from a pasted manifest (Volcano Job / Pod YAML or JSON) or from the fields."""
+    """A job from a pasted manifest (Volcano Job / Pod YAML or JSON) or from the fields, in the page's
+    chosen cluster."""
+
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput, required=False,
+                                     help_text="the page's chosen cluster (left out: the only cluster)")
 
     manifest = forms.CharField(required=False, max_length=1_000_000, widget=forms.Textarea(attrs={"rows": 10}),
                                help_text="Volcano Job or Pod YAML; leave empty to use the fields")
@@ -135,16 +140,29 @@ class JobForm(ResourcesMixin):
         except EngineError as exc:
             self._engine_error(exc, check_field)
             return data
-        if Job.objects.filter(namespace=engine.namespace, name=engine.name).exists():
-            self.add_error("manifest" if manifest else "name", f"job {engine.namespace}/{engine.name} already exists")
+        if data.get("cluster") is None:
+            try:
+                data["cluster"] = job_services.default_cluster()
+            except job_services.NoCluster as exc:
+                self.add_error("cluster", str(exc))
+                return data
+        if Job.objects.filter(cluster=data["cluster"], namespace=engine.namespace, name=engine.name).exists():
+            self.add_error("manifest" if manifest else "name",
+                           job_services.job_exists_message(data["cluster"], engine.namespace, engine.name))
             return data
         data["engine"], data["format"] = engine, fmt
         return data
 
-    def save(self) -> Job:
+    def save(self) -> Job | None:
+        """The new job, or None with the error on the form when a concurrent create took the name first."""
         data = self.cleaned_data
         explicit = data["format"] == "yaml" or data.get("min_available") is not None
-        return job_services.save_job(data["engine"], data.get("manifest") or "", data["format"], explicit_min=explicit)
+        try:
+            return job_services.save_job(data["engine"], data["cluster"], data.get("manifest") or "", data["format"],
+                                         explicit_min=explicit)
+        except job_services.JobExists as exc:
+            self.add_error("manifest" if data.get("manifest") else "name", str(exc))
+            return None
 
 
 class WhatIfForm(ResourcesMixin):
@@ -184,21 +202,29 @@ class WhatIfForm(ResourcesMixin):
         return data
 
 
-class SessionForm(forms.Form):
-    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), empty_label=None)
+class SessionForm(ClusterJobsMixin):
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput)
     profile = forms.ChoiceField(choices=SchedulingSession.PROFILE_CHOICES, initial="volcano")
     dry_run = forms.BooleanField(required=False, initial=True, label="dry run (place without allocating)")
     jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
                                           widget=forms.CheckboxSelectMultiple,
-                                          help_text="none ticked: every job with a pod left to place")
+                                          help_text="none ticked: every job of the cluster with a pod left to place")
 
-    def clean_jobs(self) -> list[Job]:
-        jobs = list(self.cleaned_data.get("jobs") or ())
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope_jobs()
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors or data.get("cluster") is None:
+            return data
+        jobs = list(data.get("jobs") or ())
         try:
-            job_services.check_schedulable(jobs or job_services.schedulable_jobs())
+            job_services.check_schedulable(jobs or job_services.schedulable_jobs(data["cluster"]), data["cluster"])
         except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return jobs
+            self.add_error("jobs", str(exc))
+        data["jobs"] = jobs
+        return data
 
 
 class NodeFilterForm(forms.Form):
@@ -211,11 +237,24 @@ class NodeFilterForm(forms.Form):
 
 
 class SnapshotImportForm(forms.Form):
-    """A kubectl cluster snapshot into a cluster (created when the name is new)."""
+    """A kubectl cluster snapshot into a cluster (created when the name is new). Sent with a file it is
+    the first step (a dry run, shown as a preview); sent with the preview's `upload` token it imports."""
 
     cluster = forms.SlugField(max_length=100, help_text="an existing cluster to update, or a new name")
-    file = forms.FileField(label="snapshot", help_text="kubectl get nodes,noderesourcetopologies,numatopologies,"
-                                                       "pods,jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    file = forms.FileField(label="snapshot", required=False, allow_empty_file=True,
+                           help_text="kubectl get nodes,noderesourcetopologies,numatopologies,"
+                                     "pods,jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
+    prune = forms.BooleanField(required=False, label="remove nodes the snapshot no longer lists",
+                               help_text="without it they are reported and kept")
+    allow_empty = forms.BooleanField(required=False, label="allow a snapshot without nodes",
+                                     help_text="refused otherwise (a failed kubectl get leaves an empty file)")
+    upload = forms.CharField(required=False, widget=forms.HiddenInput, max_length=64)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not data.get("file") and not data.get("upload"):
+            self.add_error("file", "choose a snapshot file")
+        return data
 
 
 class StateCheckForm(forms.Form):

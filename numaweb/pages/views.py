@@ -39,7 +39,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, session_rows, tables, usage
+from . import grid, session_rows, tables, uploads, usage
 from .forms import (
     HintTableForm,
     JobForm,
@@ -243,21 +243,35 @@ def node_kubelet_config(request: HttpRequest, pk: int) -> HttpResponse:
 @requires("access.import_inventory")
 @require_http_methods(["GET", "POST"])
 def cluster_import(request: HttpRequest) -> HttpResponse:
-    """Import a kubectl snapshot into a cluster; the report shows what changed and every disagreement."""
+    """Import a kubectl snapshot into a cluster in two steps: the file is first previewed (a dry run: what
+    would change, nothing changed) and kept under a token; confirming imports it. The report shows what
+    changed and every disagreement."""
+    from django.db import transaction
+
     form = SnapshotImportForm(request.POST or None, request.FILES or None)
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
-        data = _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        token = form.cleaned_data["upload"] if not form.cleaned_data.get("file") else ""
+        data = uploads.read(token) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        if token and data is None:
+            form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
         if data is not None:
-            from django.db import transaction
-
+            flags = {"prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"],
+                     "dry_run": not token}
             try:
                 with transaction.atomic():
                     cluster, _ = Cluster.objects.get_or_create(name=form.cleaned_data["cluster"])
-                    ctx["report"] = snapshot.import_snapshot(cluster, data)
+                    ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
                     ctx["cluster"] = cluster
-            except EngineError as exc:
+                    if flags["dry_run"]:
+                        transaction.set_rollback(True)  # a new cluster too is only created on confirmation
+            except (EngineError, snapshot.EmptySnapshot) as exc:
                 form.add_error("file", str(exc))
+            else:
+                if token:
+                    uploads.forget(token)
+                else:
+                    ctx["upload"] = uploads.keep(data)
     return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 
@@ -285,12 +299,25 @@ def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # -- jobs --------------------------------------------------------------------------------------------
+def page_cluster(request: HttpRequest, form=None) -> Cluster | None:
+    """The cluster the jobs page works in: the one a posted form names, else `?cluster=<id>`, else the
+    first by name (None when there is no cluster)."""
+    raw = (form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
+           else request.GET.get("cluster"))
+    chosen = Cluster.objects.filter(pk=raw).first() if str(raw or "").isdigit() else None
+    return chosen or Cluster.objects.order_by("name").first()
+
+
 def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
-    jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
-    return {"jobs": jobs, "form": form or JobForm(initial={"namespace": "default", "task": "main", "replicas": 1,
-                                                          "guaranteed": True}),
-            "session_form": session_form or SessionForm(initial={"profile": "volcano", "dry_run": True}),
-            **comparisons.form_context()}
+    """The jobs page in one cluster: its jobs, and forms that submit into it and list only its jobs."""
+    cluster = page_cluster(request, form or session_form)
+    jobs = Job.objects.filter(cluster=cluster).annotate(task_count=Count("tasks")).order_by("-id")
+    return {"jobs": jobs, "cluster": cluster, "clusters": Cluster.objects.order_by("name"),
+            "form": form or JobForm(initial={"cluster": cluster, "namespace": "default", "task": "main",
+                                             "replicas": 1, "guaranteed": True}),
+            "session_form": session_form or SessionForm(initial={"cluster": cluster, "profile": "volcano",
+                                                                 "dry_run": True}),
+            **comparisons.form_context(cluster=cluster)}
 
 
 @requires("jobs.view_job", write="jobs.add_job")
@@ -298,8 +325,8 @@ def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_for
 def job_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = JobForm(request.POST)
-        if form.is_valid():
-            job = form.save()
+        job = form.save() if form.is_valid() else None
+        if job is not None:
             url = reverse("pages:job", args=[job.pk])
             if request.htmx:
                 response = HttpResponse(status=204)
@@ -336,7 +363,7 @@ class _Replicas:
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The job, its status (derived from what its pods hold) and one page of its pods."""
-    job = get_object_or_404(Job.objects.prefetch_related("tasks"), pk=pk)
+    job = get_object_or_404(Job.objects.select_related("cluster").prefetch_related("tasks"), pk=pk)
     page = Paginator(_Replicas(list(job.tasks.all())), PODS_PER_PAGE).get_page(request.GET.get("page"))
     uids = {}
     for t, i in page:
@@ -347,7 +374,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     for a in held:
         by_pod.setdefault(a.pod, []).append(a)
     latest = {}
-    for p in Placement.objects.filter(namespace=job.namespace, job=job.name,
+    for p in Placement.objects.filter(session__cluster=job.cluster_id, namespace=job.namespace, job=job.name,
                                       pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
         latest[p.pod] = p
     states: dict[int, grid.NodeState] = {}

@@ -110,17 +110,17 @@ def _queue(session_id: int) -> None:
 
 def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = False,
                   jobs: Iterable[Job] | None = None) -> SchedulingSession:
-    """Create a session (every job with a pod left to place unless `jobs` is given) and queue its id once
-    committed.
+    """Create a session (every job of the cluster with a pod left to place unless `jobs` is given) and queue
+    its id once committed.
 
-    Raises jobs.services.NotSchedulable, naming the job, when a given job is finished or all its pods
-    already hold resources, and jobs.bounds.OutOfBounds when the jobs hold more pods than a session may
-    schedule. Raises BrokerUnavailable (after marking the session failed, so it can be re-run: nothing is
-    lost) when the broker is down."""
+    Raises jobs.services.NotSchedulable, naming the job, when a given job belongs to another cluster, is
+    finished or all its pods already hold resources, and jobs.bounds.OutOfBounds when the jobs hold more
+    pods than a session may schedule. Raises BrokerUnavailable (after marking the session failed, so it
+    can be re-run: nothing is lost) when the broker is down."""
     if profile not in SchedulingSession.PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of: {', '.join(SchedulingSession.PROFILES)}")
-    chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs()
-    job_services.check_schedulable(chosen)
+    chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs(cluster)
+    job_services.check_schedulable(chosen, cluster)
     session = create_session(cluster, profile, dry_run, chosen)
     _queue(session.pk)
     return session
@@ -335,10 +335,11 @@ def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
     return out
 
 
-def _skip(record: PodRecord, why: str) -> PodRecord:
-    """Mark a pod record the commit does not allocate for: the pod got resources from another writer."""
+def _skip(record: PodRecord, why: str, again: bool = True) -> PodRecord:
+    """Mark a pod record the commit does not allocate for: the pod got resources from another writer
+    (`again`), or its job was finished or deleted while the session ran."""
     record.status = SKIPPED
-    record.message = f"not placed again: pod {record.pod} {why}"
+    record.message = f"not placed{' again' if again else ''}: pod {record.pod} {why}"
     record.allocations = []
     return record
 
@@ -383,8 +384,10 @@ def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str
             job_rows: list[Job], held: Mapping[str, tuple[int, str]], nodes_total: int, engine_ms: float,
             attempt: int) -> None:
     """Write the run's results in one transaction that holds, in order, the session row, the nodes it
-    allocates on (still at the generation it read, else StaleNodes) and its jobs. A pod that gained an
-    allocation since the run read the cluster is skipped, with the reason in its placement; pods that
+    allocates on (still at the generation it read, else StaleNodes) and its jobs. The pods of a job that
+    was finished or deleted meanwhile are skipped (checked here, with the job held: a finish either
+    landed before and is seen, or waits and then releases what this commit wrote); so is a pod that
+    gained an allocation since the run read the cluster, with the reason in its placement; pods that
     held resources before the run are listed as skipped too. Job statuses are then derived afresh.
     Results are written from the engine's objects (store.ResultWriter), never read back."""
     started = time.perf_counter()
@@ -396,6 +399,7 @@ def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str
     by_key = {(j.namespace, j.name): j for j in job_rows}
     names = {nid: name for name, (nid, _g) in seen.items()}
     allocations: list[Allocation] = []
+    ended: dict[tuple[str, str], str] = {}
     with transaction.atomic():
         # first: this run must still own the row (the update also locks it until the commit)
         if not SchedulingSession.objects.filter(pk=session.pk, runs=session.runs,
@@ -408,20 +412,28 @@ def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str
                 generation = seen[names[node_id]][1]
                 if node_id not in current or current[node_id].generation != generation:
                     raise StaleNodes(f"node {names[node_id]} changed while the session ran")
-            list(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk"))
+            live = dict(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk")
+                        .values_list("pk", "finished_at"))
+            ended = {(j.namespace, j.name): "was deleted" if j.pk not in live else "was finished"
+                     for j in job_rows if j.pk not in live or live[j.pk] is not None}
             now_held = _holders(job_rows)
             for p in result.pods:
-                if p.status == "admitted" and p.uid in now_held:
+                if p.status != "admitted":
+                    continue
+                if (p.namespace, p.job) in ended:
+                    _skip(p, f"of job {p.namespace}/{p.job}, which {ended[(p.namespace, p.job)]} while the session ran",
+                          again=False)
+                elif p.uid in now_held:
                     _skip(p, now_held[p.uid][1])
             allocations = _allocation_rows(session, result, seen, by_key)
             Node.objects.filter(pk__in=touched).update(generation=F("generation") + 1)
         store.clear(session)
         store.ResultWriter(session, result, {name: nid for name, (nid, _g) in seen.items()}).save()
-        committed = {(j["namespace"], j["job"]) for j in result.jobs if j["committed"] and j["placed"]}
+        committed = {(j["namespace"], j["job"]) for j in result.jobs if j["committed"] and j["placed"]} - set(ended)
         if not session.dry_run:
             Allocation.objects.bulk_create(allocations, batch_size=BATCH)
             for key, reason in _job_reasons(result).items():
-                if key in by_key:
+                if key in by_key and key not in ended:
                     Job.objects.filter(pk=by_key[key].pk).update(reason=reason)
             job_services.refresh_status(j.pk for j in job_rows)
         counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED)}

@@ -38,10 +38,13 @@ def test_api_changes_and_deletes_are_recorded(make_user):
 
 
 def test_a_job_submitted_on_the_page_is_recorded(operator_client):
-    body = {"name": "j", "namespace": "default", "task": "main", "replicas": "1", "cpu": "1", "memory": "1Gi",
+    cluster = Cluster.objects.create(name="c")
+    body = {"cluster": cluster.pk, "name": "j", "namespace": "default",
+            "task": "main", "replicas": "1", "cpu": "1", "memory": "1Gi",
             "topology_policy": "best-effort", "guaranteed": "on"}
     assert operator_client.post(reverse("pages:jobs"), body).status_code == 302
     job = Job.objects.get(name="j")
+    assert job.cluster == cluster
     row = latest(Job, id=job.pk)
     assert (row.history_type, row.history_source, row.history_username) == ("+", "page", "olga")
     page = operator_client.get(reverse("pages:job", args=[job.pk])).content.decode()

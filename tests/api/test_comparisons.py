@@ -110,7 +110,7 @@ def test_overrides_apply_to_the_engine_nodes_only(api, cluster, eager, django_ca
     gpu = {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}
     job_services.save_job(job_services.engine_job_from_data({"name": "gpu", "tasks": [{
         "name": "t", "replicas": 1, "topology_policy": "single-numa-node",
-        "template": {"containers": [{"name": "c", "requests": gpu, "limits": gpu}]}}]}))
+        "template": {"containers": [{"name": "c", "requests": gpu, "limits": gpu}]}}]}), node.cluster)
     variants = [{"profile": "volcano"}, {"profile": "aligned"},
                 {"profile": "aligned", "topology_manager_policy": "best-effort", "topology_manager_scope": "pod"}]
     body = ask(api, cluster, django_capture_on_commit_callbacks, variants=variants).json()
@@ -216,7 +216,7 @@ def test_headroom_is_what_a_dry_run_session_of_five_more_pods_places(api, demo):
         job = job_services.save_job(job_services.engine_job_from_data({
             "name": f"check-{params['cpu']}", "min_available": 1, "tasks": [{
                 "name": "t", "replicas": room["total"] + 5, "topology_policy": params.get("policy"),
-                "template": {"containers": [{"name": "c", "requests": shape, "limits": shape}]}}]}))
+                "template": {"containers": [{"name": "c", "requests": shape, "limits": shape}]}}]}), demo)
         session = scheduling.start_session(demo, params["profile"], dry_run=True, jobs=[job])
         session = scheduling.execute_session(session.pk)
         assert session.status == SchedulingSession.DONE, session.error

@@ -27,15 +27,19 @@ def _engine_job(name: str, replicas: tuple[int, ...], min_available: int | None 
     return EngineJob(name, tasks, min_available, priority=len(name), queue="q", namespace="ns")
 
 
+def _cluster() -> Cluster:
+    return Cluster.objects.get_or_create(name="c1")[0]
+
+
 def _hold(job: Job, pod: str, container: str = "") -> None:
-    cluster = Cluster.objects.get_or_create(name="c1")[0]
+    cluster = _cluster()
     node = Node.objects.get_or_create(cluster=cluster, name="n1", defaults={"topology": {}})[0]
     Allocation.objects.create(cluster=cluster, node=node, job=job, pod=pod, container=container)
 
 
 def test_engine_jobs_rebuild_what_was_saved_in_two_queries():
     originals = [_engine_job("alpha", (2, 3), 4), _engine_job("be", (1,)), _engine_job("gamma", (1, 1, 2))]
-    rows = [job_services.save_job(j, manifest="x" * 1000) for j in originals]
+    rows = [job_services.save_job(j, _cluster(), manifest="x" * 1000) for j in originals]
     with CaptureQueriesContext(connection) as queries:
         loaded_rows, engine = job_services.engine_jobs(Job.objects.filter(pk__in=[r.pk for r in rows]))
     assert len(queries) == 2
@@ -48,10 +52,10 @@ def test_engine_jobs_rebuild_what_was_saved_in_two_queries():
 
 
 def test_schedulable_jobs_and_the_check_in_one_query_each():
-    pending = job_services.save_job(_engine_job("pending", (2,)))
-    partly = job_services.save_job(_engine_job("partly", (1, 2)))
-    full = job_services.save_job(_engine_job("full", (1, 1)))
-    done = job_services.save_job(_engine_job("done", (1,)))
+    pending = job_services.save_job(_engine_job("pending", (2,)), _cluster())
+    partly = job_services.save_job(_engine_job("partly", (1, 2)), _cluster())
+    full = job_services.save_job(_engine_job("full", (1, 1)), _cluster())
+    done = job_services.save_job(_engine_job("done", (1,)), _cluster())
     Job.objects.filter(pk=done.pk).update(finished_at=timezone.now())
     _hold(partly, "ns/partly-t0-0", "c")
     _hold(partly, "ns/partly-t0-0", "d")  # two containers of one pod: one pod held
@@ -59,8 +63,9 @@ def test_schedulable_jobs_and_the_check_in_one_query_each():
     _hold(full, "ns/full-t0-0")
     _hold(full, "ns/full-t1-0")
 
+    cluster = _cluster()
     with CaptureQueriesContext(connection) as queries:
-        chosen = job_services.schedulable_jobs()
+        chosen = job_services.schedulable_jobs(cluster)
     assert len(queries) == 1
     assert [j.pk for j in chosen] == [pending.pk, partly.pk]
 
@@ -78,7 +83,7 @@ def test_check_counts_only_the_pods_left(settings):
     from numaweb.jobs.bounds import OutOfBounds
 
     settings.NUMAWEB_MAX_PODS_PER_SESSION = 3
-    job = job_services.save_job(_engine_job("big", (4,)))
+    job = job_services.save_job(_engine_job("big", (4,)), _cluster())
     with pytest.raises(OutOfBounds):
         job_services.check_schedulable([job])
     _hold(job, "ns/big-t0-0")
@@ -86,7 +91,7 @@ def test_check_counts_only_the_pods_left(settings):
 
 
 def test_a_job_named_twice_is_linked_once():
-    job = job_services.save_job(_engine_job("twice", (1,)))
+    job = job_services.save_job(_engine_job("twice", (1,)), _cluster())
     cluster = Cluster.objects.create(name="c2")
     session = services.create_session(cluster, "volcano", True, [job, job])
     assert session.job_count == 1 and list(session.jobs.values_list("pk", flat=True)) == [job.pk]

@@ -28,6 +28,11 @@ spec:
 """
 
 
+@pytest.fixture(autouse=True)
+def _one_cluster(cluster):
+    """A job left without a cluster goes to the only one (tests/api/test_clusters_jobs.py covers several)."""
+
+
 def job_body(**extra):
     res = {"cpu": "2", "memory": "1Gi"}
     body = {"name": "j1", "tasks": [{"name": "t", "replicas": 2, "topology_policy": "single-numa-node",

@@ -50,7 +50,7 @@ def test_out_of_range_fields_name_the_field(api, field, value, needle):
     assert needle in body[field][0], body
 
 
-def test_replicas_and_min_available_bounds(api, settings):
+def test_replicas_and_min_available_bounds(api, cluster, settings):
     tasks = job_body()["tasks"]
     body = refused(lambda: api.post("/api/jobs/", job_body(tasks=[{**tasks[0], "replicas": 10**20}]), format="json"))
     assert "less than or equal to 2147483647" in body["tasks"]["0"]["replicas"][0]

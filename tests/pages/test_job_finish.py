@@ -30,7 +30,7 @@ def test_finish_button_releases_the_allocations(client):
 
 
 def test_big_job_page_shows_one_page_of_pods(client):
-    job = make_job("wide", cpus="1", replicas=10_000)
+    job = make_job("wide", cpus="1", replicas=10_000, cluster=Cluster.objects.create(name="wide"))
     html = client.get(reverse("pages:job", args=[job.pk]) + "?page=3").content.decode()
     assert 'data-pod="wide-t-100"' in html and 'data-pod="wide-t-149"' in html
     assert 'data-pod="wide-t-99"' not in html and 'data-pod="wide-t-150"' not in html

@@ -4,7 +4,7 @@ and under 50 MiB; the what-if box builds one pod however many replicas a pasted 
 import pytest
 from django.urls import reverse
 
-from numaweb.inventory.models import Node
+from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from tests.measure import MiB, measure
@@ -88,7 +88,7 @@ def test_page_of_a_huge_legacy_job(client):
     template = {"containers": [{"name": "c", "requests": {"cpu": "1"}}]}
     engine = job_services.engine_job_from_data({"name": "legacy", "tasks": [{"name": "t", "replicas": 10**6,
                                                                             "template": template}]})
-    job = job_services.save_job(engine)
+    job = job_services.save_job(engine, Cluster.objects.create(name="legacy"))
     m = measure(lambda: client.get(reverse("pages:job", args=[job.pk]) + "?page=20000"))
     assert m.result.status_code == 200 and 'data-pod="legacy-t-999999"' in m.result.content.decode()
     assert m.seconds < 1 and m.growth < 50 * MiB, (m.seconds, m.growth)
@@ -96,7 +96,8 @@ def test_page_of_a_huge_legacy_job(client):
 
 def test_admin_task_bounds(admin_client):
     job = job_services.save_job(job_services.engine_job_from_data({"name": "adm", "tasks": [{"name": "t",
-                                "template": {"containers": [{"name": "c", "requests": {"cpu": "1"}}]}}]}))
+                                "template": {"containers": [{"name": "c", "requests": {"cpu": "1"}}]}}]}),
+                                Cluster.objects.create(name="adm"))
     task = job.tasks.get()
     url = f"/admin/jobs/job/{job.pk}/change/"
     form = {"name": "adm", "namespace": "default", "queue": "default", "priority": "0", "min_available": "",

@@ -38,7 +38,8 @@ def test_script_names_render_as_text_on_every_page(client):
     # a row stored before names were checked still renders as text everywhere
     job = job_services.save_job(job_services.engine_job_from_data({
         "name": EVIL, "tasks": [{"name": IMG, "topology_policy": "best-effort", "template": {"containers": [
-            {"name": "c", "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}]}}]}))
+            {"name": "c", "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}]}}]}),
+        cluster)
     session = services.start_session(cluster, "aligned", False, [job])
     session = services.execute_session(session.pk)
     assert session.status == "done" and session.pods_placed == 1

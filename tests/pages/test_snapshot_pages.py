@@ -25,8 +25,16 @@ def _upload(path_or_bytes, name="snapshot.yaml"):
     return SimpleUploadedFile(name, data)
 
 
+def _import(client, path) -> str:
+    """The page's two steps: the preview (a dry run, nothing changed), then its confirmation."""
+    html = client.post(reverse("pages:cluster-import"), {"cluster": "prod", "file": _upload(path)}).content.decode()
+    assert "Nothing has been changed yet" in html
+    token = html.split('name="upload" value="')[1].split('"')[0]
+    return client.post(reverse("pages:cluster-import"), {"cluster": "prod", "upload": token}).content.decode()
+
+
 def test_import_form_then_node_page_shows_replayed_allocations(client):
-    html = client.post(reverse("pages:cluster-import"), {"cluster": "prod", "file": _upload(UPSTREAM)}).content.decode()
+    html = _import(client, UPSTREAM)
     assert "Cluster prod: imported" in html
     assert "node1: NUMA 0: the NodeResourceTopology says 10 CPUs available, the replay leaves 1" in html
     node1 = Node.objects.get(name="node1")
@@ -34,8 +42,7 @@ def test_import_form_then_node_page_shows_replayed_allocations(client):
     assert "ml/train-worker-0" in page and "replayed" in page
     cells = {c["data-cpu"]: c for c in grid_cells(page, "grid")}
     assert cells["9"]["data-owner"] == "ml/train-worker-0" and cells["9"]["data-state"] == "used"
-    again = client.post(reverse("pages:cluster-import"), {"cluster": "prod", "file": _upload(UPSTREAM)})
-    assert "Cluster prod: nothing changed" in again.content.decode()
+    assert "Cluster prod: nothing changed" in _import(client, UPSTREAM)
 
 
 def test_import_form_errors_inline(client):

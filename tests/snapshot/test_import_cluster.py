@@ -17,8 +17,8 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "formats" / "data" / "snaps
 UPSTREAM = DATA / "upstream-examples.yaml"
 
 
-def _import(path, cluster="prod", capsys=None):
-    call_command("import_cluster", str(path), "--cluster", cluster)
+def _import(path, cluster="prod", capsys=None, *flags):
+    call_command("import_cluster", str(path), "--cluster", cluster, *flags)
     return capsys.readouterr().out if capsys else None
 
 
@@ -101,7 +101,7 @@ def _newer(tmp_path) -> pathlib.Path:
 def test_newer_snapshot_updates_adds_and_flags_removed(db, tmp_path, capsys):
     _import(UPSTREAM)
     gen = {n.name: n.generation for n in Node.objects.all()}
-    out = _import(_newer(tmp_path), capsys=capsys)
+    out = _import(_newer(tmp_path), "prod", capsys, "--prune")
     nodes = {n.name: n for n in Node.objects.all()}
     assert nodes["node1"].topology_manager_policy == "best-effort"
     assert nodes["node1"].generation > gen["node1"]
@@ -123,7 +123,7 @@ def test_removed_nodes_are_left_out_of_sessions(db, tmp_path):
     from numaweb.inventory.services import cluster_nodes
 
     _import(UPSTREAM)
-    _import(_newer(tmp_path))
+    _import(_newer(tmp_path), "prod", None, "--prune")
     nodes, _ = cluster_nodes(Cluster.objects.get(name="prod"))
     assert {n.name for n in nodes} == {"node1", "worker-node-a", "worker-node-b"}
 
@@ -185,7 +185,7 @@ def test_a_pod_moving_off_a_removed_node_and_a_scheduled_pod_now_running(db, tmp
     doc["items"] = items
     path = tmp_path / "moved.yaml"
     path.write_text(yaml.safe_dump(doc))
-    _import(path)
+    _import(path, "prod", None, "--prune")
     report = Cluster.objects.get(name="prod").last_import
     assert report["nodes_removed"] == ["node1"]
     assert any("default/lonely/app (now running" in d for d in report["scheduled_dropped"])

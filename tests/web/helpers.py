@@ -23,14 +23,16 @@ def make_node(cluster: Cluster, name: str, shape=(2, 1, 4, 1), policy: str = "be
 
 
 def make_job(name: str, cpus: str = "2", replicas: int = 1, policy: str = "best-effort", memory: str = "1Gi",
-             min_available: int | None = None) -> Job:
+             min_available: int | None = None, cluster: Cluster | None = None) -> Job:
+    """A job in `cluster` (default: the only cluster there is)."""
     res = {"cpu": cpus, "memory": memory}
     data = {"name": name, "tasks": [{"name": "t", "replicas": replicas, "topology_policy": policy,
                                      "template": {"containers": [{"name": "c", "requests": res,
                                                                   "limits": dict(res)}]}}]}
     if min_available is not None:
         data["min_available"] = min_available
-    return job_services.save_job(job_services.engine_job_from_data(data), explicit_min=min_available is not None)
+    return job_services.save_job(job_services.engine_job_from_data(data), cluster or Cluster.objects.get(),
+                                 explicit_min=min_available is not None)
 
 
 def allocated_cpus(node: Node) -> list[int]:

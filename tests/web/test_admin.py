@@ -101,3 +101,33 @@ def test_admin_reruns_a_session_whose_worker_is_lost(admin_client, settings):
     live.refresh_from_db()
     lost.refresh_from_db()
     assert live.status == "running" and lost.status == "pending"
+
+
+def test_a_node_holding_allocations_does_not_move_cluster_in_the_admin(admin_client):
+    cluster, other = Cluster.objects.create(name="c"), Cluster.objects.create(name="other")
+    node = make_node(cluster, "n1")
+    Allocation.objects.create(node=node, pod="default/a", cpus="0-1")
+    data = node_form(other, topology=json.dumps(node.topology))
+    r = admin_client.post(f"/admin/inventory/node/{node.pk}/change/", data)
+    assert r.status_code == 200
+    assert "node n1 holds 1 allocation(s) in cluster c; a node moves to cluster other only once it holds none" in (
+        r.content.decode())
+    node.refresh_from_db()
+    assert node.cluster == cluster
+
+
+def test_a_job_is_created_in_a_cluster_in_the_admin(admin_client):
+    from numaweb.jobs.models import Job
+
+    cluster = Cluster.objects.create(name="c")
+    data = {"cluster": cluster.pk, "name": "adm", "namespace": "default", "queue": "default", "priority": "0",
+            "min_available": "", "source_format": "json", "manifest": "", "tasks-TOTAL_FORMS": "0",
+            "tasks-INITIAL_FORMS": "0", "tasks-MIN_NUM_FORMS": "0", "tasks-MAX_NUM_FORMS": "1000"}
+    r = admin_client.post("/admin/jobs/job/add/", data)
+    assert r.status_code == 302, r.content.decode()[-2000:]
+    job = Job.objects.get(name="adm")
+    assert job.cluster == cluster
+    again = admin_client.post("/admin/jobs/job/add/", data)
+    assert again.status_code == 200 and Job.objects.filter(name="adm").count() == 1
+    page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert 'name="cluster"' not in page  # chosen at creation: its pods' allocations live there

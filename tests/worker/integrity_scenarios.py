@@ -105,7 +105,92 @@ def session_race(n: int = WRITERS) -> dict:
     }
 
 
-SCENARIOS = {"allocation_race": allocation_race, "session_race": session_race}
+def create_race(kind: str, n: int = WRITERS) -> dict:
+    """`n` API clients create a job (kind "job") or a cluster (kind "cluster") of one name at once."""
+    from numaweb.inventory.models import Cluster
+    from numaweb.jobs.models import Job
+
+    client = _client()
+    if kind == "job":
+        cluster = Cluster.objects.create(name="jrace")
+        res = {"cpu": "1", "memory": "1Gi"}
+        url, body = "/api/jobs/", {"cluster": cluster.pk, "name": "same", "tasks": [
+            {"name": "t", "template": {"containers": [{"name": "c", "requests": res, "limits": res}]}}]}
+    else:
+        url, body = "/api/clusters/", {"name": "same"}
+
+    def post(i: int):
+        r = client.post(url, body, format="json")
+        return r.status_code, r.content.decode()
+
+    results = _threads(n, post)
+    rows = Job.objects.filter(name="same").count() if kind == "job" else Cluster.objects.filter(name="same").count()
+    return {"codes": sorted(code for code, _ in results), "rows": rows,
+            "refusals": [body for code, body in results if code != 201]}
+
+
+def job_create_race(n: int = WRITERS) -> dict:
+    return create_race("job", n)
+
+
+def cluster_create_race(n: int = WRITERS) -> dict:
+    return create_race("cluster", n)
+
+
+FINISH_DELAYS = (0.0, 0.1, 0.3)
+FINISH_RUNS = 20
+
+
+def finish_race(runs: int = FINISH_RUNS) -> dict:
+    """A job is finished through the API 0, 0.1 or 0.3 s after its session starts running (runs in turn),
+    while the session computes and commits in another thread. Whichever lands first, the finished job must
+    hold nothing afterwards: a commit that comes second skips its pods (saying so), a finish that comes
+    second releases what the commit wrote."""
+    import time
+
+    from numaweb.inventory.models import Allocation, Cluster
+    from numaweb.jobs.models import Job
+    from numaweb.scheduling import services
+    from numaweb.scheduling.models import SchedulingSession
+    from tests.web.helpers import make_job, make_node
+
+    cluster = Cluster.objects.create(name="frace")
+    for i in range(100):
+        make_node(cluster, f"n{i}", shape=(2, 1, 16, 1))  # 3,200 CPUs
+    client = _client()
+    outcomes, held_after, statuses, seconds = Counter(), [], Counter(), []
+    for run in range(runs):
+        delay = FINISH_DELAYS[run % len(FINISH_DELAYS)]
+        job = make_job(f"r{run}", cpus="2", replicas=1500, policy="best-effort", cluster=cluster)  # 3,000 CPUs
+        session = SchedulingSession.objects.create(cluster=cluster, profile="volcano")
+        session.jobs.set([job])
+
+        def work(i: int, job=job, session=session, delay=delay):
+            if i == 0:
+                started = time.perf_counter()
+                services.execute_session(session.pk)
+                return time.perf_counter() - started
+            while not SchedulingSession.objects.filter(pk=session.pk, status="running").exists():
+                time.sleep(0.002)
+            time.sleep(delay)
+            return client.post(f"/api/jobs/{job.pk}/finish/").status_code
+
+        took, code = _threads(2, work)
+        seconds.append(took)
+        session.refresh_from_db()
+        job.refresh_from_db()
+        statuses[f"{session.status}/{job.status}/{code}"] += 1
+        skipped = session.placements.filter(status="skipped", message__contains="was finished while the session ran")
+        outcomes["commit skipped the finished job" if skipped.exists() else "finish released the commit's pods"] += 1
+        held_after.append(Allocation.objects.filter(job=job).count())
+        Allocation.objects.filter(cluster=cluster).delete()  # the next run starts on an empty cluster
+    return {"held_after": held_after, "outcomes": dict(outcomes), "statuses": dict(statuses),
+            "session_seconds": sorted(round(s, 3) for s in seconds),
+            "finished": Job.objects.filter(cluster=cluster, status="finished").count()}
+
+
+SCENARIOS = {"allocation_race": allocation_race, "session_race": session_race, "job_create_race": job_create_race,
+             "cluster_create_race": cluster_create_race, "finish_race": finish_race}
 
 if __name__ == "__main__":
     import django

@@ -42,6 +42,40 @@ def check_session_race(seen: dict) -> None:
     assert any(j["status"] == "unschedulable" for j in seen["jobs"])  # 24 pods' worth of demand on 12 CPUs
 
 
+def check_create_race(seen: dict) -> None:
+    """One 201, every other create a 400/409 naming the field; never a 500; one row."""
+    assert seen["codes"] == [201] + [400] * (integrity_scenarios.WRITERS - 1), seen
+    assert seen["rows"] == 1
+    for body in seen["refusals"]:
+        assert '"name":' in body and "already exists" in body, body
+
+
+check_job_create_race = check_cluster_create_race = check_create_race
+
+
+def check_finish_race(seen: dict) -> None:
+    """Finished during a running, committing session: 0 allocations afterwards, every run."""
+    runs = integrity_scenarios.FINISH_RUNS
+    assert seen["held_after"] == [0] * runs, seen
+    assert seen["finished"] == runs and sum(seen["statuses"].values()) == runs
+    assert set(seen["statuses"]) <= {"done/finished/200"}, seen["statuses"]
+    assert sum(seen["outcomes"].values()) == runs
+
+
+def test_concurrent_same_name_creates_of_jobs():
+    check_create_race(integrity_scenarios.job_create_race())
+
+
+def test_concurrent_same_name_creates_of_clusters():
+    check_create_race(integrity_scenarios.cluster_create_race())
+
+
+def test_finish_while_the_session_runs_and_commits():
+    seen = integrity_scenarios.finish_race()
+    print(seen)
+    check_finish_race(seen)
+
+
 def test_concurrent_allocations_on_one_cpu():
     check_allocation_race(integrity_scenarios.allocation_race())
 
@@ -107,14 +141,78 @@ def test_pod_allocated_between_submission_and_commit_is_skipped(two_nodes, monke
     assert session.counts["skipped"] == 1
 
 
+@pytest.mark.parametrize("end", ["finish", "delete"])
+def test_a_job_ended_after_the_engine_ran_gets_nothing(two_nodes, monkeypatch, end):
+    """The commit checks each job with nodes and jobs held: one finished or deleted meanwhile is skipped, and
+    its placements say so; the other job of the session is placed as usual."""
+    cluster, _nodes = two_nodes
+    ended, kept = make_job("ended", cpus="2"), make_job("kept", cpus="2")
+    session = new_session(cluster, ended, kept)
+
+    def checkpoint(stage, s):
+        if stage == "computed":
+            (job_services.finish_job if end == "finish" else job_services.delete_job)(ended)
+
+    monkeypatch.setattr(services, "checkpoint", checkpoint)
+    services.execute_session(session.pk)
+    session.refresh_from_db()
+    assert session.status == "done", session.error
+    word = "finished" if end == "finish" else "deleted"
+    skipped = session.placements.get(job="ended")
+    assert skipped.status == "skipped" and skipped.node is None
+    assert skipped.message == f"not placed: pod ended-t-0 of job default/ended, which was {word} while the session ran"
+    assert list(Allocation.objects.values_list("pod", flat=True)) == ["default/kept-t-0"]
+    assert session.jobs_placed == 1 and session.counts["skipped"] == 1
+    assert Job.objects.get(pk=kept.pk).status == "scheduled"
+    if end == "finish":
+        assert Job.objects.get(pk=ended.pk).status == "finished"
+
+
+def test_a_finish_that_waits_for_the_commit_releases_what_it_wrote(two_nodes, monkeypatch):
+    """A finish asked while the commit's transaction is open waits for it (the nodes and the job are held),
+    then releases what the commit wrote: the job ends finished and holding nothing."""
+    import threading
+    import time
+
+    from django.db import connection
+
+    cluster, _nodes = two_nodes
+    job = make_job("late", cpus="2", replicas=2)
+    session = new_session(cluster, job)
+    finished = threading.Event()
+
+    def finish() -> None:
+        try:
+            job_services.finish_job(Job.objects.get(pk=job.pk))
+            finished.set()
+        finally:
+            connection.close()
+
+    finisher = threading.Thread(target=finish)
+
+    def checkpoint(stage, s):
+        if stage == "written":  # inside the commit's transaction, its allocations written
+            finisher.start()
+            time.sleep(0.3)
+            assert not finished.is_set(), "the finish did not wait for the commit"
+
+    monkeypatch.setattr(services, "checkpoint", checkpoint)
+    services.execute_session(session.pk)
+    finisher.join(timeout=30)
+    session.refresh_from_db()
+    assert session.status == "done" and session.pods_placed == 2, session.error
+    assert finished.is_set() and Job.objects.get(pk=job.pk).status == "finished"
+    assert not Allocation.objects.exists()
+
+
 def test_status_is_keyed_on_namespace_and_name(two_nodes):
     cluster, _nodes = two_nodes
     a = job_services.save_job(job_services.engine_job_from_data({
         "name": "same", "namespace": "nsa", "tasks": [{"name": "t", "template": {"containers": [
-            {"name": "c", "requests": {"cpu": "2"}, "limits": {"cpu": "2"}}]}}]}))
+            {"name": "c", "requests": {"cpu": "2"}, "limits": {"cpu": "2"}}]}}]}), cluster)
     b = job_services.save_job(job_services.engine_job_from_data({
         "name": "same", "namespace": "nsb", "tasks": [{"name": "t", "template": {"containers": [
-            {"name": "c", "requests": {"cpu": "64"}, "limits": {"cpu": "64"}}]}}]}))
+            {"name": "c", "requests": {"cpu": "64"}, "limits": {"cpu": "64"}}]}}]}), cluster)
     session = new_session(cluster, a, b)
     services.execute_session(session.pk)
     a.refresh_from_db()

@@ -69,7 +69,8 @@ def test_pytest_run_ignores_database_url():
     assert engines == ["django.db.backends.postgresql", "django.db.backends.sqlite3"]
 
 
-@pytest.mark.parametrize("scenario", ["allocation_race", "session_race"])
+@pytest.mark.parametrize("scenario", ["allocation_race", "session_race", "job_create_race", "cluster_create_race",
+                                      "finish_race"])
 def test_integrity_under_concurrency_on_postgres(postgres_url, tmp_path, scenario):
     """The concurrent-writer scenarios of test_integrity.py, on PostgreSQL (row locks instead of SQLite's
     database lock), each on a fresh database."""

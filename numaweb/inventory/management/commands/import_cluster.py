@@ -1,6 +1,8 @@
-"""`manage.py import_cluster FILE [--cluster NAME]`: create or update a cluster from the output of
+"""`manage.py import_cluster FILE [--cluster NAME] [--dry-run] [--prune] [--allow-empty]`: create or update a
+cluster from the output of
 `kubectl get nodes,noderesourcetopologies,numatopologies,pods,jobs.batch.volcano.sh,podgroups -A -o yaml`
-(or -o json). Prints what changed and every disagreement; exit 1 with the reason on bad input."""
+(or -o json). Prints what changed (with --dry-run: what would change, changing nothing) and every
+disagreement; exit 1 with the reason on bad input or a snapshot without nodes."""
 
 import time
 from pathlib import Path
@@ -17,16 +19,20 @@ from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 def report_lines(report: dict) -> list[str]:
     """The import report as lines a person reads (the API returns the dict itself)."""
-    lines = [f"nodes: {len(report['nodes_added'])} added, {len(report['nodes_updated'])} updated, "
-             f"{report['nodes_unchanged']} unchanged, {len(report['nodes_removed'])} removed; "
-             f"{report['allocations_replayed']} allocations replayed; jobs: {len(report['jobs_added'])} added, "
-             f"{len(report['jobs_updated'])} updated"]
+    lines = ["dry run: nothing was changed; an import would do this:"] if report.get("dry_run") else []
+    lines.append(f"nodes: {len(report['nodes_added'])} added, {len(report['nodes_updated'])} updated, "
+                 f"{report['nodes_unchanged']} unchanged, {len(report['nodes_removed'])} removed, "
+                 f"{len(report.get('nodes_missing', ()))} missing; {report['allocations_replayed']} allocations "
+                 f"replayed, {report.get('allocations_dropped', 0)} dropped; jobs: {len(report['jobs_added'])} added, "
+                 f"{len(report['jobs_updated'])} updated")
     for name, what in sorted(report["nodes_updated"].items()):
         lines.append(f"  updated {name}: {', '.join(what)}")
-    for key, label in (("nodes_removed", "removed (flagged)"), ("nodes_returned", "returned"),
+    for key, label in (("nodes_removed", "removed (flagged)"),
+                       ("nodes_missing", "not in the snapshot, kept (--prune to flag it removed)"),
+                       ("nodes_returned", "returned"),
                        ("jobs_kept", "job kept (already scheduled)"), ("scheduled_dropped", "scheduled allocation "
                                                                                              "dropped")):
-        for item in report[key]:
+        for item in report.get(key, ()):
             lines.append(f"  {label}: {item}")
     for item in report["disagreements"]:
         lines.append(f"  disagreement: {item}")
@@ -43,8 +49,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="kubectl get ... -A -o yaml (or -o json) output")
         parser.add_argument("--cluster", default="default", help="cluster to create or update")
+        parser.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+        parser.add_argument("--prune", action="store_true",
+                            help="flag the cluster's nodes the snapshot no longer lists as removed (without it they "
+                                 "are only reported)")
+        parser.add_argument("--allow-empty", action="store_true",
+                            help="import a snapshot that lists no node (refused otherwise)")
 
-    def handle(self, *args, file, cluster, **options):
+    def handle(self, *args, file, cluster, dry_run=False, prune=False, allow_empty=False, **options):
         require_migrated_database()
         path = Path(file)
         if not path.is_file():
@@ -53,11 +65,15 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: larger than the {MAX_SNAPSHOT_BYTES >> 20} MiB limit")
         start = time.perf_counter()
         try:
-            with transaction.atomic():  # a new cluster is only kept if its import succeeds
+            with transaction.atomic():  # a new cluster is only kept if its import succeeds (and not on a dry run)
                 target, _ = Cluster.objects.get_or_create(name=cluster)
-                report = snapshot.import_snapshot(target, path.read_bytes())
-        except EngineError as exc:
+                report = snapshot.import_snapshot(target, path.read_bytes(), prune=prune, allow_empty=allow_empty,
+                                                  dry_run=dry_run)
+                if dry_run:
+                    transaction.set_rollback(True)
+        except (EngineError, snapshot.EmptySnapshot) as exc:
             raise CommandError(f"{file}: {exc}") from exc
         for line in report_lines(report):
             self.stdout.write(line)
-        self.stdout.write(f"cluster {target.name}: imported in {time.perf_counter() - start:.2f} s")
+        verb = "previewed (dry run)" if dry_run else "imported"
+        self.stdout.write(f"cluster {target.name}: {verb} in {time.perf_counter() - start:.2f} s")

@@ -56,3 +56,5 @@ class Command(BaseCommand):
                     raise CommandError(f"{file}: {exc}") from exc
                 self.stdout.write(f"{target.name}/{node.name}: {node.num_cpus} CPUs, {node.num_numa_nodes} "
                                   f"NUMA nodes ({node.source_format})")
+                for note in node.import_notes:
+                    self.stdout.write(f"  note: {note}")

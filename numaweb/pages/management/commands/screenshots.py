@@ -113,7 +113,7 @@ class Command(BaseCommand):
         done = SchedulingSession.objects.filter(cluster=target, status=SchedulingSession.DONE)
         session = done.order_by("-id").first()
         if session is None:  # a dry run in this process: allocations stay as they are
-            session = services.create_session(target, "volcano", True, list(Job.objects.all()))
+            session = services.create_session(target, "volcano", True, list(Job.objects.filter(cluster=target)))
             session = services.execute_session(session.pk)
             if session.status != SchedulingSession.DONE:
                 raise CommandError(f"session {session.pk} failed: {session.error}")
@@ -142,7 +142,8 @@ class Command(BaseCommand):
         for comparison in done:
             if comparison.status == Comparison.DONE:
                 return comparison
-        comparison = comparison_services.create_comparison(cluster, [Variant(p) for p in PROFILES], Job.objects.all(),
+        comparison = comparison_services.create_comparison(cluster, [Variant(p) for p in PROFILES],
+                                                           Job.objects.filter(cluster=cluster),
                                                            Shape.parse("4", "8Gi", policy="single-numa-node"))
         for variant in comparison.variants.all():
             comparison_services.execute_variant(variant.pk)

@@ -39,14 +39,14 @@ class Command(BaseCommand):
                 raise CommandError(f"no cluster {cluster!r}" if cluster else "no cluster: run `manage.py demo` first")
             jobs = None
             if job:
-                jobs = list(Job.objects.filter(name__in=job))
+                jobs = list(Job.objects.filter(cluster=target, name__in=job))
                 missing = sorted(set(job) - {j.name for j in jobs})
                 if missing:
-                    raise CommandError(f"unknown job {missing[0]!r}")
+                    raise CommandError(f"unknown job {missing[0]!r} in cluster {target.name}")
             if jobs is None:
-                jobs = job_services.schedulable_jobs()
+                jobs = job_services.schedulable_jobs(target)
             try:
-                job_services.check_schedulable(jobs)
+                job_services.check_schedulable(jobs, target)
                 if queue:
                     row = services.start_session(target, profile, dry_run, jobs)
                     self.stdout.write(f"session {row.pk} queued")
