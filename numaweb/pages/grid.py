@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from scheduler_core.cpuset import CPUSet
@@ -33,6 +34,7 @@ class Owner:
     cpus: int = 0
     origin: str = ""
     session_id: int | None = None
+    numa: list[int] = field(default_factory=list)  # NUMA nodes holding its CPUs, memory or devices
 
     @property
     def colour(self) -> int:
@@ -93,13 +95,19 @@ def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> No
         return NodeState(row, None, inventory.topology_error(exc))
     state = NodeState(row, engine)
     by_pod: dict[str, Owner] = {}
+    held: dict[str, tuple[list, list]] = {}  # memory and device dicts of each pod's containers
     for a in allocs:
         owner = by_pod.get(a.pod)
         if owner is None:
             owner = by_pod[a.pod] = Owner(0, a.pod, origin=a.origin, session_id=a.session_id)
+            held[a.pod] = ([], [])
         if a.container:
             owner.containers.append(a.container)
         owner.cpus |= CPUSet.parse(a.cpus or "").mask
+        held[a.pod][0].append(a.memory)
+        held[a.pod][1].append(a.devices)
+    for pod, owner in by_pod.items():
+        owner.numa = holdings.numa_nodes(engine.topology, owner.cpus, *held[pod])
     # legend order: by first CPU held, then by name (pods holding only memory/devices last)
     owners = sorted(by_pod.values(), key=lambda o: ((o.cpus & -o.cpus).bit_length() if o.cpus else 1 << 20, o.pod))
     for i, owner in enumerate(owners, 1):

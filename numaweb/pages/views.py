@@ -31,6 +31,7 @@ from numaweb.jobs.models import Job, Task
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.pod_search import find_pods
 from numaweb.scheduling.store import mask_of
 from scheduler_core.admission import admit_pod
 from scheduler_core.compare import span_histogram
@@ -245,6 +246,25 @@ def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
+# -- pod search ---------------------------------------------------------------------------------------
+POD_MATCHES = 100
+
+
+@requires("inventory.view_node")
+@require_GET
+def pod_search(request: HttpRequest) -> HttpResponse:
+    """Find any pod by pod, job or namespace name (the navigation bar's search box): where each one is held,
+    on which NUMA nodes, who wrote it and its latest session placement (`scheduling.pod_search`)."""
+    query = (request.GET.get("q") or "").strip()[:512]
+    raw = request.GET.get("cluster") or ""
+    cluster = int(raw) if raw.isdigit() else None
+    ctx: dict = {"q": query, "cluster": cluster, "clusters": Cluster.objects.order_by("name"), "limit": POD_MATCHES}
+    if query:
+        ctx["count"], matches = find_pods(query, cluster, POD_MATCHES)
+        ctx["matches"] = [m.to_dict() for m in matches]
+    return render(request, "pages/pods.html", ctx)
+
+
 # -- jobs --------------------------------------------------------------------------------------------
 def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
     jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
@@ -387,9 +407,9 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     query = HintTableForm(request.GET).values()
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
-    page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
-                                     "admitted", "message", "kubelet_reason", "session_id"), PODS_PER_PAGE).get_page(
-        query["pods_page"])
+    shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
+                            "admitted_numa", "message", "kubelet_reason", "session_id")
+    page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
     ctx["pods"] = page
     chosen = None
     if query["pod"] is not None:

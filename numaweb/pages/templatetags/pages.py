@@ -31,3 +31,13 @@ def cpu_count(value: str) -> int:
 @register.filter
 def join_ids(values) -> str:
     return ",".join(str(v) for v in values or ())
+
+
+@register.filter
+def mask_ids(value: int | None) -> str:
+    """A stored NUMA mask (scheduling.store's signed form) as its ids, "0,2"; empty for none."""
+    from numaweb.scheduling.store import mask_of
+    from scheduler_core.bitmask import bits_of
+
+    mask = mask_of(value)
+    return ",".join(map(str, bits_of(mask))) if mask else ""
