@@ -59,6 +59,7 @@ class NodeState:
     error: str = ""
     owners: list[Owner] = field(default_factory=list)
     owner_of: dict[int, Owner] = field(default_factory=dict)
+    held: int = 0  # CPUs held outside the engine's node (a state file's containers): not free either
 
     @property
     def topology(self):
@@ -70,7 +71,7 @@ class NodeState:
 
     @property
     def free(self) -> int:
-        return self.engine.free_cpus if self.engine is not None else 0
+        return self.engine.free_cpus & ~self.held if self.engine is not None else 0
 
     @property
     def free_count(self) -> int:
@@ -252,6 +253,7 @@ def render_state_check(row: Node, result) -> SafeString:
         state.owners.append(owner)
         for cpu in c.actual_cpus:
             state.owner_of[cpu] = owner
+        state.held |= c.actual_cpus.mask
         if not c.match:
             highlight |= c.actual_cpus.mask ^ c.predicted_cpus.mask
     return render_grid(state, highlight & engine.topology.all_cpus, grid_id="grid")
