@@ -74,9 +74,10 @@ def test_node_page_marks_reserved_and_seed_owners(client, demo):
     html = client.get(reverse("pages:node", args=[node.pk])).content.decode()
     cells = {int(c["data-cpu"]): c for c in grid_cells(html, "grid")}
     assert cells[0]["data-state"] == cells[32]["data-state"] == "reserved"
-    for node_name, pod, _container, cpus in SEED_ALLOCATIONS:
+    for node_name, pod, container, count in SEED_ALLOCATIONS:
         assert node_name == "srv-gpu-1"
-        assert {cells[c]["data-owner"] for c in CPUSet.parse(cpus)} == {pod}
+        cpus = node.allocations.get(pod=pod, container=container).cpus
+        assert {cells[c]["data-owner"] for c in CPUSet.parse(cpus)} == {pod} and len(CPUSet.parse(cpus)) == count
     assert html.count('<tr data-owner="') == 2  # legend: the two seed pods
     assert "NUMA distances" in html and "Kubelet settings" in html and "nvidia.com/gpu" in html
 

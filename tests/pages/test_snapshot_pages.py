@@ -1,6 +1,7 @@
 """The snapshot import form, the pages after an import (replayed allocations, a session scheduling
 the pending jobs), and the node page's kubelet state check (grid with mismatches highlighted)."""
 
+import json
 import pathlib
 
 import pytest
@@ -133,3 +134,21 @@ def test_state_check_of_an_empty_file_has_nothing_to_compare(client, seed_node):
                        {"cpu_state": _upload(b'{"policyName": "static", "defaultCpuSet": "0-31"}',
                                              "cpu_manager_state")}).content.decode()
     assert "Nothing to compare" in html and 'data-match="empty"' in html and "containers match" not in html
+
+
+def test_demo_showcase_node_agrees_with_its_own_policy(demo):
+    """srv-gpu-1 (restricted, pod scope) holds the seed's two containers where its own kubelet puts them:
+    its state file, written from what it holds, matches the model's replay."""
+    from numaweb.inventory import checks
+
+    node = Node.objects.get(cluster=demo, name="srv-gpu-1")
+    held = list(node.allocations.all())
+    assert len(held) == 2
+    topo = services.topology_of(node)
+    for a in held:  # each fits one NUMA node, as restricted with pod scope demands of a 9-CPU pod
+        assert len({topo.cpu_info[c].numa for c in CPUSet.parse(a.cpus)}) == 1
+    assigned = CPUSet.parse(",".join(a.cpus for a in held))
+    state = {"policyName": "static", "defaultCpuSet": str(CPUSet(topo.all_cpus & ~assigned.mask)),
+             "entries": {a.pod.split("/")[1]: {a.container: a.cpus} for a in held}}
+    result = checks.check_node_state(node, json.dumps(state))
+    assert not result.mismatches and not result.reasons and result.verdict == "all 2 containers match"
