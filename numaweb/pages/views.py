@@ -89,7 +89,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
                       room["nodes"].get(pk) if room else None) for pk in page],
            "numa_sizes": usage.by_numa_size(usages[pk] for pk in ids),
            "policies": sorted(policies.items()),
-           "headroom": room, "headroom_form": room_form}
+           "headroom": room, "headroom_form": room_form, "strip_legend": usage.LEGEND}
     if request.htmx and request.htmx.target == "node-list":
         return render(request, "pages/_node_list.html", ctx)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]

@@ -1,6 +1,8 @@
 """Dashboard and node page through the test client: every demo node, the grid's cells against the
 engine's topology, owners and reserved CPUs, the what-if box against the engine's admission."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -29,10 +31,19 @@ def test_dashboard_lists_every_node_with_a_numa_usage_strip(client, demo):
         start = html.index(f'data-node-id="{node.pk}"')
         end = html.find("</li>", start)
         bars = [a for tag, a in parse(html[start:end]).elements if tag == "svg" and "data-total" in a]
-        expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count()) for n, m in state.topology.numa_cpus.items()}
-        assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"])) for b in bars} == expected
+        reserved = state.reserved_cpus.mask
+        expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count(), (m & reserved).bit_count())
+                    for n, m in state.topology.numa_cpus.items()}
+        assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"]), int(b["data-reserved"]))
+                for b in bars} == expected
+        assert [f"N{n}" for n in sorted(expected)] == re.findall(r'class="numa-lbl"[^>]*>(N\d+)<', html[start:end])
         assert not parse(html[start:end]).cells  # the thread grid is on the node page, not on the card
     assert "imported" in html and "ago" in html  # freshness
+    # the legend is drawn with the strips' own classes: free (background), used, reserved
+    legend = html[html.index('class="legend-strip"'):]
+    legend = legend[:legend.index("</p>")]
+    assert re.findall(r'<rect class="(\w*)"', legend) == ["", "used", "reserved"]
+    assert {"used", "reserved"} <= set(re.findall(r'<rect class="(\w+)"', html[html.index('class="cards"'):]))
 
 
 def test_dashboard_filters_by_policy_and_free_capacity(client, demo):
