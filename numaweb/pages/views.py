@@ -265,6 +265,13 @@ def pod_search(request: HttpRequest) -> HttpResponse:
     return render(request, "pages/pods.html", ctx)
 
 
+@requires("inventory.view_node")
+@require_GET
+def help_page(request: HttpRequest) -> HttpResponse:
+    """How to read the pages: hint notation, Volcano's predictions, usage strips (linked from each)."""
+    return render(request, "pages/help.html")
+
+
 # -- jobs --------------------------------------------------------------------------------------------
 def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
     jobs = Job.objects.annotate(task_count=Count("tasks")).order_by("-id")
@@ -408,8 +415,10 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
     shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
-                            "admitted_numa", "message", "kubelet_reason", "session_id")
+                            "admitted_numa", "predicted_cpus", "message", "kubelet_reason", "session_id")
     page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
+    for p in page:  # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
+        p.differs = _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)
     ctx["pods"] = page
     chosen = None
     if query["pod"] is not None:
@@ -419,6 +428,12 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     if chosen is not None:
         ctx.update(_pod_context(request, session, chosen))
     return ctx
+
+
+def _prediction_differs(predicted: str, placement: Placement) -> bool:
+    """Whether the scheduler's predicted CPUs (list format) differ from those the kubelet admitted."""
+    return bool(predicted) and bool(placement.admitted) and CPUSet.parse(predicted) != CPUSet.parse(
+        placement.cpus or "")
 
 
 def _span_chart(session: SchedulingSession):
@@ -456,6 +471,7 @@ def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement
     ctx = {
         "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
         "predicted_order_dependent": bool(predicted.get("order_dependent")),
+        "prediction_differs": _prediction_differs(predicted.get("cpus") or "", placement),
         "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
         "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
         "omitted": detail.get("groups_omitted") or {},
@@ -479,8 +495,9 @@ def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placemen
                   .values_list("name", "num_numa_nodes"))
     rows = [tables.build_row(g, verdicts.get(g.get("verdict")),
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
+    every = len(tables.expand_groups(groups)) if expand else len(groups)  # rows before the filter, same mode
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
-            "size": size, "rows_total": len(picked), "groups_total": len(groups), "reasons": tables.reasons_of(groups),
+            "size": size, "rows_total": len(picked), "rows_every": every, "reasons": tables.reasons_of(groups),
             "expand": expand,
             "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
 
