@@ -14,6 +14,7 @@ urlpatterns = [
     path("nodes/<int:pk>/check-state", views.node_check_state, name="node-check-state"),
     path("pods/", views.pod_search, name="pods"),
     path("help/", views.help_page, name="help"),
+    path("clusters/<int:pk>/map", views.cluster_map_page, name="cluster-map"),
     path("clusters/import", views.cluster_import, name="cluster-import"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),

@@ -28,6 +28,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
+from numaweb.links import id_link
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
@@ -40,8 +41,17 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, session_rows, tables, usage
-from .forms import HintTableForm, JobForm, NodeFilterForm, SessionForm, SnapshotImportForm, StateCheckForm, WhatIfForm
+from . import cluster_map, grid, session_rows, tables, usage
+from .forms import (
+    ClusterMapForm,
+    HintTableForm,
+    JobForm,
+    NodeFilterForm,
+    SessionForm,
+    SnapshotImportForm,
+    StateCheckForm,
+    WhatIfForm,
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -93,6 +103,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "node-list":
         return render(request, "pages/_node_list.html", ctx)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
+    ctx["clusters"] = Cluster.objects.order_by("name").only("pk", "name")
     ctx["node_count"] = len(keys) if not filters else Node.objects.count()
     return render(request, "home.html", ctx)
 
@@ -244,6 +255,26 @@ def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "reserved": bool(bit & state.reserved), "free": bool(bit & state.free),
         "siblings": str(CPUSet(topo.core_cpus[cpu.core])),
     })
+
+
+# -- cluster map -------------------------------------------------------------------------------------
+@requires("inventory.view_node")
+@require_GET
+def cluster_map_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every node of the cluster as one mark, grouped by pool and machine shape, coloured by the measure
+    chosen (`cluster_map`); a click opens the node."""
+    cluster = get_object_or_404(Cluster, pk=pk)
+    form = ClusterMapForm(cluster, request.GET or None, initial={"measure": "best", "size": 4})
+    measure, size, session = "best", 4, None
+    if form.is_bound and form.is_valid():
+        measure, size, session = (form.cleaned_data["measure"], form.cleaned_data["size"] or 4,
+                                  form.cleaned_data["session"])
+    groups, unreadable = cluster_map.measure_values(cluster.pk, measure, size, session and session.pk)
+    ctx = {"cluster": cluster, "clusters": Cluster.objects.order_by("name"), "form": form,
+           "svg": cluster_map.render(groups, measure, id_link("pages:node")), "measure": cluster_map.MEASURES[measure],
+           "legend": cluster_map.legend(measure, size), "session": session, "unreadable": unreadable,
+           "nodes": sum(len(g.nodes) for g in groups), "groups": len(groups)}
+    return render(request, "pages/cluster_map.html", ctx, status=400 if form.errors else 200)
 
 
 # -- pod search ---------------------------------------------------------------------------------------

@@ -64,7 +64,8 @@ def _pages(scene) -> dict[str, str]:
             "sessions": "/sessions/", "session": f"/sessions/{session.pk}/",
             "session, per-node hint rows": f"/sessions/{session.pk}/?expand=1",
             "comparisons": "/comparisons/", "comparison": f"/comparisons/{comparison.pk}/",
-            "import": "/clusters/import", "pod search": "/pods/?q=default", "help": "/help/"}
+            "import": "/clusters/import", "pod search": "/pods/?q=default", "help": "/help/",
+            "cluster map": f"/clusters/{gpu.cluster_id}/map"}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
