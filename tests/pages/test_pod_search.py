@@ -31,7 +31,9 @@ def _node_page_rows(client, node: Node) -> dict[str, dict[str, str]]:
 def test_api_answers_what_the_node_page_shows(client, demo):
     node = Node.objects.get(cluster=demo, name="srv-gpu-1")
     # a second holder whose memory sits on another NUMA node than its CPUs
-    inventory.add_allocation(node, pod="team/mem-pod", container="c", cpus="40-41",
+    engine = inventory.to_engine(node, node.allocations.all())
+    two = list(CPUSet(engine.free_cpus & engine.topology.numa_cpus[2]))[:2]  # two free CPUs of NUMA node 2
+    inventory.add_allocation(node, pod="team/mem-pod", container="c", cpus=",".join(map(str, two)),
                              memory={"3": {"memory": 2 << 30}}, origin=Allocation.SCHEDULED)
     shown = _node_page_rows(client, node)
     assert set(shown) == set(node.allocations.values_list("pod", flat=True))
@@ -46,7 +48,7 @@ def test_api_answers_what_the_node_page_shows(client, demo):
         cpu_numa = {n for n, mask in topo.numa_cpus.items() if mask & cpus}
         assert cpu_numa <= set(match["numa"])
     mem = client.get("/api/pods/", {"q": "team/mem"}).json()["results"][0]
-    assert mem["numa"] == [1, 3] and mem["memory"] == {"3": {"memory": 2 << 30}}
+    assert mem["numa"] == [2, 3] and mem["memory"] == {"3": {"memory": 2 << 30}}
     assert mem["written_by"] == [{"writer": "admin", "session": None}]
     seed = client.get("/api/pods/", {"q": "fb15e10a"}).json()
     assert seed["count"] == 1 and seed["results"][0]["written_by"] == [{"writer": "import", "session": None}]

@@ -41,3 +41,13 @@ def mask_ids(value: int | None) -> str:
 
     mask = mask_of(value)
     return ",".join(map(str, bits_of(mask))) if mask else ""
+
+
+@register.filter
+def cpu_list(value: str | None):
+    """A CPU list ("8-12,40-43") that breaks only after a comma, never inside a range."""
+    from django.utils.html import format_html_join
+    from django.utils.safestring import mark_safe
+
+    parts = [p for p in (value or "").split(",") if p]
+    return mark_safe(",<wbr>".join(format_html_join("", '<span class="nowrap">{}</span>', [(p,)]) for p in parts))
