@@ -92,3 +92,31 @@ def test_a_session_started_from_the_jobs_page_spans_the_page(page: Page, live_se
     assert box["width"] >= 0.9 * main["width"]
     result = page.evaluate(CHECK)
     assert result["overflow"] <= 0 and not result["headers"], result
+
+
+@pytest.fixture
+def fleet(transactional_db):
+    """A 2,000-node cluster of real machines (384 threads the largest), pinned pods on a third of them."""
+    from numaweb.inventory.large_demo import build_large_demo
+
+    return build_large_demo("fleet", 2000, 500)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_pages_hold_their_layout_at_2000_nodes(page: Page, live_server, fleet, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    nodes = Node.objects.filter(cluster=fleet)
+    epyc = nodes.filter(name__startswith="epyc384").first()
+    opteron = nodes.filter(name__startswith="opteron96").first()
+    running = nodes.filter(allocations__isnull=False).values_list("allocations__pod", flat=True).first()
+    urls = {"dashboard": "/", "cluster map": f"/clusters/{fleet.pk}/map", "pod search": f"/pods/?q={running}",
+            "pod search, a namespace": "/pods/?q=fleet/", "384-thread node": f"/nodes/{epyc.pk}/",
+            "96-thread node": f"/nodes/{opteron.pk}/"}
+    problems = {}
+    for name, url in urls.items():
+        page.goto(live_server.url + url)
+        result = page.evaluate(CHECK)
+        if result["overflow"] > 0 or result["headers"]:
+            problems[name] = result
+    assert not problems, json.dumps(problems, indent=1)
+    expect(page.locator("#grid [data-cpu]")).to_have_count(opteron.num_cpus)
