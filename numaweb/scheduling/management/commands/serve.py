@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -131,7 +132,7 @@ class Command(BaseCommand):
         # Ctrl-C and SIGTERM (docker stop, systemd, kill) end the loop below, which stops both children
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        web = subprocess.Popen(web_command(bind), env=os.environ.copy())
+        web = subprocess.Popen(web_command(bind), env=self._web_env())
         self.stdout.write(f"web server (gunicorn) pid {web.pid} at http://{bind}/")
         self.worker: subprocess.Popen | None = None
         try:
@@ -143,6 +144,18 @@ class Command(BaseCommand):
             _stop(self.worker)
         if code:
             raise CommandError(f"the web server exited with code {code}", returncode=code)
+
+    @staticmethod
+    def _web_env() -> dict[str, str]:
+        """The web server's environment: its processes share one metrics folder, emptied now, so /metrics sums
+        their request latencies (prometheus_client's multiprocess mode; numaweb.metrics)."""
+        env = os.environ.copy()
+        if not env.get("PROMETHEUS_MULTIPROC_DIR"):
+            folder = Path(settings.DATA_DIR) / "metrics"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+        return env
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())
