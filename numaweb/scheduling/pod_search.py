@@ -133,10 +133,10 @@ def _job_pods(needle: str) -> list[PodMatch]:
 
 
 def _placed_in(cluster: int, uids: list[str]) -> set[str]:
-    names = {uid.partition("/")[2] for uid in uids}
+    names = sorted({uid.partition("/")[2] for uid in uids})
     found = set()
     for start in range(0, len(names), 500):
-        chunk = sorted(names)[start:start + 500]
+        chunk = names[start:start + 500]
         found.update(f"{ns}/{pod}" for ns, pod in Placement.objects.filter(
             pod__in=chunk, session__cluster_id=cluster).values_list("namespace", "pod").distinct())
     return found
