@@ -120,6 +120,7 @@ def test_whatif_shows_hints_and_highlights_the_engines_cpus(client, demo):
     assert sorted(lit) == list(expected.cpus) and len(lit) == 4
     assert 'hx-swap-oob="true"' in html
     assert "{01: T}" in html  # NUMA 0 alone, in the seeds' notation
+    assert html.index('class="hint-key"') < html.index("whatif-hints")  # the notation's key beside the table
     assert node.allocations.count() == 0  # commit=False: nothing held
 
 
