@@ -91,6 +91,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # request latency by view for /metrics (numaweb.metrics), around everything else
+    "numaweb.metrics.RequestTimer",
     "numaweb.limits.RequestSizeLimit",
     "django.middleware.security.SecurityMiddleware",
     # the Content-Security-Policy on every response, static files included (numaweb.access; CONTENT_SECURITY_POLICY)
@@ -313,6 +315,8 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
+# /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
+NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)

@@ -5,7 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from numaweb.access.views import ObtainToken
 
-from . import comparisons, views
+from . import comparisons, pods, views
 
 app_name = "api"
 
@@ -19,6 +19,7 @@ router.register("comparisons", comparisons.ComparisonViewSet, basename="comparis
 
 urlpatterns = [
     path("auth-token/", ObtainToken.as_view(), name="auth-token"),
+    path("pods/", pods.PodSearchView.as_view(), name="pod-search"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
     # the export is a file: its URL ends in .json, without the router's trailing slash
     path("sessions/<int:pk>/explanation.json", views.SessionViewSet.as_view({"get": "explanation"}),
