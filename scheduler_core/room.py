@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 
+from .admission import admit_pod
 from .errors import RequestError, check_int
+from .gc_pause import paused_gc
 from .jobs import Job
 from .profiles import Profile, get_profile
 from .room_moves import (
@@ -53,6 +55,8 @@ from .session import Cluster, Request, _pod_signature
 INF = (1 << 60, 0)
 MAX_MOVES = 64
 MAX_DESTINATION_TRIES = 2000  # admissions one combination may try to re-home its moved pods
+EVALUATION_SHARE = 0.5  # of the time left, spent evaluating options before checking combinations
+MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smallest ones only
 
 
 @dataclass
@@ -107,15 +111,22 @@ def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return (a[0] + b[0], a[1] + b[1])
 
 
+def combo_key(options: Iterable[_Option]) -> frozenset:
+    return frozenset((o.node, *(p.uid for p in o.pods)) for o in options)
+
+
 class _Search:
+    """One make-room question: the options found so far, the combinations tried and the best plan."""
+
     def __init__(self, cluster: Cluster, job: Job, profile: Profile, rules: Rules, held: frozenset[str],
                  pods: list[RunningPod], max_moves: int, deadline: float, max_checks: int,
                  progress: Callable[[int, int], None] | None) -> None:
         self.cluster, self.job, self.profile, self.rules, self.held = cluster, job, profile, rules, held
         self.max_moves, self.deadline, self.max_checks, self.progress = max_moves, deadline, max_checks, progress
         todo = [pod for _t, pod in job.pods() if pod.uid not in held]
+        self.shapes = list({_pod_signature(p): p for p in todo}.values())
         self.requests = {Request.of(p) for p in todo}
-        self.alike = len({_pod_signature(p) for p in todo}) <= 1
+        self.alike = len(self.shapes) <= 1
         self.need = job.min_available - (len(job.pods()) - len(todo))
         self.probe = replace(job, min_available=1)
         target = {pod.uid for _t, pod in job.pods()} | held
@@ -129,65 +140,77 @@ class _Search:
                 key = why.split(" ")[0] if why.startswith(("namespace", "priority")) else why
                 self.refused[key] = self.refused.get(key, 0) + 1
         self.memo: dict[tuple, int] = {}
+        self.base: dict[str, int] = {}
         self.sessions = 0
-        self.complete = True  # every option up to max_moves was evaluated and every re-homing search finished
+        self.evaluated = 0
+        self.complete = True  # no per-node subset was left out and every re-homing search finished
         self.checks = 0
+        self.failed: set[frozenset] = set()
         self.failures: dict[str, int] = {}
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
 
+    def fail(self, reason: str) -> None:
+        self.failures[reason] = self.failures.get(reason, 0) + 1
+
     # -- capacity ---------------------------------------------------------------------------------
     def cap(self, name: str, off: tuple[RunningPod, ...] = ()) -> int:
-        """Target pods a session over node `name` alone places, with `off` taken off it first."""
+        """Target pods a session over node `name` alone places and the kubelet admits, with `off`
+        taken off it first (0 when any is refused: such a node breaks every plan it is part of)."""
         one = self.cluster.copy([name])
         for pod in off:
             take_off(one, pod)
+        node = one.nodes[name]
         if all(one.fit(name, r) is not None for r in self.requests):
             return 0
-        key = (one.static_id(name), one.nodes[name].state_key(), one.tally[name].key())
+        key = (one.static_id(name), node.state_key(), one.tally[name].key())
         found = self.memo.get(key)
         if found is None:
-            self.sessions += 1
-            result = target_session(one, self.probe, self.profile, self.held)
-            counts = result.counts
-            found = self.memo[key] = counts["admitted"] if not counts["topology_affinity_errors"] else 0
+            if not any(admit_pod(node, shape, commit=False).admitted for shape in self.shapes):
+                found = 0  # the kubelet takes none of the target's pods here: no session can place one
+            else:
+                self.sessions += 1
+                counts = target_session(one, self.probe, self.profile, self.held).counts
+                found = counts["admitted"] if not counts["topology_affinity_errors"] else 0
+            self.memo[key] = found
         return found
 
-    # -- options ----------------------------------------------------------------------------------
-    def options(self) -> tuple[int, list[list[_Option]]]:
-        """The target pods the cluster takes now (c0) and, per node that can gain, its options."""
-        base: dict[str, int] = {}
-        total = 0
-        for name in sorted(self.cluster.nodes):
-            base[name] = self.cap(name)
-            total += base[name]
-        relevant = [n for n in sorted(self.movable) if self.cap(n, tuple(self.movable[n])) > base[n]]
-        found: dict[str, list[_Option]] = {n: [] for n in relevant}
-        todo = sum(min(len(self.movable[n]), self.max_moves) for n in relevant)
-        done = 0
+    # -- options, in increasing cost ----------------------------------------------------------------
+    def candidates(self) -> Iterator[tuple[tuple[int, int], str, tuple[RunningPod, ...]]]:
+        """Every (node, pods taken off it) in increasing (pods, CPUs): size by size over all nodes. A
+        node with more than MAX_NODE_PODS movable pods offers subsets of its smallest ones only."""
         for size in range(1, self.max_moves + 1):
-            for name in relevant:
-                pods = sorted(self.movable[name], key=lambda p: p.uid)
-                if size > len(pods):
-                    continue
-                if self.expired():
+            level = []
+            for name, pods in self.movable.items():
+                pods = sorted(pods, key=lambda p: (p.cpu_count, p.uid))
+                if len(pods) > MAX_NODE_PODS and size > 1:
                     self.complete = False
-                    break
-                for subset in combinations(pods, size):
-                    gain = self.cap(name, subset) - base[name]
-                    if gain > 0:
-                        found[name].append(_Option(name, subset, gain))
-                done += 1
-                if self.progress is not None:
-                    self.progress(done, todo)
-        return total, [sorted(opts, key=lambda o: o.cost) for n, opts in found.items() if opts]
+                    pods = pods[:MAX_NODE_PODS]
+                level += [((size, sum(p.cpu_count for p in sub)), name, sub) for sub in combinations(pods, size)]
+            level.sort(key=lambda c: (c[0], c[1], [p.uid for p in c[2]]))
+            yield from level
+
+    def evaluate(self, name: str, pods: tuple[RunningPod, ...]) -> _Option | None:
+        self.evaluated += 1
+        base = self.base.get(name)
+        if base is None:
+            base = self.base[name] = self.cap(name)
+        cap = self.cap(name, pods)
+        return _Option(name, pods, cap - base) if cap else None
 
     # -- combinations -------------------------------------------------------------------------------
-    def combinations(self, nodes: list[list[_Option]], short: int) -> Iterator[tuple[tuple[int, int], list[_Option]]]:
-        """Combinations of at most one option per node whose gains cover `short`, in increasing cost.
-        A combination is yielded only when the fewer-move ones before it are exhausted; when one fails
-        its supersets (more options on later nodes) are queued too."""
+    def combinations(self, found: dict[str, list[_Option]], short: int
+                     ) -> Iterator[tuple[tuple[int, int], list[_Option]]]:
+        """Combinations of at most one option per node whose gains cover `short`, in increasing cost
+        (best-first, with the exact cost-to-go of a knapsack table over the shortfall). Once one is
+        yielded (and so failed, if the caller asks for more), its supersets are queued too — one more
+        option on another node, gainless ones included — so a combination whose check fails does not
+        hide the dearer ones that contain it (a pod moved off a node the target uses anyway may be
+        what lets another moved pod be admitted again)."""
+        names = sorted(n for n, opts in found.items() if opts)
+        nodes = [sorted(found[n], key=lambda o: o.cost) for n in names]
+        gaining = [[o for o in opts if o.gain > 0] for opts in nodes]
         n = len(nodes)
         best = [[INF] * (short + 1) for _ in range(n + 1)]
         best[n][0] = (0, 0)
@@ -195,7 +218,7 @@ class _Search:
             row, nxt = best[i], best[i + 1]
             for d in range(short + 1):
                 b = nxt[d]
-                for opt in nodes[i]:
+                for opt in gaining[i]:
                     rest = nxt[max(0, d - opt.gain)]
                     if rest is not INF:
                         c = _add(opt.cost, rest)
@@ -204,10 +227,11 @@ class _Search:
                 row[d] = b
         heap: list = []
         seq = 0
+        seen: set[frozenset] = set()
 
-        def push(cost: tuple[int, int], i: int, d: int, path: tuple[_Option, ...]) -> None:
+        def push(cost: tuple[int, int], i: int, d: int, path: tuple[tuple[int, _Option], ...]) -> None:
             nonlocal seq
-            rest = best[i][d] if i <= n else INF
+            rest = best[i][d] if d else (0, 0)
             if rest is INF:
                 return
             f = _add(cost, rest)
@@ -220,19 +244,22 @@ class _Search:
         while heap:
             _f, d, _mi, _s, cost, i, path = heapq.heappop(heap)
             if d == 0:
-                yield cost, list(path)
-                for j in range(i, n):  # supersets, looked at only after everything cheaper
-                    for opt in nodes[j]:
-                        c = _add(cost, opt.cost)
-                        if c[0] <= self.max_moves:
-                            seq += 1
-                            heapq.heappush(heap, (c, 0, -(j + 1), seq, c, j + 1, (*path, opt)))
+                key = combo_key(o for _j, o in path)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield cost, [o for _j, o in path]
+                used = {j for j, _o in path}
+                for j in range(n):
+                    if j not in used:
+                        for opt in nodes[j]:
+                            push(_add(cost, opt.cost), i, 0, (*path, (j, opt)))
                 continue
             if i == n:
                 continue
             push(cost, i + 1, d, path)
-            for opt in nodes[i]:
-                push(_add(cost, opt.cost), i + 1, max(0, d - opt.gain), (*path, opt))
+            for opt in gaining[i]:
+                push(_add(cost, opt.cost), i + 1, max(0, d - opt.gain), (*path, (i, opt)))
 
     # -- one combination ----------------------------------------------------------------------------
     def try_plan(self, pods: list[RunningPod], evict: int) -> list[tuple[RunningPod, str | None]] | None:
@@ -247,7 +274,7 @@ class _Search:
             if {p.node for p in pods} - used:
                 reason = "a node freed is not used by the target"
         if reason:
-            self.failures[reason] = self.failures.get(reason, 0) + 1
+            self.fail(reason)
             return None
         order = order_moves(pods)
         names = sorted(work.nodes)
@@ -280,35 +307,85 @@ class _Search:
             return list(zip(order, chosen, strict=True))
         if tries[0] >= MAX_DESTINATION_TRIES:
             self.complete = False
-        self.failures["the moved pods cannot all be admitted again"] = (
-            self.failures.get("the moved pods cannot all be admitted again", 0) + 1)
+        self.fail("the moved pods cannot all be admitted again")
         return None
 
-    def search(self, nodes: list[list[_Option]], short: int, evictions: bool
-               ) -> tuple[list[tuple[RunningPod, str | None]] | None, Check | None, int, bool]:
-        """The first combination that passes, its check, the lower bound proven and whether the
-        combinations ran out (rather than the time or the checks)."""
-        bound = 1
-        for cost, combo in self.combinations(nodes, short):
-            bound = cost[0]
-            if self.expired() or self.checks >= self.max_checks:
-                return None, None, bound, False
-            self.checks += 1
-            if self.progress is not None:
-                self.progress(self.checks, self.max_checks)
-            pods = [p for opt in combo for p in opt.pods]
-            for evict in range(len(pods) + 1) if evictions else (0,):
-                moves = self.try_plan(pods, evict)
-                if moves is not None:
-                    check = carry_out(self.cluster, self.job, self.profile, self.held, moves, explain=True)
-                    if check.ok:
-                        return moves, check, cost[0], True
-                    self.failures[f"verification: {check.reason}"] = (
-                        self.failures.get(f"verification: {check.reason}", 0) + 1)
+    def check(self, combo: list[_Option], evictions: bool) -> tuple[list[tuple[RunningPod, str | None]], Check] | None:
+        """Carry a combination out (fewest evictions first) and verify the plan from scratch."""
+        self.checks += 1
+        if self.progress is not None:
+            self.progress(min(self.checks, self.max_checks), self.max_checks)
+        pods = [p for opt in combo for p in opt.pods]
+        for evict in range(len(pods) + 1) if evictions else (0,):
+            moves = self.try_plan(pods, evict)
+            if moves is not None:
+                check = carry_out(self.cluster, self.job, self.profile, self.held, moves, explain=True)
+                if check.ok:
+                    return moves, check
+                self.fail(f"verification: {check.reason}")
+                return None
+        return None
+
+    # -- the whole search -----------------------------------------------------------------------------
+    def search(self, short: int, evictions: bool) -> tuple[Check | None, bool, tuple[int, int]]:
+        """(the cheapest verified plan found, whether it is proven the cheapest, a lower bound on the
+        cost of any plan). Options are evaluated in increasing cost, in batches; after each batch the
+        combinations of the options known are checked in increasing cost. Any plan costs at least the
+        first combination not yet checked, or uses an option not yet evaluated and costs at least the
+        next one: the smaller of the two is the bound, and a plan that costs no more is the cheapest.
+        Option evaluation stops at EVALUATION_SHARE of the time, leaving the rest to checks."""
+        now = time.monotonic()
+        self.evaluation_deadline = now + EVALUATION_SHARE * max(0.0, self.deadline - now)
+        self.failed = set()
+        found: dict[str, list[_Option]] = {}
+        stream = self.candidates()
+        pending = next(stream, None)
+        best: tuple[tuple[int, int], Check] | None = None
+        batch = 1
+        gain_left = 0
+        while True:
+            evaluated = 0
+            while pending is not None and time.monotonic() < self.evaluation_deadline and (
+                    gain_left < short or evaluated < batch):
+                _cost, name, pods = pending
+                option = self.evaluate(name, pods)
+                if option is not None:
+                    before = max((o.gain for o in found.get(name, ())), default=0)
+                    found.setdefault(name, []).append(option)
+                    gain_left += max(0, option.gain - before)
+                evaluated += 1
+                pending = next(stream, None)
+            batch = min(batch * 2, 4096)
+            frontier = pending[0] if pending is not None else None
+            evaluating = pending is not None and time.monotonic() < self.evaluation_deadline
+            stop: tuple[int, int] | None = None  # the first combination not checked (None: all were)
+            early = False  # one combination dearer than the frontier is checked per batch while no plan is known
+            for cost, combo in self.combinations(found, short) if gain_left >= short else ():
+                if (best is not None and cost >= best[0]) or self.expired() or self.checks >= self.max_checks:
+                    stop = cost
                     break
-        return None, None, self.max_moves + 1, True
+                if evaluating and frontier is not None and cost > frontier:
+                    if best is not None or early:
+                        stop = cost
+                        break
+                    early = True
+                key = combo_key(combo)
+                if key in self.failed:
+                    continue
+                done = self.check(combo, evictions)
+                if done is None:
+                    self.failed.add(key)
+                    continue
+                best = (cost, done[1])
+                stop = cost
+                break
+            bound = min([c for c in (stop, frontier) if c is not None], default=(self.max_moves + 1, 0))
+            if best is not None and best[0] <= bound:
+                return best[1], self.complete, best[0]
+            if not evaluating or self.expired() or self.checks >= self.max_checks:
+                return (best[1] if best else None), False, bound
 
-
+@paused_gc()
 def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", rules: Rules | None = None,
               priorities: Mapping[str, int] | None = None, held: Collection[str] = (), max_moves: int = 8,
               time_limit: float = 8.0, max_checks: int = 200,
@@ -332,34 +409,31 @@ def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", ru
                         stats={"engine_s": round(time.monotonic() - started, 3)})
     s = _Search(cluster, job, profile, rules, held, running_pods(cluster, priorities), max_moves,
                 started + time_limit, max_checks, progress)
-    placed_now, nodes = s.options()
+    placed_now = target_session(cluster.copy(), s.probe, profile, held).counts["admitted"]
     short = s.need - placed_now
-    found = None
     check = None
-    bound, exhausted = 1, False
+    proven, bound = False, (1, 0)
     if short > 0:
-        found, check, bound, exhausted = s.search(nodes, short, evictions=False)
-        if found is None and rules.allow_evictions and exhausted:
-            found, check, _b, exhausted = s.search(nodes, short, evictions=True)
-    proven = s.complete and s.alike and short > 0
-    stats = {"engine_s": round(time.monotonic() - started, 3), "nodes_considered": len(nodes),
-             "options": sum(len(o) for o in nodes), "sessions": s.sessions, "checks": s.checks,
-             "target_pods_now": placed_now, "shortfall": max(short, 0),
-             "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items())),
-             "bounded": not (s.complete and exhausted) if found is None else not s.complete}
-    if found is None:
+        check, proven, bound = s.search(short, evictions=False)
+        if check is None and rules.allow_evictions and proven is False and bound[0] > max_moves and s.complete:
+            check, proven, bound = s.search(short, evictions=True)
+    proven = proven and s.alike
+    stats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
+             "sessions": s.sessions, "checks": s.checks, "target_pods_now": placed_now, "shortfall": max(short, 0),
+             "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items()))}
+    lower = bound[0] if s.alike and short > 0 else 1
+    if check is None:
         if short <= 0:
             reason = ("the target's pods fit one node at a time but not together "
                       f"({now.reason}); no plan of moves was searched")
-        elif proven and exhausted:
+        elif s.alike and s.complete and bound[0] > max_moves:
             reason = f"no plan of at most {max_moves} moves makes room"
         else:
             reason = "no plan within the bounds (time, checks or size)"
-        return RoomPlan(False, False, lower_bound=bound if proven else 1, reason=reason, stats=stats)
+        return RoomPlan(False, False, lower_bound=min(lower, max_moves + 1), reason=reason, stats=stats)
     moves = [m for m in check.moves if m.to_node is not None]
     evicted = [m for m in check.moves if m.to_node is None]
-    return RoomPlan(False, True, moves, evicted, minimal=proven, lower_bound=bound if proven else 1,
-                    check=check, stats=stats)
+    return RoomPlan(False, True, moves, evicted, minimal=proven, lower_bound=lower, check=check, stats=stats)
 
 
 __all__ = ["RoomPlan", "make_room"]
