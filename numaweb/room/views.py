@@ -22,6 +22,15 @@ POLL = "every 1s"
 STATES = ("target", "moved", "held", "reserved")
 
 
+def room_context(job, sessions) -> dict:
+    """What a job's page needs for its Make room button: the clusters (the job's last session's first)
+    and the job's latest make-room answers."""
+    clusters = list(Cluster.objects.order_by("name").only("pk", "name"))
+    last = next((s.cluster_id for s in sessions), None)
+    return {"room_clusters": clusters, "room_cluster": last or (clusters[0].pk if clusters else None),
+            "room_plans": list(job.room_plans.order_by("-id")[:5])}
+
+
 @requires("room.add_roomplan")
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
