@@ -1,6 +1,6 @@
 """Make room (MAKE_ROOM.md): the fewest pod moves after which a pending target fits, NUMA-aligned.
 
-`make_room(cluster, job, profile="aligned", rules=Rules(), priorities=None, held=(), max_moves=8,
+`make_room(cluster, job, profile="aligned", rules=None, priorities=None, held=(), max_moves=8,
 time_limit=8.0, max_checks=200, progress=None) -> RoomPlan`
 
 A plan takes pods off nodes, places the target, then re-admits the moved pods (room_moves.py says
@@ -12,16 +12,23 @@ The search, and why it is exact:
    (`cap(n, X)` with the pods X taken off it), as headroom counts it. For a target whose pods are
    all alike, a session over the cluster places exactly the sum of these (compare.headroom), so a
    set of pods taken off works only if the node gains add up to the target's shortfall.
-2. *Options per node.* Every subset X of a node's movable pods (up to `max_moves` of them) with
-   `cap(n, X) > cap(n, ∅)`, computed size by size over all nodes, memoised on the node state left.
-   Only nodes where taking off every movable pod raises the capacity can gain at all.
+2. *Options per node.* Subsets X of a node's movable pods (up to `max_moves` of them) on which the
+   target can still place a pod, with their gain `cap(n, X) - cap(n, ∅)`: evaluated in increasing
+   (pods, CPUs) over all nodes (a kubelet admission first, a one-node session only where it admits,
+   memoised on the node state left); before that, one greedy option on each of the nodes with the
+   fewest movable CPUs (`seeds`), for an early plan when no single move gains anything.
 3. *Combinations in cost order.* A best-first search over nodes with an exact cost-to-go (a
-   knapsack table over the shortfall) yields combinations of options in increasing cost. Each is
-   carried out on a copy: the target's session, then a depth-first search for where the moved pods
-   are admitted again (their own node first, then every other node by name), then the whole plan
-   once more from scratch (`carry_out`) — a plan that fails is never returned. The first to pass is
-   the minimum when the options were complete (no time or size bound hit) and the pods alike;
-   `minimal` says so, and `lower_bound` is the fewest moves any plan needs, as far as proven.
+   knapsack table over the shortfall) yields combinations of options in increasing cost, and after
+   a failed one its supersets (gainless options included: chains of moves). Each is carried out on
+   a copy: the target's session, then a depth-first search for where the moved pods are admitted
+   again (their own node first, then every other node by name), then the whole plan once more from
+   scratch (`carry_out`) — a plan that fails is never returned.
+4. *Proof and bounds.* Options are evaluated in batches, combinations checked between them. Any plan
+   costs at least the first combination not yet checked, or uses an option not yet evaluated and so
+   costs at least the next one: a verified plan that costs no more is the minimum (`minimal`, when
+   no subset was left out and the target's pods are alike), and the smaller of the two is the
+   proven `lower_bound` otherwise. Evaluation stops at EVALUATION_SHARE of `time_limit`; checks stop
+   at `time_limit` or `max_checks`.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ INF = (1 << 60, 0)
 MAX_MOVES = 64
 MAX_DESTINATION_TRIES = 2000  # admissions one combination may try to re-home its moved pods
 EVALUATION_SHARE = 0.5  # of the time left, spent evaluating options before checking combinations
+SEED_SHARE = 0.25  # of it at most, spent finding a first option per node greedily
 MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smallest ones only
 
 
@@ -326,6 +334,35 @@ class _Search:
                 return None
         return None
 
+    def seeds(self, short: int, until: float) -> Iterator[_Option]:
+        """A first option on the nodes most likely to give one cheaply (fewest movable CPUs first), found
+        greedily: take the node's smallest pods off one by one until it gains, then put back every pod
+        it gains without. Not the cheapest options, but a plan early when single moves gain nothing
+        (big pods over several small ones); the search in cost order stays what proves a plan cheapest."""
+        gained = 0
+        for name in sorted(self.movable, key=lambda n: (sum(p.cpu_count for p in self.movable[n]), n)):
+            if gained >= 2 * short or time.monotonic() > until:
+                return
+            pods = sorted(self.movable[name], key=lambda p: (p.cpu_count, p.uid))
+            base = self.base.get(name)
+            if base is None:
+                base = self.base[name] = self.cap(name)
+            if self.cap(name, tuple(pods)) <= base:
+                continue
+            chosen: list[RunningPod] = []
+            for pod in pods:
+                chosen.append(pod)
+                if self.cap(name, tuple(chosen)) > base:
+                    break
+            for pod in list(chosen):
+                trial = tuple(p for p in chosen if p is not pod)
+                if trial and self.cap(name, trial) > base:
+                    chosen = list(trial)
+            option = self.evaluate(name, tuple(sorted(chosen, key=lambda p: (p.cpu_count, p.uid))))
+            if option is not None and option.gain > 0:
+                gained += option.gain
+                yield option
+
     # -- the whole search -----------------------------------------------------------------------------
     def search(self, short: int, evictions: bool) -> tuple[Check | None, bool, tuple[int, int]]:
         """(the cheapest verified plan found, whether it is proven the cheapest, a lower bound on the
@@ -338,21 +375,31 @@ class _Search:
         self.evaluation_deadline = now + EVALUATION_SHARE * max(0.0, self.deadline - now)
         self.failed = set()
         found: dict[str, list[_Option]] = {}
+        gain_left = 0
+
+        def add(option: _Option | None) -> None:
+            nonlocal gain_left
+            if option is None:
+                return
+            known = found.setdefault(option.node, [])
+            if any(o.pods == option.pods for o in known):
+                return
+            before = max((o.gain for o in known), default=0)
+            known.append(option)
+            gain_left += max(0, option.gain - before)
+
+        for option in self.seeds(short, now + SEED_SHARE * max(0.0, self.deadline - now)):
+            add(option)
         stream = self.candidates()
         pending = next(stream, None)
         best: tuple[tuple[int, int], Check] | None = None
         batch = 1
-        gain_left = 0
         while True:
             evaluated = 0
             while pending is not None and time.monotonic() < self.evaluation_deadline and (
                     gain_left < short or evaluated < batch):
                 _cost, name, pods = pending
-                option = self.evaluate(name, pods)
-                if option is not None:
-                    before = max((o.gain for o in found.get(name, ())), default=0)
-                    found.setdefault(name, []).append(option)
-                    gain_left += max(0, option.gain - before)
+                add(self.evaluate(name, pods))
                 evaluated += 1
                 pending = next(stream, None)
             batch = min(batch * 2, 4096)

@@ -34,11 +34,12 @@ def room_context(job, sessions) -> dict:
 @requires("room.add_roomplan")
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
-    """From a job's page (job, cluster) or a shape form (cluster, cpu, memory, count, policy)."""
+    """From a job's page (job, cluster) or the headroom box (cluster, cpu, memory, devices, count, policy)."""
     cluster = get_object_or_404(Cluster, pk=request.POST.get("cluster") or 0)
     data: dict = {k: v for k, v in request.POST.items() if k in ("job", "count", "policy", "profile") and v}
     if request.POST.get("cpu"):
-        data["shape"] = {"cpu": request.POST["cpu"], "memory": request.POST.get("memory") or None}
+        data["shape"] = {"cpu": request.POST["cpu"], "memory": request.POST.get("memory") or None,
+                         "devices": request.POST.get("devices") or None}
     if request.POST.get("allow_evictions"):
         data["allow_evictions"] = True
     try:

@@ -39,3 +39,23 @@ def test_the_answer_page_polls_then_draws_the_plan(viewer_client):
     assert 'data-status="done"' in page and "hx-trigger" not in page
     assert 'data-moves="2"' in page and page.count('class="room-node"') >= 2
     assert page.count("room-cell st-target\" data-cpu") == 2 * 16  # (the legend has one more)
+
+
+def test_the_headroom_box_offers_to_make_room_for_more(operator_client, viewer_client, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    cluster = fragmented_rows(nodes=2)
+    query = {"hr-cpu": "16", "hr-memory": "1Gi", "hr-policy": "single-numa-node", "hr-profile": "aligned"}
+    html = operator_client.get("/", query, headers={"HX-Request": "true", "HX-Target": "node-list"}).content.decode()
+    assert 'data-headroom-total="frag">0<' in html  # fits nowhere now
+    form = html.split('data-make-room="frag"')[1].split("</form>")[0]
+    assert 'name="count" min="1" value="1"' in form and 'name="policy" value="single-numa-node"' in form
+    assert 'data-make-room="frag"' not in viewer_client.get("/", query, headers={
+        "HX-Request": "true", "HX-Target": "node-list"}).content.decode()
+    r = operator_client.post("/make-room/start", {"cluster": cluster.pk, "cpu": "16", "memory": "1Gi", "devices": "",
+                                                  "policy": "single-numa-node", "profile": "aligned", "count": "3"})
+    row = RoomPlan.objects.get()
+    assert r.status_code == 302 and r["Location"] == f"/make-room/{row.pk}/"
+    assert row.count == 3 and row.shape == {"cpu": "16", "memory": "1Gi", "devices": {}, "policy": "single-numa-node"}
+    services.execute(row.pk)
+    row.refresh_from_db()
+    assert row.result["found"] and len(row.result["moves"]) == 3
