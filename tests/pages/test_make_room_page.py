@@ -59,3 +59,16 @@ def test_the_headroom_box_offers_to_make_room_for_more(operator_client, viewer_c
     services.execute(row.pk)
     row.refresh_from_db()
     assert row.result["found"] and len(row.result["moves"]) == 3
+
+
+def test_a_comparison_with_a_shape_offers_to_make_room(operator_client):
+    from numaweb.comparisons.models import Comparison
+
+    cluster = fragmented_rows(nodes=1)
+    shape = {"cpu": "16", "memory": "1Gi", "devices": {}, "policy": "single-numa-node"}
+    with_shape = Comparison.objects.create(cluster=cluster, shape=shape)
+    without = Comparison.objects.create(cluster=cluster)
+    html = operator_client.get(f"/comparisons/{with_shape.pk}/").content.decode()
+    form = html.split('data-make-room="frag"')[1].split("</form>")[0]
+    assert f'name="cluster" value="{cluster.pk}"' in form and 'name="cpu" value="16"' in form
+    assert 'data-make-room' not in operator_client.get(f"/comparisons/{without.pk}/").content.decode()
