@@ -20,6 +20,7 @@ from .models import RoomPlan
 
 POLL = "every 1s"
 STATES = ("target", "moved", "held", "reserved")
+MARKS = {"target": "T", "moved": "M", "reserved": "R"}  # colour is never the only cue
 
 
 def room_context(job, sessions) -> dict:
@@ -60,7 +61,7 @@ def _grid(node: dict, side: str) -> dict:
         cells = []
         for cpu in CPUSet.parse(n["cpus"]):
             state = next((s for s in STATES if cpu in sets[s]), "free")
-            cells.append({"cpu": cpu, "state": state})
+            cells.append({"cpu": cpu, "state": state, "mark": MARKS.get(state, "")})
         numa.append({"id": n["id"], "cells": cells})
     return {"node": node["node"], "numa": numa}
 
