@@ -305,7 +305,7 @@ NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 # Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
 # and what may never move whatever a request says (protected namespaces: the default; pinned: always)
-NUMAWEB_MAKE_ROOM_SECONDS = envint("NUMAWEB_MAKE_ROOM_SECONDS", "7")
+NUMAWEB_MAKE_ROOM_SECONDS = envint("NUMAWEB_MAKE_ROOM_SECONDS", "6")
 NUMAWEB_MAKE_ROOM_TASK_SECONDS = envint("NUMAWEB_MAKE_ROOM_TASK_SECONDS", "120")
 NUMAWEB_MAKE_ROOM_MAX_NODES = envint("NUMAWEB_MAKE_ROOM_MAX_NODES", "20000")
 NUMAWEB_MAKE_ROOM_MAX_PODS = envint("NUMAWEB_MAKE_ROOM_MAX_PODS", "64")

@@ -151,13 +151,25 @@ class _Search:
         self.base: dict[str, int] = {}
         self.sessions = 0
         self.evaluated = 0
-        self.complete = True  # no per-node subset was left out and every re-homing search finished
+        self.truncated = False  # subsets (of 2 pods or more) of a node with too many movable pods were left out
+        self.gave_up = False  # a re-homing search stopped at its budget: a combination may have failed wrongly
         self.checks = 0
         self.failed: set[frozenset] = set()
         self.failures: dict[str, int] = {}
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
+
+    @property
+    def complete(self) -> bool:
+        return not (self.truncated or self.gave_up)
+
+    def lower_bound(self, bound: int) -> int:
+        """The fewest moves any plan needs, from the search's bound: a subset left out has 2 pods or
+        more; a combination given up on may have been a plan."""
+        if self.gave_up or not self.alike:
+            return 1
+        return min(bound, 2) if self.truncated else bound
 
     def fail(self, reason: str) -> None:
         self.failures[reason] = self.failures.get(reason, 0) + 1
@@ -193,7 +205,7 @@ class _Search:
             for name, pods in self.movable.items():
                 pods = sorted(pods, key=lambda p: (p.cpu_count, p.uid))
                 if len(pods) > MAX_NODE_PODS and size > 1:
-                    self.complete = False
+                    self.truncated = True
                     pods = pods[:MAX_NODE_PODS]
                 level += [((size, sum(p.cpu_count for p in sub)), name, sub) for sub in combinations(pods, size)]
             level.sort(key=lambda c: (c[0], c[1], [p.uid for p in c[2]]))
@@ -314,7 +326,7 @@ class _Search:
         if place(0, 0):
             return list(zip(order, chosen, strict=True))
         if tries[0] >= MAX_DESTINATION_TRIES:
-            self.complete = False
+            self.gave_up = True
         self.fail("the moved pods cannot all be admitted again")
         return None
 
@@ -468,7 +480,7 @@ def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", ru
     stats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
              "sessions": s.sessions, "checks": s.checks, "target_pods_now": placed_now, "shortfall": max(short, 0),
              "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items()))}
-    lower = bound[0] if s.alike and short > 0 else 1
+    lower = s.lower_bound(bound[0]) if short > 0 else 1
     if check is None:
         if short <= 0:
             reason = ("the target's pods fit one node at a time but not together "

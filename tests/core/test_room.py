@@ -196,3 +196,27 @@ def test_bad_input_is_refused():
         make_room(cluster, gang(1), max_moves=0)
     with pytest.raises(RequestError, match="max_priority"):
         Rules(max_priority="high")
+
+
+def test_a_node_with_too_many_movable_pods_is_searched_but_not_claimed_minimal():
+    # 18 CPUs on one NUMA node, 17 movable 1-CPU pods: a 3-CPU pod needs 2 of them moved; pairs of a node
+    # with more than MAX_NODE_PODS movable pods come from its 16 smallest only, so the plan is not proven
+    from scheduler_core.room import MAX_NODE_PODS
+
+    node = Node("big", synthetic(1, 1, 18, 1, memory_per_numa=64 * GiB), KubeletConfig(
+        cpu_manager_policy="static", topology_manager_policy="single-numa-node"))
+    for k in range(MAX_NODE_PODS + 1):
+        admit_pod(node, _pod(f"p{k}", "batch", 1), commit=True)
+    # a spare node for the moved pods, too small in memory for the target's 16 GiB pods
+    spare = Node("spare", synthetic(1, 1, 4, 1, memory_per_numa=8 * GiB), KubeletConfig(cpu_manager_policy="static"))
+    cluster = Cluster([node, spare])
+
+    def target(cpus: int) -> Job:
+        pod = Pod("w", (Container.guaranteed("app", cpus * 1000, 16 * GiB),), namespace="ml")
+        return Job("t", (Task("w", pod, 1, "single-numa-node"),), namespace="ml")
+
+    two = make_room(cluster, target(2))
+    assert two.found and len(two.moves) == 1 and two.minimal  # single moves are never left out
+    three = make_room(cluster, target(3))
+    assert three.found and len(three.moves) == 2 and three.check.ok
+    assert not three.minimal and three.lower_bound == 2
