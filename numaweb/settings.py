@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "numaweb.jobs",
     "numaweb.scheduling",
     "numaweb.comparisons",
+    "numaweb.room",
     "numaweb.api",
     "numaweb.pages",
     "numaweb.access",
@@ -304,6 +305,16 @@ NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
 NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
+# Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
+# and what may never move whatever a request says (protected namespaces: the default; pinned: always)
+NUMAWEB_MAKE_ROOM_SECONDS = envint("NUMAWEB_MAKE_ROOM_SECONDS", "6")
+NUMAWEB_MAKE_ROOM_TASK_SECONDS = envint("NUMAWEB_MAKE_ROOM_TASK_SECONDS", "120")
+NUMAWEB_MAKE_ROOM_MAX_NODES = envint("NUMAWEB_MAKE_ROOM_MAX_NODES", "20000")
+NUMAWEB_MAKE_ROOM_MAX_PODS = envint("NUMAWEB_MAKE_ROOM_MAX_PODS", "64")
+NUMAWEB_MAKE_ROOM_MAX_MOVES = envint("NUMAWEB_MAKE_ROOM_MAX_MOVES", "16")
+NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES = envlist("NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES", "kube-system")
+NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
+
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown
 # failed ("worker lost") and can be re-run; a worker process found dead on this host counts as lost at once

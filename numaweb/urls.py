@@ -23,5 +23,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("numaweb.api.urls")),
     path("comparisons/", include("numaweb.comparisons.urls")),
+    path("make-room/", include("numaweb.room.urls")),
     path("", include("numaweb.pages.urls")),
 ]

@@ -29,6 +29,7 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
+from numaweb.room.views import room_context
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
@@ -445,10 +446,11 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             mini = grid.render_grid(states[node.pk], mask, compact=True)
         pods.append({"name": name, "uid": uid, "task": task, "node": node, "cpus": str(CPUSet(mask)) if mask else "",
                      "held": bool(allocs), "placement": placement, "grid": mini})
+    sessions = job.sessions.order_by("-id")[:10]
     return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods, "page": page,
-                                              "allocations": job.allocations.count(),
-                                              "sessions": job.sessions.order_by("-id")[:10],
-                                              "history": history_rows(job.history.all())})
+                                              "allocations": job.allocations.count(), "sessions": sessions,
+                                              "history": history_rows(job.history.all()),
+                                              **room_context(job, sessions)})
 
 
 @requires("jobs.change_job")

@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 from numaweb.access.roles import ADMIN, OPERATOR, ROLES, VIEWER
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Allocation, Cluster
+from numaweb.room.models import RoomPlan
 from numaweb.scheduling import services
 from tests.web.helpers import make_job, make_node
 
@@ -37,6 +38,10 @@ API = {
     ("POST", "/api/clusters/"): ADMIN,
     ("GET", "/api/clusters/{id}/headroom/"): VIEWER,
     ("GET", "/api/pods/"): VIEWER,
+    ("POST", "/api/clusters/{id}/make-room/"): OPERATOR,
+    ("GET", "/api/make-room/{id}/"): VIEWER,
+    ("GET", "/api/make-room/{id}/plan.json"): VIEWER,
+    ("GET", "/api/make-room/{id}/plan.sh"): VIEWER,
     ("POST", "/api/clusters/{id}/import/"): ADMIN,
     ("GET", "/api/clusters/{id}/"): VIEWER,
     ("PUT", "/api/clusters/{id}/"): ADMIN,
@@ -98,6 +103,8 @@ PAGES = {
     "comparisons:list": (VIEWER, None),
     "comparisons:start": (OPERATOR, OPERATOR),
     "comparisons:detail": (VIEWER, None),
+    "room:start": (OPERATOR, OPERATOR),
+    "room:detail": (VIEWER, None),
 }
 PERSONAS = (ANYONE, *ROLES)
 
@@ -129,8 +136,9 @@ def objects(db):
     job = make_job("j1")
     session = services.start_session(cluster, "volcano", True, [job])
     comparison = Comparison.objects.create(cluster=cluster)
+    room = RoomPlan.objects.create(cluster=cluster, job=job)
     return {"clusters": cluster.pk, "nodes": node.pk, "allocations": allocation.pk, "jobs": job.pk,
-            "sessions": session.pk, "comparisons": comparison.pk}
+            "sessions": session.pk, "comparisons": comparison.pk, "make-room": room.pk}
 
 
 def _client(make_user, persona: str) -> APIClient:
