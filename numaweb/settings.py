@@ -264,7 +264,7 @@ REST_FRAMEWORK = {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
     },
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "numaweb.api.pagination.Pagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
@@ -284,6 +284,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # every answer of every operation, 401/403/404/413/429 included, with its body (numaweb.api.schema)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "numaweb.api.schema.document_statuses"],
     "ENUM_NAME_OVERRIDES": {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",

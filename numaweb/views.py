@@ -1,7 +1,9 @@
-"""Project-level views outside the pages app: a health check for docker-compose and monitors."""
+"""Project-level views outside the pages app: a health check for docker-compose and monitors, and the 404 of
+an address nothing answers (JSON under /api/, as the schema documents every 404)."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -16,3 +18,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}."""
     healthy, body = health.report()
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's 404 page, or under /api/ the API's error body."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
