@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
+from numaweb.progress import bar_over
 from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapshot
 from scheduler_core.node import Node as EngineNode
@@ -53,8 +54,9 @@ def _availability(node: SnapshotNode, engine: EngineNode) -> list[str]:
     return out
 
 
-def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
-    """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster)."""
+def import_snapshot(cluster: Cluster, data: bytes | str, progress: bool = False) -> dict[str, Any]:
+    """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster). `progress`:
+    a bar over the nodes on a terminal (the management command)."""
     snap = parse(data)
     report: dict[str, Any] = {"nodes_added": [], "nodes_updated": {}, "nodes_unchanged": 0, "nodes_removed": [],
                               "nodes_returned": [], "allocations_replayed": 0, "allocations_changed": [],
@@ -74,7 +76,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str) -> dict[str, Any]:
             allocs.setdefault(a.node_id, []).append(a)
         new_rows: list[tuple[Node, list[Allocation]]] = []
         dicts: dict[int, dict] = {}  # nodes of one shape share their Topology: serialise it once
-        for name, snode in snap.nodes.items():
+        for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
             row = existing.get(name)
             is_new = row is None
             if is_new:

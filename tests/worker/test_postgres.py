@@ -43,7 +43,7 @@ def test_migrate_and_session_on_postgres(postgres_url, tmp_path):
 
     manage("migrate", "-v0")
     manage("demo")
-    out = manage("run_session", "--cluster", "demo", "--profile", "aligned")
+    out = manage("run_session", "--cluster", "demo", "--profile", "aligned", "--all")
     assert "done;" in out and "numa-test-web-0: node-1" in out
     with psycopg.connect(f"{base}/numaweb") as conn:
         vendor = conn.execute("SELECT version()").fetchone()[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from numaweb.commands import require_migrated_database
+from numaweb.commands import engine_message, require_migrated_database
 from numaweb.inventory import snapshot
 from numaweb.inventory.models import Cluster
 from scheduler_core.errors import EngineError
@@ -55,9 +55,9 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():  # a new cluster is only kept if its import succeeds
                 target, _ = Cluster.objects.get_or_create(name=cluster)
-                report = snapshot.import_snapshot(target, path.read_bytes())
+                report = snapshot.import_snapshot(target, path.read_bytes(), progress=True)
         except EngineError as exc:
-            raise CommandError(f"{file}: {exc}") from exc
+            raise CommandError(f"{file}: {engine_message(exc)}") from exc
         for line in report_lines(report):
             self.stdout.write(line)
         self.stdout.write(f"cluster {target.name}: imported in {time.perf_counter() - start:.2f} s")
