@@ -15,13 +15,15 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_BIN = Path(sys.executable).parent / "docker-compose"
 
 
-def compose_config(env: dict[str, str] | None = None, files: tuple[str, ...] = ("docker-compose.yml", "Dockerfile"),
-                   ) -> subprocess.CompletedProcess:
-    """`docker compose config --format json` in a scratch copy of `files`, with only PATH and HOME in the
-    environment (plus `env`): what a newcomer's first `docker compose up` reads."""
+def compose_config(env: dict[str, str] | None = None, dotenv: Path | None = None) -> subprocess.CompletedProcess:
+    """`docker compose config --format json` in a scratch copy of the compose file and the Dockerfile (and
+    `dotenv` as `.env`), with only PATH and HOME in the environment (plus `env`): what a newcomer's first
+    `docker compose up` reads."""
     with tempfile.TemporaryDirectory() as scratch:
-        for name in files:
+        for name in ("docker-compose.yml", "Dockerfile"):
             shutil.copy(ROOT / name, Path(scratch) / name)
+        if dotenv is not None:
+            shutil.copy(dotenv, Path(scratch) / ".env")
         return subprocess.run([str(COMPOSE_BIN), "config", "--format", "json"], cwd=scratch, capture_output=True,
                               text=True, timeout=60,
                               env={"PATH": os.environ["PATH"], "HOME": scratch, **(env or {})})

@@ -20,6 +20,12 @@ def test_compose_config_passes_on_a_fresh_clone_without_env():
     # the documented variable, set in the shell (or in a .env beside the file), is what the services get
     with_env = compose_config(env={"DJANGO_ALLOWED_HOSTS": "numa.example"})
     assert json.loads(with_env.stdout)["services"]["web"]["environment"]["DJANGO_ALLOWED_HOSTS"] == "numa.example"
+    # `cp .env.example .env` works as is: every setting reaches the services, inline comments dropped
+    copied = compose_config(dotenv=ROOT / ".env.example")
+    assert copied.returncode == 0, copied.stderr
+    env = json.loads(copied.stdout)["services"]["worker"]["environment"]
+    assert env["NUMAWEB_SESSION_TIME_LIMIT"] == "3600" and env["DJANGO_ALLOWED_HOSTS"] == "localhost,127.0.0.1,[::1]"
+    assert env["NUMAWEB_DATA_DIR"] == "/data"  # the shared volume
 
 
 def test_compose_services_and_health_checks():
