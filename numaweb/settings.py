@@ -11,6 +11,7 @@ Every variable is listed, with its default, in `.env.example`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
@@ -52,19 +53,28 @@ DEBUG = envbool("DJANGO_DEBUG", "false")
 
 
 def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup)."""
+    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup). Processes
+    starting together on one folder (compose's web and worker on their shared volume) agree on one key: it is
+    written to a private file and linked into place, which only the first can do."""
     key = os.environ.get("DJANGO_SECRET_KEY")
     if key:
         return key
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        draft = DATA_DIR / f".secret_key.{os.getpid()}"
+        draft.write_text(secrets.token_urlsafe(50))
+        draft.chmod(0o600)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, path)
+        finally:
+            draft.unlink()
     return path.read_text().strip()
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# the names the site is reached by (a request for another answers 400); Django's test client adds its own
+ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -267,7 +277,7 @@ REST_FRAMEWORK = {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
     },
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "numaweb.api.pagination.Pagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
@@ -287,6 +297,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # every answer of every operation, 401/403/404/413/429 included, with its body (numaweb.api.schema)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "numaweb.api.schema.document_statuses"],
     "ENUM_NAME_OVERRIDES": {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",

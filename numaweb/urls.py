@@ -10,6 +10,8 @@ from numaweb.pages import views as pages
 
 from . import metrics, views
 
+handler404 = views.not_found
+
 urlpatterns = [
     path("", pages.dashboard, name="home"),
     path("healthz", views.healthz, name="healthz"),

@@ -8,11 +8,16 @@ from __future__ import annotations
 from django.db.models import Count
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +36,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import serializers as s
+from .pagination import ResultsPagination
 
 ERROR = inline_serializer("Error", {"detail": serializers.CharField()})
 CONFLICT = inline_serializer("Conflict", {
@@ -62,7 +68,8 @@ def _bool_param(request: Request, name: str) -> bool | None:
     raise ValidationError({name: [f"must be true or false, not {raw!r}"]})
 
 
-CLUSTER_PARAM = OpenApiParameter("cluster", OpenApiTypes.INT, description="only this cluster's items")
+ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}  # what _int_param accepts
+CLUSTER_PARAM = OpenApiParameter("cluster", ID, description="only this cluster's items")
 
 
 class ClusterViewSet(viewsets.ModelViewSet):
@@ -96,7 +103,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
         return Response(report)
 
 
-@extend_schema(parameters=[CLUSTER_PARAM])
+@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class NodeViewSet(viewsets.ModelViewSet):
     serializer_class = s.NodeSerializer
     required_permissions = {"check_state": ["access.run_whatif"],  # reads only: operators, as what-if
@@ -126,8 +133,7 @@ class NodeViewSet(viewsets.ModelViewSet):
 
 
     @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},
-                   responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")},
-                   parameters=[])
+                   responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")})
     @action(detail=True, methods=["post"], url_path="check-state", parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.StateCheckUploadSerializer)
     def check_state(self, request: Request, pk: str | None = None) -> Response:
@@ -174,7 +180,8 @@ class NodeViewSet(viewsets.ModelViewSet):
         return Response(s.NodeSerializer(node, context={"request": request}).data)
 
 
-@extend_schema(parameters=[OpenApiParameter("node", OpenApiTypes.INT, description="only this node's allocations")])
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("node", ID, description="only this node's allocations")]))
 class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                         mixins.ListModelMixin, viewsets.GenericViewSet):
     """Allocations are created (checked by the engine against the node) and deleted, never edited."""
@@ -224,13 +231,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         return Response(self.get_serializer(job).data)
 
 
-class ResultsPagination(PageNumberPagination):
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
-
-
-@extend_schema(parameters=[CLUSTER_PARAM])
+@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin,
                      viewsets.GenericViewSet):
     serializer_class = s.SessionSerializer
@@ -289,7 +290,6 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
 
     @extend_schema(parameters=[
         OpenApiParameter("placed", OpenApiTypes.BOOL, description="only placed (true) or unplaced (false) pods"),
-        OpenApiParameter("page", OpenApiTypes.INT), OpenApiParameter("page_size", OpenApiTypes.INT),
     ], responses=s.PlacementSerializer(many=True))
     @action(detail=True, methods=["get"], pagination_class=ResultsPagination)
     def results(self, request: Request, pk: str | None = None) -> Response:

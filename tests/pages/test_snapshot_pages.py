@@ -62,7 +62,8 @@ def test_session_schedules_the_pending_jobs_around_the_replayed_pods(client, cap
     call_command("run_session", "--cluster", "prod", "--job", "numa-job", "--job", "lonely", "--dry-run")
     out = capsys.readouterr().out
     assert "0/4 pods placed" in out and "numa info is empty" in out
-    call_command("run_session", "--cluster", "prod", "--profile", "aligned", "--job", "numa-job", "--job", "lonely")
+    call_command("run_session", "--cluster", "prod", "--profile", "aligned", "--job", "numa-job", "--job", "lonely",
+                 "--all")
     out = capsys.readouterr().out
     assert "4/4 pods placed, 2/2 jobs, 3 nodes" in out, out
     assert Allocation.objects.filter(origin="scheduled").count() == 4
