@@ -204,7 +204,7 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         inventory.remove_allocation(instance)
 
 
-@extend_schema(parameters=[CLUSTER_PARAM])
+@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                  mixins.ListModelMixin, viewsets.GenericViewSet):
     """Jobs, each in one cluster. Deleting a job, or finishing it, releases what its pods hold in the same
