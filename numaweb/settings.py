@@ -301,6 +301,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
 NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
+# headroom (the API, the dashboard's box, a comparison's shape) places at most this many pods in its dry-run
+# sessions and starts none after this many seconds; past either the answer says "at least N"
+NUMAWEB_HEADROOM_MAX_PODS = envint("NUMAWEB_HEADROOM_MAX_PODS", "10000")
+NUMAWEB_HEADROOM_SECONDS = envint("NUMAWEB_HEADROOM_SECONDS", "10")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown

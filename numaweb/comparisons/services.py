@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -209,7 +210,9 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
-        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk))
+        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk),
+                          headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
+                          headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS)
         engine_ms = (time.perf_counter() - started) * 1000
     except Exception as exc:
         reason = str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}"
@@ -248,6 +251,8 @@ def close_if_finished(comparison: Comparison) -> bool:
 
 # -- headroom --------------------------------------------------------------------------------------------
 def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> dict:
-    """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now."""
+    """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now, within
+    NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least")."""
     nodes, _seen = cluster_nodes(cluster)
-    return headroom(EngineCluster(nodes), shape, profile)
+    return headroom(EngineCluster(nodes), shape, profile, max_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
+                    seconds=settings.NUMAWEB_HEADROOM_SECONDS)

@@ -231,7 +231,34 @@ def test_headroom_shrinks_as_the_cluster_fills(api, cluster):
     url = f"/api/clusters/{cluster.pk}/headroom/?cpu=2&memory=1Gi&policy=single-numa-node"
     assert api.get(url).json()["total"] == 4
     inventory.add_allocation(node, pod="default/x", container="c", cpus="0")
-    assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0}]
+    assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0, "at_least": False}]
+
+
+def test_headroom_is_bounded_in_pods_and_says_at_least(api, cluster, settings):
+    """NUMAWEB_HEADROOM_MAX_PODS caps the pods the dry-run sessions try (one session stands for the three
+    identical nodes: 5 tried there count 5 on each); the answer then says "at least"."""
+    for i in range(3):
+        make_node(cluster, f"n{i}", (2, 1, 4, 1), "single-numa-node")
+    url = f"/api/clusters/{cluster.pk}/headroom/?cpu=1"
+    full = api.get(url).json()
+    assert full["total"] == 24 and full["at_least"] is False and full["stopped"] is None
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 5
+    capped = api.get(url).json()
+    assert capped["total"] == 15 and capped["at_least"] is True and capped["sessions"] == 1
+    assert capped["stopped"] == "limit of 5 pods tried"
+    settings.NUMAWEB_HEADROOM_MAX_PODS, settings.NUMAWEB_HEADROOM_SECONDS = 10000, 0
+    late = api.get(url).json()
+    assert late["at_least"] is True and late["stopped"] == "time budget of 0 s" and late["sessions"] == 0
+
+
+@pytest.mark.parametrize("cpu", ["1m", "999m", "0.5"])
+def test_headroom_of_less_than_one_whole_cpu_is_refused(api, cluster, cpu, django_capture_on_commit_callbacks):
+    """A sub-CPU shape is a slice of the shared pool, not a placement: refused (it once meant 599,000 pods)."""
+    make_node(cluster, "n1")
+    r = api.get(f"/api/clusters/{cluster.pk}/headroom/?cpu={cpu}")
+    assert r.status_code == 400 and "one whole CPU" in r.json()["cpu"][0]
+    r = ask(api, cluster, django_capture_on_commit_callbacks, shape={"cpu": cpu})
+    assert r.status_code == 400 and "one whole CPU" in json.dumps(r.json()["shape"])
 
 
 @pytest.mark.parametrize("query, field", [
