@@ -246,7 +246,16 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-CELERY_TASK_TIME_LIMIT = envint("NUMAWEB_SESSION_TIME_LIMIT", "3600")
+# every task (a session, a comparison variant) has two time limits: past the soft one the run stops between pods
+# and fails with a message naming it (nothing written); past the hard one Celery's prefork pool ends the process
+# and the session fails naming that limit
+NUMAWEB_TASK_TIME_LIMIT = envint("NUMAWEB_TASK_TIME_LIMIT", "3600")
+NUMAWEB_TASK_SOFT_TIME_LIMIT = envint("NUMAWEB_TASK_SOFT_TIME_LIMIT", str(max(1, NUMAWEB_TASK_TIME_LIMIT - 60)))
+if not 0 < NUMAWEB_TASK_SOFT_TIME_LIMIT < NUMAWEB_TASK_TIME_LIMIT:
+    raise ValueError(f"NUMAWEB_TASK_SOFT_TIME_LIMIT={NUMAWEB_TASK_SOFT_TIME_LIMIT} must be above 0 and below "
+                     f"NUMAWEB_TASK_TIME_LIMIT={NUMAWEB_TASK_TIME_LIMIT}")
+CELERY_TASK_TIME_LIMIT = NUMAWEB_TASK_TIME_LIMIT
+CELERY_TASK_SOFT_TIME_LIMIT = NUMAWEB_TASK_SOFT_TIME_LIMIT
 # a pool child that dies mid-session: the session task's message is put back (acks_late,
 # reject_on_worker_lost) after this wait for a result (default 10 s); results live on the session row
 CELERY_WORKER_LOST_WAIT = 1.0

@@ -66,6 +66,26 @@ class Superseded(RuntimeError):
     """This run no longer owns the session row (it was declared lost and run again): write nothing."""
 
 
+class TimeLimit(RuntimeError):
+    """A run went past NUMAWEB_TASK_SOFT_TIME_LIMIT: raised by its progress callback between pods (whatever the
+    pool), or by Celery's prefork pool as SoftTimeLimitExceeded; `time_limit_reason` words either."""
+
+
+def run_deadline() -> float:
+    """The monotonic time at which a run starting now passes the soft time limit."""
+    return time.monotonic() + settings.NUMAWEB_TASK_SOFT_TIME_LIMIT
+
+
+def time_limit_reason(exc: BaseException) -> str:
+    """The failure message of a run stopped by the soft time limit ("" for any other exception)."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    if not isinstance(exc, TimeLimit | SoftTimeLimitExceeded):
+        return ""
+    return (f"stopped at the soft time limit of {settings.NUMAWEB_TASK_SOFT_TIME_LIMIT} s "
+            "(NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
+
+
 def checkpoint(stage: str, session: SchedulingSession) -> None:
     """Named points in a run ("computed": engine done, before the commit; "written": rows written,
     inside the commit's transaction). No-op; tests replace it to inject races and failures."""
@@ -191,6 +211,10 @@ def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
     if session.status != SchedulingSession.RUNNING:
         return ""
     if session.worker and worker_gone(session.worker):
+        hard = settings.NUMAWEB_TASK_TIME_LIMIT
+        if session.started_at and ((now or timezone.now()) - session.started_at).total_seconds() >= hard:
+            return (f"stopped at the hard time limit of {hard} s (NUMAWEB_TASK_TIME_LIMIT): {session.worker} was "
+                    "ended; nothing was written")
         return (f"worker lost: {session.worker} died during the session (killed or crashed); nothing was "
                 "written, run it again")
     beat = session.heartbeat_at or session.started_at or session.updated_at
@@ -226,14 +250,16 @@ def expire_lost_sessions(now: datetime | None = None) -> list[int]:
 # -- running ---------------------------------------------------------------------------------------
 class _Progress:
     """The engine's progress callback: writes done/total and the heartbeat to the row at most every
-    PROGRESS_INTERVAL, only while this run still owns it."""
+    PROGRESS_INTERVAL, only while this run still owns it; raises TimeLimit past `deadline`."""
 
-    def __init__(self, session: SchedulingSession) -> None:
+    def __init__(self, session: SchedulingSession, deadline: float) -> None:
         self.session_id, self.run = session.pk, session.runs
-        self.last = 0.0
+        self.last, self.deadline = 0.0, deadline
 
     def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
         now = time.monotonic()
+        if now > self.deadline:
+            raise TimeLimit("soft time limit")
         if done < total and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
@@ -277,14 +303,15 @@ def execute_session(session_id: int) -> SchedulingSession:
     fields = {"session": session_id, "run": run}
     log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, run, session.profile,
              session.cluster.name, session.worker, extra=fields)
-    started = time.perf_counter()
+    started, deadline = time.perf_counter(), run_deadline()
     try:
         with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
-            _run_with_retries(session)
+            _run_with_retries(session, deadline)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
     except Exception as exc:
-        reason = str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}"
+        reason = time_limit_reason(exc) or (
+            str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}")
         ms = (time.perf_counter() - started) * 1000
         log.exception("session %s failed after %.0f ms: %s", session_id, ms, reason, extra={**fields, "ms": ms})
         SchedulingSession.objects.filter(pk=session_id, runs=run, status=SchedulingSession.RUNNING).update(
@@ -299,7 +326,7 @@ def execute_session(session_id: int) -> SchedulingSession:
     return session
 
 
-def _run_with_retries(session: SchedulingSession) -> None:
+def _run_with_retries(session: SchedulingSession, deadline: float) -> None:
     from scheduler_core.session import Cluster as EngineCluster
     from scheduler_core.session import run_session
 
@@ -309,7 +336,7 @@ def _run_with_retries(session: SchedulingSession) -> None:
         job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
-        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session),
+        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session, deadline),
                              held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)

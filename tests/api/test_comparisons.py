@@ -297,3 +297,34 @@ def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monke
     assert sorted(services.requeue_pending(0)) == ids
     ComparisonVariant.objects.filter(pk=first).update(status="done")
     assert services.requeue_pending(60) == []
+
+
+def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settings, monkeypatch,
+                                                     django_capture_on_commit_callbacks):
+    """Soft limit: checked between pods, the variant fails saying so. Hard limit: a variant whose worker process
+    was ended after running that long is failed naming the limit, not sent again."""
+    import socket
+    from datetime import timedelta
+
+    make_node(cluster, "n1")
+    make_job("j1", cpus="1")
+    settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 0
+    comparison = Comparison.objects.get(pk=ask(api, cluster, django_capture_on_commit_callbacks).json()["id"])
+    errors = set(comparison.variants.values_list("error", flat=True))
+    assert errors == {"stopped at the soft time limit of 0 s (NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written"}
+    assert comparison.variants.filter(status="failed").count() == 3
+
+    settings.NUMAWEB_TASK_TIME_LIMIT = 60
+    sent: list[list[int]] = []
+    monkeypatch.setattr(services, "enqueue", lambda ids: sent.append(list(ids)))
+    dead = f"{socket.gethostname()}:999999999"
+    late, early, _ = comparison.variants.order_by("index")
+    now = timezone.now()
+    ComparisonVariant.objects.filter(pk=late.pk).update(status="running", worker=dead,
+                                                        started_at=now - timedelta(seconds=61))
+    ComparisonVariant.objects.filter(pk=early.pk).update(status="running", worker=dead,
+                                                         started_at=now - timedelta(seconds=5))
+    assert services.requeue_pending(60) == [early.pk] and sent == [[early.pk]]
+    late.refresh_from_db()
+    assert late.status == "failed"
+    assert late.error == f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended"

@@ -150,7 +150,8 @@ def test_shape_parsing():
                                "policy": "single-numa-node"}
     assert shape.pod().qos_class == "Guaranteed"
     assert Shape.parse("1500m").to_dict()["cpu"] == "1500m"
-    for args, field in [(("",), "cpu"), (("0",), "cpu"), (("1m",), "cpu"), (("999m",), "cpu"), (("x",), "cpu"), (("1", "lots"), "memory"),
+    for args, field in [(("",), "cpu"), (("0",), "cpu"), (("1m",), "cpu"), (("999m",), "cpu"), (("x",), "cpu"),
+                        (("1", "lots"), "memory"),
                         (("1", None, "gpu"), "devices"), (("1", None, "memory=1"), "devices"),
                         (("1", None, "nvidia.com/gpu=half"), "devices"), (("1", None, None, "tight"), "policy")]:
         with pytest.raises(EngineError, match=field):
