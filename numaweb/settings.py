@@ -277,7 +277,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "numaweb.limits.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -306,6 +306,8 @@ SPECTACULAR_SETTINGS = {
 NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(16 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# a JSON body nested deeper than this is a 400 naming the limit (numaweb.limits)
+NUMAWEB_MAX_JSON_DEPTH = envint("NUMAWEB_MAX_JSON_DEPTH", "64")
 # jobs: replicas of one task, pods of one job, pods one session schedules
 NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")

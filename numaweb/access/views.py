@@ -6,8 +6,11 @@ from __future__ import annotations
 from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from numaweb.limits import DepthLimitedJSONParser
 
 from .throttles import TokenRateThrottle
 
@@ -16,6 +19,7 @@ LOCKED_OUT = "too many failed logins: this account or client is locked out for a
 
 class ObtainToken(ObtainAuthToken):
     throttle_classes = [TokenRateThrottle]
+    parser_classes = [FormParser, MultiPartParser, DepthLimitedJSONParser]
 
     def post(self, request: Request, *args, **kwargs) -> Response:
         try:

@@ -13,7 +13,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -24,6 +24,7 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
+from numaweb.limits import DepthLimitedJSONParser
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
@@ -160,7 +161,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
 
     serializer_class = s.JobSerializer
     queryset = Job.objects.prefetch_related("tasks").order_by("id")
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [DepthLimitedJSONParser, FormParser, MultiPartParser]
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
     def perform_destroy(self, instance: Job) -> None:
