@@ -196,6 +196,10 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# the client address throttles and lock-outs count: the socket's, unless this many proxies of ours stand in front
+# and append to X-Forwarded-For (numaweb.access.clients)
+NUMAWEB_TRUSTED_PROXIES = envint("NUMAWEB_TRUSTED_PROXIES", "0")
+AXES_CLIENT_IP_CALLABLE = "numaweb.access.clients.client_ip"
 # HTTPS deployments: HSTS, and cookies only over HTTPS
 NUMAWEB_HTTPS = envbool("NUMAWEB_HTTPS", "false")
 SECURE_HSTS_SECONDS = envint("NUMAWEB_HSTS_SECONDS", "31536000") if NUMAWEB_HTTPS else 0
@@ -261,10 +265,23 @@ CELERY_TASK_SOFT_TIME_LIMIT = NUMAWEB_TASK_SOFT_TIME_LIMIT
 CELERY_WORKER_LOST_WAIT = 1.0
 CELERY_TASK_ALWAYS_EAGER = envbool("NUMAWEB_EAGER", "false")
 
+# -- cache: what every web process must agree on (the API's throttle counts) --------------------------------
+# Redis when configured, else a table in the database (created by the access app's migrations); never the
+# default per-process memory, which let two gunicorn processes each accept the whole rate. A pytest run keeps
+# each test's counts in its own process memory (tests/access/test_shared_counts.py runs two real servers)
+if UNDER_PYTEST:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "numaweb"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "numaweb_cache",
+                          "OPTIONS": {"MAX_ENTRIES": 100_000}}}
+
 # -- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "numaweb.access.drf.LockoutAwareTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],
