@@ -137,6 +137,8 @@ TEMPLATES = [
 # never receive the test run. (The PostgreSQL test starts a throwaway server and runs manage.py against it in
 # subprocesses, which do honour DATABASE_URL.)
 UNDER_PYTEST = "pytest" in sys.modules
+# SQLite: how long a writer waits for another's commit before it fails
+NUMAWEB_SQLITE_BUSY_SECONDS = envint("NUMAWEB_SQLITE_BUSY_SECONDS", "120")
 DATABASE_URL = "" if UNDER_PYTEST else os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"))}
@@ -146,9 +148,12 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("DATABASE_PATH", str(DATA_DIR / "numaweb.sqlite3")),
             # web and worker write at the same time: WAL lets readers run during a write, the busy
-            # timeout waits for the lock instead of failing, IMMEDIATE takes it at BEGIN (no upgrade deadlock)
+            # timeout waits for the lock instead of failing, IMMEDIATE takes it at BEGIN (no upgrade deadlock).
+            # The timeout outlasts the longest commit (a 50,000-pod session holds the lock about 12 s, the
+            # 100,000 pods a session may schedule twice that): writers wait, they never answer "database is locked"
             "OPTIONS": {
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=10000; PRAGMA synchronous=NORMAL;",
+                "init_command": f"PRAGMA journal_mode=WAL; PRAGMA busy_timeout={NUMAWEB_SQLITE_BUSY_SECONDS * 1000}; "
+                                "PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
             },
             # tests use a file too (not shared-cache memory, whose table locks ignore the busy timeout),
