@@ -13,6 +13,7 @@ from . import health
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the database and broker answer and a worker was seen within NUMAWEB_WORKER_TIMEOUT, else 503;
-    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}."""
-    healthy, body = health.report()
+    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}, with
+    the details of a failure (internal addresses) for signed-in users only."""
+    healthy, body = health.report(detailed=request.user.is_authenticated)
     return JsonResponse(body, status=200 if healthy else 503)
