@@ -295,6 +295,10 @@ REST_FRAMEWORK = {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
     },
+    # DRF's browsable pages need inline styles and scripts the Content-Security-Policy refuses: only under DEBUG
+    # (where a developer may want them); otherwise a browser gets the JSON itself
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+                                 *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else [])],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
