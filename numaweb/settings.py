@@ -92,6 +92,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "numaweb.limits.RequestSizeLimit",
+    # a full disk or database answers 503 with Retry-After, not 500 (numaweb.faults)
+    "numaweb.faults.StorageFaults",
     "django.middleware.security.SecurityMiddleware",
     # the Content-Security-Policy on every response, static files included (numaweb.access; CONTENT_SECURITY_POLICY)
     "csp.middleware.CSPMiddleware",
