@@ -13,4 +13,4 @@ COPY static ./static
 RUN mkdir -p /data && python manage.py collectstatic --noinput -v0
 
 EXPOSE 8000
-CMD ["gunicorn", "-c", "python:numaweb.gunicorn_conf", "numaweb.wsgi", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "-c", "python:numaweb.gunicorn_conf", "numaweb.asgi", "--bind", "0.0.0.0:8000"]

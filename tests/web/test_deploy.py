@@ -23,7 +23,7 @@ def test_compose_services_and_health_checks():
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
     web = services["web"]["command"]
     # the same server as `manage.py serve` (numaweb.scheduling.management.commands.serve.web_command)
-    assert "gunicorn -c python:numaweb.gunicorn_conf numaweb.wsgi" in web
+    assert "gunicorn -c python:numaweb.gunicorn_conf numaweb.asgi" in web
     assert web.index("migrate") < web.index("collectstatic") < web.index("gunicorn")
     assert services["worker"]["command"].startswith("celery -A numaweb worker")
     assert "--pool=prefork" in services["worker"]["command"]
@@ -45,7 +45,7 @@ def test_serve_runs_the_compose_web_server():
 
     command = web_command("127.0.0.1:9")
     assert command[1:3] == ["-m", "gunicorn"] and command[command.index("-c") + 1] == "python:numaweb.gunicorn_conf"
-    assert command[-1] == "numaweb.wsgi"
+    assert command[-1] == "numaweb.asgi"
 
 
 def test_env_example_lists_every_variable_the_settings_read():

@@ -48,7 +48,7 @@ def worker_command(loglevel: str = "INFO") -> list[str]:
 
 def web_command(bind: str) -> list[str]:
     """gunicorn exactly as the compose web service runs it, on `bind`."""
-    return [sys.executable, "-m", "gunicorn", "-c", "python:numaweb.gunicorn_conf", "--bind", bind, "numaweb.wsgi"]
+    return [sys.executable, "-m", "gunicorn", "-c", "python:numaweb.gunicorn_conf", "--bind", bind, "numaweb.asgi"]
 
 
 def parse_addrport(addrport: str) -> str:
