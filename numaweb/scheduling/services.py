@@ -11,7 +11,8 @@ marked failed and its reason; a failed session can be run again.
 A worker that dies mid-session (killed, out of memory) never commits, so it too leaves nothing. Each
 run claims the row (status running, `runs` + 1, `worker` = host:pid) with a conditional update, and
 its progress writes are its heartbeat. A running session counts as lost when its worker process is
-gone from this host or its heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
+gone from this host, every worker on its host stopped beating for NUMAWEB_WORKER_TIMEOUT (hung: stopped or
+cut off), or its own heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
 failed ("worker lost") and can be re-run; a re-delivered message (acks_late, reject_on_worker_lost)
 runs it again from scratch. The commit only lands if its run still owns the row."""
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from numaweb.inventory import services as inventory
@@ -40,7 +41,7 @@ from scheduler_core.explain import PodRecord, SessionResult
 from scheduler_core.gc_pause import paused_gc
 
 from . import store
-from .models import PodStatus, SchedulingSession
+from .models import PodStatus, SchedulingSession, WorkerHeartbeat
 
 log = logging.getLogger("numaweb.scheduling")
 
@@ -217,6 +218,11 @@ def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
                     "ended; nothing was written")
         return (f"worker lost: {session.worker} died during the session (killed or crashed); nothing was "
                 "written, run it again")
+    silent = _worker_silence(session.worker.rpartition(":")[0], now) if session.worker else None
+    if silent is not None and silent > settings.NUMAWEB_WORKER_TIMEOUT:
+        return (f"worker lost: the worker on {session.worker.rpartition(':')[0]} sent no heartbeat for {silent:.0f} s "
+                f"(over NUMAWEB_WORKER_TIMEOUT, {settings.NUMAWEB_WORKER_TIMEOUT} s: hung or cut off); nothing was "
+                "written, run it again")
     beat = session.heartbeat_at or session.started_at or session.updated_at
     limit = settings.NUMAWEB_SESSION_STALE_SECONDS
     if beat is None or ((now or timezone.now()) - beat).total_seconds() > limit:
@@ -224,6 +230,12 @@ def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
         return (f"worker lost: no heartbeat from {session.worker or 'its worker'}{since} (over {limit} s); "
                 "nothing was written, run it again")
     return ""
+
+
+def _worker_silence(host: str, now: datetime | None = None) -> float | None:
+    """Seconds since any worker on `host` last beat (None: no worker there ever published one)."""
+    last = WorkerHeartbeat.objects.filter(host=host).aggregate(last=Max("seen_at"))["last"]
+    return None if last is None else ((now or timezone.now()) - last).total_seconds()
 
 
 def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:

@@ -209,3 +209,26 @@ def subprocess_pid_that_exited() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+def test_a_session_whose_hosts_worker_stopped_beating_is_lost_within_the_worker_timeout(api, seed_cluster, settings):
+    """A hung worker elsewhere (SIGSTOPped, cut off): its own progress heartbeat may be recent, but its host's worker
+    heartbeat is older than NUMAWEB_WORKER_TIMEOUT: failed and re-runnable without waiting the stale time."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from numaweb.scheduling.models import WorkerHeartbeat
+
+    settings.NUMAWEB_WORKER_TIMEOUT, settings.NUMAWEB_SESSION_STALE_SECONDS = 30, 120
+    now = timezone.now()
+    beat = WorkerHeartbeat.objects.create(name="celery@box", host="box", pid=7, started_at=now, seen_at=now)
+    session = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1, worker="box:8",
+                                               started_at=now, heartbeat_at=now - timedelta(seconds=20))
+    assert api.get(f"/api/sessions/{session.pk}/").json()["status"] == "running"
+    WorkerHeartbeat.objects.filter(pk=beat.pk).update(seen_at=now - timedelta(seconds=31))
+    body = api.get(f"/api/sessions/{session.pk}/").json()
+    assert body["status"] == "failed"
+    assert body["error"].startswith("worker lost: the worker on box sent no heartbeat for 31 s (over "
+                                    "NUMAWEB_WORKER_TIMEOUT, 30 s")
+    assert api.post(f"/api/sessions/{session.pk}/rerun/").status_code == 202

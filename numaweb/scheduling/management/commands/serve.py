@@ -7,7 +7,9 @@ an admin account and its API token exist, then starts and watches two children:
   DEBUG stays off);
 - a Celery worker (on the embedded file-system queue unless REDIS_URL is set). A worker that exits is started
   again after a backoff (1 s, doubling up to 60 s, back to 1 s once one has run for a minute), and the sessions
-  it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts.
+  it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts. A worker
+  that hangs (stopped, deadlocked: alive but silent) is killed once its heartbeat is older than
+  NUMAWEB_WORKER_TIMEOUT (or it sent none a minute past that after starting), and so replaced the same way.
 
 The web server exiting, Ctrl-C or SIGTERM stop both."""
 
@@ -38,6 +40,8 @@ log = logging.getLogger("numaweb.serve")
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
 STEADY_SECONDS = 60.0  # a worker that ran this long resets the backoff
 STOP_TIMEOUT = 20.0
+HANG_CHECK_SECONDS = 2.0  # how often the worker's heartbeat is read
+STARTUP_SECONDS = 60.0  # a new worker's first heartbeat may take this long on top of the timeout
 
 
 def worker_command(loglevel: str = "INFO") -> list[str]:
@@ -115,13 +119,17 @@ class Command(BaseCommand):
         return worker
 
     def _supervise(self, web: subprocess.Popen) -> int:
-        """Until asked to stop or the web server exits (its exit code): restart the worker when it exits."""
-        started = time.monotonic()
+        """Until asked to stop or the web server exits (its exit code): restart the worker when it exits, and kill
+        it first when it hangs."""
+        started = checked = time.monotonic()
         backoff, restart_at = BACKOFF_FIRST, None
         while not self.stopping:
             if web.poll() is not None:
                 log.error("the web server exited with code %s; stopping", web.returncode)
                 return web.returncode or 1
+            if self.worker is not None and time.monotonic() - checked >= HANG_CHECK_SECONDS:
+                checked = time.monotonic()
+                self._kill_if_hung(self.worker, checked - started)
             if self.worker is not None and self.worker.poll() is not None:
                 if time.monotonic() - started >= STEADY_SECONDS:
                     backoff = BACKOFF_FIRST
@@ -132,6 +140,26 @@ class Command(BaseCommand):
                 self.worker, restart_at, started = self._start_worker(), None, time.monotonic()
             time.sleep(0.2)
         return 0
+
+    def _kill_if_hung(self, worker: subprocess.Popen, running: float) -> None:
+        """SIGKILL a worker whose heartbeat is older than NUMAWEB_WORKER_TIMEOUT (or missing that long after its
+        start): the loop then sees it exit, fails its sessions and starts another."""
+        timeout = settings.NUMAWEB_WORKER_TIMEOUT
+        try:
+            age = housekeeping.heartbeat_age(socket.gethostname(), worker.pid)
+        except Exception:  # the database is away: the worker cannot be judged now
+            log.exception("could not read the heartbeat of worker pid %s", worker.pid)
+            return
+        finally:
+            connection.close()
+        # a worker that has not beaten yet is starting (Celery and Django load for seconds on a busy machine)
+        silent = running - STARTUP_SECONDS if age is None else age
+        if silent <= timeout or running <= timeout or worker.poll() is not None:
+            return
+        log.error("worker pid %s sent no heartbeat for %.0f s (NUMAWEB_WORKER_TIMEOUT is %s s): hung; killing it to "
+                  "start another", worker.pid, silent, timeout, extra={"worker_pid": worker.pid})
+        worker.kill()
+        worker.wait()
 
     def _worker_exited(self, worker: subprocess.Popen, backoff: float) -> None:
         """Its sessions fail now (its pid is gone, so services.lost_reason says so) and its heartbeat goes."""
