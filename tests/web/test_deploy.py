@@ -60,3 +60,24 @@ def test_dockerfile_copies_what_the_product_needs():
     text = (ROOT / "Dockerfile").read_text()
     for part in ("scheduler_core", "numaweb", "manage.py", "templates", "static", "collectstatic", "gunicorn"):
         assert part in text
+
+
+def test_the_asgi_entry_refuses_a_body_over_the_limit_before_reading_it(settings):
+    """The product's server reads bodies before Django runs: numaweb.asgi answers 413 on the declared length alone."""
+    from asgiref.sync import async_to_sync
+
+    from numaweb.asgi import application
+
+    settings.NUMAWEB_MAX_UPLOAD_BYTES = 1000
+    sent: list[dict] = []
+
+    async def receive():
+        raise AssertionError("the body was read")
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/nodes/upload/", "headers": [(b"content-length", b"5000")]}
+    async_to_sync(application)(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert b"larger than the limit of 1000 bytes" in sent[1]["body"] and b"NUMAWEB_MAX_UPLOAD_BYTES" in sent[1]["body"]
