@@ -9,7 +9,9 @@ an admin account and its API token exist, then starts and watches two children:
   again after a backoff (1 s, doubling up to 60 s, back to 1 s once one has run for a minute), and the sessions
   it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts. A worker
   that hangs (stopped, deadlocked: alive but silent) is killed once its heartbeat is older than
-  NUMAWEB_WORKER_TIMEOUT (or it sent none a minute past that after starting), and so replaced the same way.
+  NUMAWEB_WORKER_TIMEOUT (or it sent none a minute past that after starting) and it used no CPU for as long (a
+  worker committing a large session may miss beats on SQLite, whose write lock it holds), and so replaced the
+  same way.
 
 The web server exiting, Ctrl-C or SIGTERM stop both."""
 
@@ -23,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -61,6 +64,20 @@ def parse_addrport(addrport: str) -> str:
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise CommandError(f"{addrport!r} is not a port or address:port")
     return f"{addr or '127.0.0.1'}:{port}"
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """CPU time (user + system clock ticks) used so far by a process and its children (a prefork pool's), None
+    where /proc cannot tell."""
+    total, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if stat.parent.name == str(pid) or fields[1] == str(pid):
+                total, found = total + int(fields[11]) + int(fields[12]), True
+        except (OSError, IndexError, ValueError):  # a process that ended meanwhile
+            continue
+    return total if found else None
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
@@ -113,6 +130,7 @@ class Command(BaseCommand):
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())
+        self.worker_cpu, self.worker_busy_at = None, time.monotonic()
         broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
         self.stdout.write(f"worker pid {worker.pid} on {broker}")
         self.stdout.flush()
@@ -129,7 +147,10 @@ class Command(BaseCommand):
                 return web.returncode or 1
             if self.worker is not None and time.monotonic() - checked >= HANG_CHECK_SECONDS:
                 checked = time.monotonic()
-                self._kill_if_hung(self.worker, checked - started)
+                cpu = _cpu_ticks(self.worker.pid)  # None (no /proc): the heartbeat alone decides
+                if cpu is not None and cpu != self.worker_cpu:
+                    self.worker_cpu, self.worker_busy_at = cpu, checked
+                self._kill_if_hung(self.worker, checked - started, checked - self.worker_busy_at)
             if self.worker is not None and self.worker.poll() is not None:
                 if time.monotonic() - started >= STEADY_SECONDS:
                     backoff = BACKOFF_FIRST
@@ -141,10 +162,13 @@ class Command(BaseCommand):
             time.sleep(0.2)
         return 0
 
-    def _kill_if_hung(self, worker: subprocess.Popen, running: float) -> None:
+    def _kill_if_hung(self, worker: subprocess.Popen, running: float, idle: float) -> None:
         """SIGKILL a worker whose heartbeat is older than NUMAWEB_WORKER_TIMEOUT (or missing that long after its
-        start): the loop then sees it exit, fails its sessions and starts another."""
+        start) and that used no CPU for `idle` > the timeout: the loop then sees it exit, fails its sessions and
+        starts another."""
         timeout = settings.NUMAWEB_WORKER_TIMEOUT
+        if idle <= timeout:
+            return
         try:
             age = housekeeping.heartbeat_age(socket.gethostname(), worker.pid)
         except Exception:  # the database is away: the worker cannot be judged now
