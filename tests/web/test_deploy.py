@@ -64,7 +64,8 @@ def test_dockerfile_copies_what_the_product_needs():
 
 def test_the_asgi_entry_refuses_a_body_over_the_limit_before_reading_it(settings):
     """The product's server reads bodies before Django runs: numaweb.asgi answers 413 on the declared length alone."""
-    from asgiref.sync import async_to_sync
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from numaweb.asgi import application
 
@@ -78,6 +79,7 @@ def test_the_asgi_entry_refuses_a_body_over_the_limit_before_reading_it(settings
         sent.append(message)
 
     scope = {"type": "http", "method": "POST", "path": "/api/nodes/upload/", "headers": [(b"content-length", b"5000")]}
-    async_to_sync(application)(scope, receive, send)
+    with ThreadPoolExecutor(1) as pool:  # an event loop of its own (the browser tests may leave one running here)
+        pool.submit(lambda: asyncio.run(application(scope, receive, send))).result()
     assert sent[0]["status"] == 413
     assert b"larger than the limit of 1000 bytes" in sent[1]["body"] and b"NUMAWEB_MAX_UPLOAD_BYTES" in sent[1]["body"]
