@@ -328,3 +328,17 @@ def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settin
     late.refresh_from_db()
     assert late.status == "failed"
     assert late.error == f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended"
+
+
+def test_headroom_on_the_demo_stays_within_its_budget(api, demo, settings):
+    """Acceptance (issue 21): any shape is answered or refused within the budget, memory growth < 200 MB; `cpu=1m`
+    once meant 599,000 simulated pods, 84 s and +1.1 GB on this cluster."""
+    from tests.measure import MiB, measure
+
+    tiny = measure(lambda: api.get(f"/api/clusters/{demo.pk}/headroom/?cpu=1m"))
+    assert tiny.result.status_code == 400 and tiny.seconds < 1
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 200  # the bound, not the cluster, decides the work
+    one = measure(lambda: api.get(f"/api/clusters/{demo.pk}/headroom/?cpu=1&memory=1Gi"))
+    body = one.result.json()
+    assert one.result.status_code == 200 and body["at_least"] and body["sessions"] >= 1
+    assert one.seconds < settings.NUMAWEB_HEADROOM_SECONDS and one.growth < 200 * MiB, (one.seconds, one.growth)
