@@ -37,32 +37,104 @@ Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming 
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "CPUSet": "cpuset",
-    "EngineError": "errors", "CPUSetError": "errors", "TopologyError": "errors",
-    "RequestError": "errors", "PolicyError": "errors", "InsufficientResourcesError": "errors",
-    "FormatError": "errors",
-    "BitMask": "bitmask",
-    "Topology": "topology", "CPU": "topology", "NUMANode": "topology", "Device": "topology",
-    "Header": "topology",
-    "KubeletConfig": "kubelet", "TopologyOptions": "kubelet", "CPUOptions": "kubelet",
-    "Pod": "pods", "Container": "pods",
-    "TopologyHint": "hints", "MergeResult": "hints", "merge_hints": "hints",
-    "cpu_topology_hints": "cpu_hints", "take_by_topology": "cpu_take",
-    "device_topology_hints": "devices", "filter_by_affinity": "devices",
-    "memory_topology_hints": "memory",
-    "Node": "node", "Allocation": "node", "Job": "jobs", "Task": "jobs",
-    "admit_pod": "admission", "AdmitResult": "admission",
-    "TopologyAffinityError": "admission",
-    "run_session": "session", "Cluster": "session",
-    "Profile": "profiles", "PROFILES": "profiles", "get_profile": "profiles",
-    "VolcanoProfile": "profiles", "AlignedProfile": "profiles", "UnawareProfile": "profiles",
-    "SessionResult": "session",
-    "load_topology": "formats",
+if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are imported on first use
+    from .errors import (
+        CPUSetError,
+        EngineError,
+        FormatError,
+        InsufficientResourcesError,
+        PolicyError,
+        RequestError,
+        TopologyError,
+    )
+    from .formats import load_topology
+    from .kubelet.admission import AdmitResult, TopologyAffinityError, admit_pod
+    from .kubelet.cpumanager.cpu_assignment import take_by_topology
+    from .kubelet.cpumanager.topology_hints import cpu_topology_hints
+    from .kubelet.devicemanager.manager import device_topology_hints, filter_by_affinity
+    from .kubelet.memorymanager.policy_static import memory_topology_hints
+    from .kubelet.topologymanager.policy import MergeResult, TopologyHint, merge_hints
+    from .model.bitmask import BitMask
+    from .model.cpuset import CPUSet
+    from .model.jobs import Job, Task
+    from .model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
+    from .model.node import Allocation, Node
+    from .model.pods import Container, Pod
+    from .model.topology import CPU, Device, Header, NUMANode, Topology
+    from .scheduler.profiles import PROFILES, AlignedProfile, Profile, UnawareProfile, VolcanoProfile, get_profile
+    from .scheduler.session import Cluster, SessionResult, run_session
+
+#: the module that defines each public name
+_MODULES = {
+    "model.cpuset": ("CPUSet",),
+    "errors": ("EngineError", "CPUSetError", "TopologyError", "RequestError", "PolicyError",
+               "InsufficientResourcesError", "FormatError"),
+    "model.bitmask": ("BitMask",),
+    "model.topology": ("Topology", "CPU", "NUMANode", "Device", "Header"),
+    "model.kubelet_config": ("KubeletConfig", "TopologyOptions", "CPUOptions"),
+    "model.pods": ("Pod", "Container"),
+    "kubelet.topologymanager.policy": ("TopologyHint", "MergeResult", "merge_hints"),
+    "kubelet.cpumanager.topology_hints": ("cpu_topology_hints",),
+    "kubelet.cpumanager.cpu_assignment": ("take_by_topology",),
+    "kubelet.devicemanager.manager": ("device_topology_hints", "filter_by_affinity"),
+    "kubelet.memorymanager.policy_static": ("memory_topology_hints",),
+    "model.node": ("Node", "Allocation"),
+    "model.jobs": ("Job", "Task"),
+    "kubelet.admission": ("admit_pod", "AdmitResult", "TopologyAffinityError"),
+    "scheduler.session": ("run_session", "Cluster", "SessionResult"),
+    "scheduler.profiles": ("Profile", "PROFILES", "get_profile", "VolcanoProfile", "AlignedProfile", "UnawareProfile"),
+    "formats": ("load_topology",),
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CPU",
+    "PROFILES",
+    "AdmitResult",
+    "AlignedProfile",
+    "Allocation",
+    "BitMask",
+    "CPUOptions",
+    "CPUSet",
+    "CPUSetError",
+    "Cluster",
+    "Container",
+    "Device",
+    "EngineError",
+    "FormatError",
+    "Header",
+    "InsufficientResourcesError",
+    "Job",
+    "KubeletConfig",
+    "MergeResult",
+    "NUMANode",
+    "Node",
+    "Pod",
+    "PolicyError",
+    "Profile",
+    "RequestError",
+    "SessionResult",
+    "Task",
+    "Topology",
+    "TopologyAffinityError",
+    "TopologyError",
+    "TopologyHint",
+    "TopologyOptions",
+    "UnawareProfile",
+    "VolcanoProfile",
+    "admit_pod",
+    "cpu_topology_hints",
+    "device_topology_hints",
+    "filter_by_affinity",
+    "get_profile",
+    "load_topology",
+    "memory_topology_hints",
+    "merge_hints",
+    "run_session",
+    "take_by_topology",
+]
 
 
 def __getattr__(name: str):

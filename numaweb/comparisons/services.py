@@ -1,4 +1,4 @@
-"""Comparisons and headroom: rows → engine (`scheduler_core.compare`) → rows.
+"""Comparisons and headroom: rows → engine (`scheduler_core.scheduler.compare`) → rows.
 
 `start_comparison` validates the variants against the cluster's own kubelet settings, records the
 node generations it was asked on (the snapshot), and once committed sends one Celery task per
@@ -23,10 +23,10 @@ from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling.services import BrokerUnavailable, worker_gone, worker_id
-from scheduler_core.compare import Shape, Variant, headroom, run_variant
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.session import Cluster as EngineCluster
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.scheduler.compare import Shape, Variant, headroom, run_variant
+from scheduler_core.scheduler.session import Cluster as EngineCluster
 
 from .models import Comparison, ComparisonVariant
 

@@ -1,10 +1,10 @@
 """A node's real kubelet state files checked against the engine's kubelet model (the comparison is
-the engine's: `scheduler_core.state_check`). Read-only: nothing is written."""
+the engine's: `scheduler_core.kubelet.state_check`). Read-only: nothing is written."""
 
 from __future__ import annotations
 
 from scheduler_core.formats.snapshot import load_pods
-from scheduler_core.state_check import StateCheck, check_state
+from scheduler_core.kubelet.state_check import StateCheck, check_state
 
 from . import services
 from .models import Node

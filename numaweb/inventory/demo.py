@@ -11,8 +11,8 @@ from django.db import transaction
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.topology import synthetic
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import synthetic
 
 from . import services
 from .models import Allocation, Cluster, Node

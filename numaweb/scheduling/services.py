@@ -1,7 +1,7 @@
 """Running a scheduling session: rows → engine → rows.
 
 `start_session` creates the row and queues its id after commit. `execute_session` (what the Celery
-task runs) reads the cluster and jobs, calls `scheduler_core.session.run_session` with a progress
+task runs) reads the cluster and jobs, calls `scheduler_core.scheduler.session.run_session` with a progress
 callback that writes (throttled) to the row, then writes every placement and allocation in ONE
 transaction. The commit first advances each node it allocates on from the generation it read
 (`UPDATE ... WHERE generation = read`); if another writer got there first, nothing is written and
@@ -36,8 +36,8 @@ from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
-from scheduler_core.explain import PodRecord, SessionResult
-from scheduler_core.gc_pause import paused_gc
+from scheduler_core.scheduler.explain import PodRecord, SessionResult
+from scheduler_core.scheduler.gc_pause import paused_gc
 
 from . import store
 from .models import PodStatus, SchedulingSession
@@ -279,7 +279,7 @@ def execute_session(session_id: int) -> SchedulingSession:
              session.cluster.name, session.worker, extra=fields)
     started = time.perf_counter()
     try:
-        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
+        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.scheduler.gc_pause
             _run_with_retries(session)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
@@ -300,8 +300,8 @@ def execute_session(session_id: int) -> SchedulingSession:
 
 
 def _run_with_retries(session: SchedulingSession) -> None:
-    from scheduler_core.session import Cluster as EngineCluster
-    from scheduler_core.session import run_session
+    from scheduler_core.scheduler.session import Cluster as EngineCluster
+    from scheduler_core.scheduler.session import run_session
 
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)
     for attempt in range(1, retries + 1):

@@ -15,9 +15,9 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
-from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
-from ..node import IMPORTED, Allocation
+from ..model.cpuset import CPUSet
+from ..model.node import IMPORTED, Allocation
 from ._common import CPURecord, Draft, build_topology, json_object, parse_int
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cpu import CPUManager, SMTAlignmentError
-from .cpuset import CPUSet
-from .devices import DeviceManager
-from .errors import EngineError
-from .hints import MergeResult, TopologyHint, merge_hints
-from .memory import MachineState, MemoryManager, MemoryTable
-from .node import Allocation, Node
-from .pods import INIT, Container, Pod
+from ..errors import EngineError
+from ..model.cpuset import CPUSet
+from ..model.node import Allocation, Node
+from ..model.pods import INIT, Container, Pod
+from .cpumanager.policy_static import CPUManager, SMTAlignmentError
+from .devicemanager.manager import DeviceManager
+from .memorymanager.policy_static import MachineState, MemoryManager, MemoryTable
+from .topologymanager.policy import MergeResult, TopologyHint, merge_hints
 
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 

@@ -22,12 +22,12 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import EngineError, FormatError
+from ..model.cpuset import CPUSet
+from ..model.kubelet_config import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
+from ..model.node import Node
+from ..model.pods import GUARANTEED, Container, Pod
 from .admission import admit_pod
-from .cpuset import CPUSet
-from .errors import EngineError, FormatError
-from .kubelet import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
-from .node import Node
-from .pods import GUARANTEED, Container, Pod
 
 
 @dataclass
@@ -169,8 +169,8 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
                 pods: Sequence[Pod] | None = None) -> StateCheck:
     """Compare the kubelet's state files of `node` with the model's replay (see the module docstring).
     `node` gives the topology and kubelet settings; its own allocations are not used."""
-    from .formats.kubelet_state import cpu_state as parse_cpu
-    from .formats.kubelet_state import memory_state as parse_memory
+    from ..formats.kubelet_state import cpu_state as parse_cpu
+    from ..formats.kubelet_state import memory_state as parse_memory
 
     cpu = parse_cpu(cpu_state)
     mem = parse_memory(memory_state) if memory_state is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import combinations
 
-from .errors import EngineError
+from ..errors import EngineError
 
 MASK_BITS = 64
 FULL = (1 << MASK_BITS) - 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from .errors import CPUSetError
+from ..errors import CPUSetError
 
 #: Highest CPU id accepted; Linux's NR_CPUS tops out at 8192 on common kernels, so this is generous
 #: while keeping hostile input such as `0-99999999` from allocating huge integers.

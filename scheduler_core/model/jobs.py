@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .errors import PolicyError, RequestError, check_int
-from .kubelet import TOPOLOGY_POLICIES
+from ..errors import PolicyError, RequestError, check_int
+from .kubelet_config import TOPOLOGY_POLICIES
 from .pods import Pod
 
 

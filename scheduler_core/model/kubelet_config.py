@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..errors import PolicyError, check_int
 from .cpuset import CPUSet
-from .errors import PolicyError, check_int
 
 CPU_MANAGER_POLICIES = ("none", "static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")

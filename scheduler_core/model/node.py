@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..errors import InsufficientResourcesError, RequestError, TopologyError
 from .cpuset import CPUSet
-from .errors import InsufficientResourcesError, RequestError, TopologyError
-from .kubelet import KubeletConfig
+from .kubelet_config import KubeletConfig
 from .topology import Topology
 
 SCHEDULED, IMPORTED = "scheduled", "imported"
@@ -77,7 +77,7 @@ class Node:
         k = self.kubelet
         if k.reserved_cpus is None and not k.reserved_cpu_milli:
             return CPUSet()
-        from .cpu import reserved_cpu_set
+        from ..kubelet.cpumanager.policy_static import reserved_cpu_set
 
         return reserved_cpu_set(self.topology, k.reserved_cpus, k.reserved_cpu_milli, k.cpu_manager_options)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .errors import RequestError, check_int
+from ..errors import RequestError, check_int
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"
 CONTAINER_KINDS = (APP, INIT, SIDECAR)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from .errors import RequestError
+from ..errors import RequestError
 
 _SUFFIX = {
     "": Decimal(1),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..errors import TopologyError, check_int
 from .cpuset import CPUSet
-from .errors import TopologyError, check_int
 
 JSON_KIND = "numaweb.topology"
 JSON_VERSION = 1

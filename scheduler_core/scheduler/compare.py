@@ -24,13 +24,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .errors import PolicyError, RequestError
-from .jobs import Job, Task
-from .kubelet import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
-from .node import Node
-from .pods import Container, Pod, is_device_resource
+from ..errors import PolicyError, RequestError
+from ..model.jobs import Job, Task
+from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
+from ..model.node import Node
+from ..model.pods import Container, Pod, is_device_resource
+from ..model.quantity import count, cpu_milli, format_bytes
 from .profiles import PROFILES, AlignedProfile, Profile, get_profile
-from .quantity import count, cpu_milli, format_bytes
 from .session import Cluster, Request, SessionResult, run_session
 
 #: single-NUMA block histogram bins: (label, smallest, largest) free CPUs on one NUMA node

@@ -63,8 +63,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from .bitmask import bits_of as _bits
-from .cpuset import CPUSet
+from ..model.bitmask import bits_of as _bits
+from ..model.cpuset import CPUSet
 
 SCHEMA = "numaweb.session/1"
 PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = "passed", "skipped", "filtered", "unschedulable"

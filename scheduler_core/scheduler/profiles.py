@@ -34,11 +34,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from .admission import admit_pod
-from .errors import PolicyError, check_int
-from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
-from .pods import Pod
-from .volcano import (
+from ..errors import PolicyError, check_int
+from ..kubelet.admission import admit_pod
+from ..model.pods import Pod
+from ..volcano.cache import NumaCache
+from ..volcano.numaaware import (
     PASS_ASSIGNED,
     PASS_NOT_GUARANTEED,
     PASS_SKIPPED,
@@ -49,7 +49,7 @@ from .volcano import (
     VolcanoTask,
     normalize_scores,
 )
-from .volcano_cache import NumaCache
+from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
 
 if TYPE_CHECKING:
     from .session import Cluster

@@ -46,8 +46,11 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, count
 
-from .admission import admit_pod
-from .errors import RequestError, check_int
+from ..errors import RequestError, check_int
+from ..kubelet.admission import admit_pod
+from ..model.jobs import Job, Task
+from ..model.node import Node
+from ..model.pods import Pod, is_device_resource, pod_level
 from .explain import (
     FILTERED,
     PASSED,
@@ -60,9 +63,6 @@ from .explain import (
     unavailable_message,
 )
 from .gc_pause import paused_gc
-from .jobs import Job, Task
-from .node import Node
-from .pods import Pod, is_device_resource, pod_level
 from .profiles import PROFILES, Profile, ProfileSession, get_profile
 
 __all__ = ["PROFILES", "Cluster", "Profile", "Request", "Tally", "run_session"]

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from .cpuset import CPUSet
-from .errors import EngineError
-from .quantity import parse_quantity
+from ..errors import EngineError
+from ..model.cpuset import CPUSet
+from ..model.quantity import parse_quantity
 
 #: the only resource names a Numatopology's resReserved may hold
 RESERVABLE = ("cpu", "memory", "ephemeral-storage")

@@ -23,13 +23,13 @@ from functools import lru_cache
 from itertools import accumulate, combinations, product
 from typing import NamedTuple
 
-from .bitmask import bits_of as _bits
-from .errors import EngineError
-from .jobs import Job, Task
-from .pods import GUARANTEED, Container, Pod, qos_class
-from .quantity import cpu_milli
-from .volcano_cpu import Selection, VolcanoCPUTopology
-from .volcano_cpu import take_by_topology as volcano_take
+from ..errors import EngineError
+from ..model.bitmask import bits_of as _bits
+from ..model.jobs import Job, Task
+from ..model.pods import GUARANTEED, Container, Pod, qos_class
+from ..model.quantity import cpu_milli
+from .cpumanager.cpu_assignment import Selection, VolcanoCPUTopology
+from .cpumanager.cpu_assignment import take_by_topology as volcano_take
 
 PLUGIN_NAME = "numa-aware"
 POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
@@ -88,7 +88,7 @@ def parse_allocatable(text: str | None) -> int | None:
     error empties the whole set."""
     if text is None:
         return None
-    from .cpuset import CPUSet
+    from ..model.cpuset import CPUSet
 
     try:
         return CPUSet.parse(text).mask
@@ -376,7 +376,7 @@ class ContainerDecision:
         return self.model.hints_for(*self.hints_key)
 
     def to_dict(self) -> dict:
-        from .cpuset import CPUSet
+        from ..model.cpuset import CPUSet
 
         return {
             "container": self.name,

@@ -1,11 +1,11 @@
-"""Every kubelet BitMask vector (ENGINE.md §2.1) through both faces of scheduler_core.bitmask:
+"""Every kubelet BitMask vector (ENGINE.md §2.1) through both faces of scheduler_core.model.bitmask:
 the `BitMask` class with the kubelet's method names, and the int functions the hot paths use."""
 
 from functools import reduce
 
 import pytest
 
-from scheduler_core.bitmask import (
+from scheduler_core.model.bitmask import (
     BitMask,
     BitMaskError,
     and_masks,

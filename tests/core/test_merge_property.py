@@ -10,9 +10,14 @@ from math import prod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core import hints as H
 from scheduler_core.bench import capacity_hints
-from scheduler_core.hints import TopologyHint, flatten_providers, merge_hints, merge_hints_reference
+from scheduler_core.kubelet.topologymanager import policy as H
+from scheduler_core.kubelet.topologymanager.policy import (
+    TopologyHint,
+    flatten_providers,
+    merge_hints,
+    merge_hints_reference,
+)
 
 POLICIES = ["none", "best-effort", "restricted", "single-numa-node"]
 MODES = {"auto": None, "transforms": 0, "set-product": 1 << 60}

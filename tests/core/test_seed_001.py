@@ -2,12 +2,12 @@
 best-effort 16+16, node-3 best-effort 20+20. A 2-CPU single-numa-node pod goes to node-1; a 20-CPU
 best-effort task goes to node-3, which holds it on one NUMA node while node-2 needs two."""
 
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.session import Cluster, run_session
-from scheduler_core.topology import synthetic
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.session import Cluster, run_session
 
 GiB = 2**30
 

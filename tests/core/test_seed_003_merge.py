@@ -8,7 +8,7 @@ picks `{01: True}`. The table below is transcribed from the seed, with True/Fals
 
 import pytest
 
-from scheduler_core.hints import (
+from scheduler_core.kubelet.topologymanager.policy import (
     TopologyHint,
     flatten_providers,
     format_hint,

@@ -11,14 +11,14 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.bitmask import mask_of
-from scheduler_core.devices import (
+from scheduler_core.kubelet.devicemanager.manager import (
     NO_TOPOLOGY_NODE,
     affinity_node_order,
     devices_to_allocate,
     filter_by_affinity,
 )
-from scheduler_core.topology import Device
+from scheduler_core.model.bitmask import mask_of
+from scheduler_core.model.topology import Device
 
 HINT = mask_of([2])
 

@@ -5,7 +5,7 @@ import pytest
 from scheduler_core import Container, Job, Pod, Task
 from scheduler_core.errors import RequestError
 from scheduler_core.formats.workloads import load_jobs
-from scheduler_core.volcano import (
+from scheduler_core.volcano.numaaware import (
     NumaModel,
     VolcanoTask,
     guaranteed_cpus,

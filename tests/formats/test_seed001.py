@@ -2,9 +2,9 @@
 
 import pathlib
 
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.formats import detect_format, load, load_allocations
-from scheduler_core.node import Node
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.node import Node
 
 SEEDS = pathlib.Path(__file__).parent / "data" / "seeds"
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from scheduler_core.quantity import format_bytes
+from scheduler_core.model.quantity import format_bytes
 
 register = template.Library()
 
@@ -23,7 +23,7 @@ def yesno_mark(value: bool | None) -> str:
 
 @register.filter
 def cpu_count(value: str) -> int:
-    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.model.cpuset import CPUSet
 
     return len(CPUSet.parse(value or ""))
 

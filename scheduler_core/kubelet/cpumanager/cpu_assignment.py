@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .bitmask import bits_of as _bits
+from ...errors import InsufficientResourcesError, PolicyError, RequestError, check_int
+from ...model.bitmask import bits_of as _bits
+from ...model.cpuset import CPUSet
+from ...model.kubelet_config import CPUOptions
+from ...model.topology import Topology
 from .cpu_distributed import select_numa_nodes
 from .cpu_index import CPUIndex, as_mask, as_options, check_count, check_in_topology, cpu_index
-from .cpuset import CPUSet
-from .errors import InsufficientResourcesError, PolicyError, RequestError, check_int
-from .kubelet import CPUOptions
-from .topology import Topology
 
 PACKED = "packed"
 SPREAD = "spread"

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from itertools import combinations
 
-from .cpuset import CPUSet
-from .errors import CPUSetError, EngineError, PolicyError, RequestError, check_int
-from .hints import TopologyHint
-from .kubelet import CPUOptions
-from .topology import Topology
+from ...errors import CPUSetError, EngineError, PolicyError, RequestError, check_int
+from ...model.cpuset import CPUSet
+from ...model.kubelet_config import CPUOptions
+from ...model.topology import Topology
+from ..topologymanager.policy import TopologyHint
 
 #: (NUMA mask, its CPUs, its number of NUMA nodes, (its non-preferred hint, its preferred hint))
 NumaCombo = tuple[int, int, int, tuple[TopologyHint, TopologyHint]]

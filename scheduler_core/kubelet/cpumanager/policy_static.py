@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .bitmask import bits_of as _bits
-from .cpu_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
+from ...errors import EngineError, InsufficientResourcesError, PolicyError
+from ...model.bitmask import bits_of as _bits
+from ...model.cpuset import CPUSet
+from ...model.kubelet_config import CPUOptions
+from ...model.pods import INIT, Container, Pod, guaranteed_cpus
+from ...model.topology import Topology
+from ..topologymanager.policy import TopologyHint
+from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
-from .cpu_take import take_by_topology
-from .cpuset import CPUSet
-from .errors import EngineError, InsufficientResourcesError, PolicyError
-from .hints import TopologyHint
-from .kubelet import CPUOptions
-from .pods import INIT, Container, Pod, guaranteed_cpus
-from .topology import Topology
+from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
 
 __all__ = [
     "CPUManager", "SMTAlignmentError", "allocate_container", "allocate_cpus", "check_smt_alignment",

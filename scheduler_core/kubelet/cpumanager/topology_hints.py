@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .bitmask import bits_of as _bits
+from ...model.bitmask import bits_of as _bits
+from ...model.cpuset import CPUSet
+from ...model.kubelet_config import CPUOptions
+from ...model.pods import Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
+from ...model.topology import Topology
+from ..topologymanager.policy import TopologyHint
 from .cpu_index import CPUIndex, as_mask, as_options, check_count, check_in_topology, cpu_index
-from .cpuset import CPUSet
-from .hints import TopologyHint
-from .kubelet import CPUOptions
-from .pods import Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
-from .topology import Topology
 
 
 def _generate_hints(td: CPUIndex, available: int, reusable: int, request: int, align_by_socket: bool

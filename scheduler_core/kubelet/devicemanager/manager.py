@@ -26,11 +26,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .bitmask import BitMaskError, iterate_masks, mask_of
-from .errors import InsufficientResourcesError, RequestError, check_int
-from .hints import TopologyHint
-from .pods import INIT, Container, Pod, pod_device_request
-from .topology import Device
+from ...errors import InsufficientResourcesError, RequestError, check_int
+from ...model.bitmask import BitMaskError, iterate_masks, mask_of
+from ...model.pods import INIT, Container, Pod, pod_device_request
+from ...model.topology import Device
+from ..topologymanager.policy import TopologyHint
 
 #: The pseudo NUMA node of devices that report no NUMA information (upstream `nodeWithoutTopology`).
 NO_TOPOLOGY_NODE = -1

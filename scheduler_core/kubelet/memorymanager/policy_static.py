@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .bitmask import bits_of, iterate_masks, mask_string
-from .errors import InsufficientResourcesError, RequestError, TopologyError, check_int
-from .hints import TopologyHint
-from .pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
+from ...errors import InsufficientResourcesError, RequestError, TopologyError, check_int
+from ...model.bitmask import bits_of, iterate_masks, mask_string
+from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
+from ..topologymanager.policy import TopologyHint
 
 MEMORY = "memory"
 

@@ -36,9 +36,9 @@ from itertools import compress, product, repeat
 from operator import attrgetter, mul
 from typing import Union
 
-from .bitmask import FULL, MASK_BITS, BitMaskError, bits_of, is_narrower, mask_of, mask_string
-from .errors import PolicyError, RequestError, TopologyError
-from .kubelet import TOPOLOGY_OPTIONS, TOPOLOGY_POLICIES, TopologyOptions
+from ...errors import PolicyError, RequestError, TopologyError
+from ...model.bitmask import FULL, MASK_BITS, BitMaskError, bits_of, is_narrower, mask_of, mask_string
+from ...model.kubelet_config import TOPOLOGY_OPTIONS, TOPOLOGY_POLICIES, TopologyOptions
 
 __all__ = [
     "MergeResult", "NUMAInfo", "ProviderHints", "TopologyHint", "as_hint", "average_distance",

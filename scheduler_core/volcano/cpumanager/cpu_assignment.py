@@ -24,7 +24,7 @@ from functools import lru_cache
 from itertools import pairwise, permutations
 from typing import NamedTuple
 
-from .errors import InsufficientResourcesError
+from ...errors import InsufficientResourcesError
 
 NOT_ENOUGH = "not enough cpus available to satisfy request"
 FAILED = "failed to allocate cpus"
