@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are impor
     from .kubelet.cpumanager.topology_hints import cpu_topology_hints
     from .kubelet.devicemanager.manager import device_topology_hints, filter_by_affinity
     from .kubelet.memorymanager.policy_static import memory_topology_hints
-    from .kubelet.topologymanager.policy import MergeResult, TopologyHint, merge_hints
+    from .kubelet.topologymanager.hint import TopologyHint
+    from .kubelet.topologymanager.merge import MergeResult, merge_hints
     from .model.bitmask import BitMask
     from .model.cpuset import CPUSet
     from .model.jobs import Job, Task
@@ -75,7 +76,8 @@ _MODULES = {
     "model.topology": ("Topology", "CPU", "NUMANode", "Device", "Header"),
     "model.kubelet_config": ("KubeletConfig", "TopologyOptions", "CPUOptions"),
     "model.pods": ("Pod", "Container"),
-    "kubelet.topologymanager.policy": ("TopologyHint", "MergeResult", "merge_hints"),
+    "kubelet.topologymanager.hint": ("TopologyHint",),
+    "kubelet.topologymanager.merge": ("MergeResult", "merge_hints"),
     "kubelet.cpumanager.topology_hints": ("cpu_topology_hints",),
     "kubelet.cpumanager.cpu_assignment": ("take_by_topology",),
     "kubelet.devicemanager.manager": ("device_topology_hints", "filter_by_affinity"),

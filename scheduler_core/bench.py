@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 
 from .kubelet.cpumanager.cpu_assignment import take_by_topology
 from .kubelet.memorymanager.policy_static import MachineState, calculate_hints
-from .kubelet.topologymanager.policy import TopologyHint, merge_hints, merge_hints_reference
+from .kubelet.topologymanager.hint import TopologyHint
+from .kubelet.topologymanager.merge import merge_hints, merge_hints_reference
 from .model.cpuset import CPUSet
 from .model.jobs import Job, Task
 from .model.kubelet_config import CPUOptions, KubeletConfig

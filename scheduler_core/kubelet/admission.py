@@ -18,7 +18,8 @@ from ..model.pods import INIT, Container, Pod
 from .cpumanager.policy_static import CPUManager, SMTAlignmentError
 from .devicemanager.manager import DeviceManager
 from .memorymanager.policy_static import MachineState, MemoryManager, MemoryTable
-from .topologymanager.policy import MergeResult, TopologyHint, merge_hints
+from .topologymanager.hint import TopologyHint
+from .topologymanager.merge import MergeResult, merge_hints
 
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 

@@ -4,7 +4,7 @@ align-by-socket) and podGuaranteedCPUs (ENGINE.md §2.6)."""
 import pytest
 
 from scheduler_core.kubelet.cpumanager.topology_hints import container_cpu_hints, cpu_topology_hints
-from scheduler_core.kubelet.topologymanager.policy import TopologyHint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.pods import INIT, SIDECAR, Container, Pod, pod_guaranteed_cpus
 from scheduler_core.model.quantity import cpu_milli

@@ -4,7 +4,7 @@ import pytest
 
 from scheduler_core import CPU, Container, CPUSet, Device, KubeletConfig, Node, NUMANode, Pod, Topology, admit_pod
 from scheduler_core.kubelet.admission import TopologyAffinityError
-from scheduler_core.kubelet.topologymanager.policy import format_hint
+from scheduler_core.kubelet.topologymanager.hint import format_hint
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -26,7 +26,7 @@ from scheduler_core.kubelet.cpumanager.policy_static import (
     validate_static_options,
 )
 from scheduler_core.kubelet.cpumanager.topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
-from scheduler_core.kubelet.topologymanager.policy import TopologyHint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import CPUOptions
 from scheduler_core.model.pods import Container, Pod

@@ -12,7 +12,7 @@ from scheduler_core.kubelet.devicemanager.manager import (
     filter_by_affinity,
     pod_device_hints,
 )
-from scheduler_core.kubelet.topologymanager.policy import TopologyHint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.bitmask import mask_of
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import Device, synthetic

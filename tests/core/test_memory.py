@@ -14,7 +14,7 @@ from scheduler_core.kubelet.memorymanager.policy_static import (
     memory_topology_hints,
     release_memory,
 )
-from scheduler_core.kubelet.topologymanager.policy import TopologyHint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.bitmask import mask_of
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import CPU, NUMANode, Topology

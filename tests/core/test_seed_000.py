@@ -3,13 +3,9 @@ checked against the kubelet's merge semantics (ENGINE.md §2.3)."""
 
 import pytest
 
-from scheduler_core.kubelet.topologymanager.policy import (
-    TopologyHint,
-    format_hint,
-    iterate_permutations,
-    merge_hints,
-    merge_permutation,
-)
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
+from scheduler_core.kubelet.topologymanager.merge import merge_hints
+from scheduler_core.kubelet.topologymanager.policy import iterate_permutations, merge_permutation
 
 T, F = True, False
 CPU = [TopologyHint(0b01, T), TopologyHint(0b11, F)]

@@ -8,15 +8,9 @@ picks `{01: True}`. The table below is transcribed from the seed, with True/Fals
 
 import pytest
 
-from scheduler_core.kubelet.topologymanager.policy import (
-    TopologyHint,
-    flatten_providers,
-    format_hint,
-    iterate_permutations,
-    merge_hints,
-    merge_hints_reference,
-    merge_permutation,
-)
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, flatten_providers, format_hint
+from scheduler_core.kubelet.topologymanager.merge import merge_hints, merge_hints_reference
+from scheduler_core.kubelet.topologymanager.policy import iterate_permutations, merge_permutation
 
 NUMA_NODES = [0, 1]
 DEFAULT = 0b11

@@ -18,7 +18,7 @@ from ...errors import CPUSetError, EngineError, PolicyError, RequestError, check
 from ...model.cpuset import CPUSet
 from ...model.kubelet_config import CPUOptions
 from ...model.topology import Topology
-from ..topologymanager.policy import TopologyHint
+from ..topologymanager.hint import TopologyHint
 
 #: (NUMA mask, its CPUs, its number of NUMA nodes, (its non-preferred hint, its preferred hint))
 NumaCombo = tuple[int, int, int, tuple[TopologyHint, TopologyHint]]

@@ -19,7 +19,7 @@ from ...model.cpuset import CPUSet
 from ...model.kubelet_config import CPUOptions
 from ...model.pods import INIT, Container, Pod, guaranteed_cpus
 from ...model.topology import Topology
-from ..topologymanager.policy import TopologyHint
+from ..topologymanager.hint import TopologyHint
 from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
 from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints

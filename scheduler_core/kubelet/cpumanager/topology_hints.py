@@ -11,7 +11,7 @@ from ...model.cpuset import CPUSet
 from ...model.kubelet_config import CPUOptions
 from ...model.pods import Container, Pod, guaranteed_cpus, pod_guaranteed_cpus
 from ...model.topology import Topology
-from ..topologymanager.policy import TopologyHint
+from ..topologymanager.hint import TopologyHint
 from .cpu_index import CPUIndex, as_mask, as_options, check_count, check_in_topology, cpu_index
 
 

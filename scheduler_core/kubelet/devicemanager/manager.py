@@ -30,7 +30,7 @@ from ...errors import InsufficientResourcesError, RequestError, check_int
 from ...model.bitmask import BitMaskError, iterate_masks, mask_of
 from ...model.pods import INIT, Container, Pod, pod_device_request
 from ...model.topology import Device
-from ..topologymanager.policy import TopologyHint
+from ..topologymanager.hint import TopologyHint
 
 #: The pseudo NUMA node of devices that report no NUMA information (upstream `nodeWithoutTopology`).
 NO_TOPOLOGY_NODE = -1

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ...errors import InsufficientResourcesError, RequestError, TopologyError, check_int
 from ...model.bitmask import bits_of, iterate_masks, mask_string
 from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
-from ..topologymanager.policy import TopologyHint
+from ..topologymanager.hint import TopologyHint
 
 MEMORY = "memory"
 

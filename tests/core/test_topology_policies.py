@@ -1,0 +1,25 @@
+"""The Topology Manager's policies as objects: one per name the kubelet accepts, unknown names refused."""
+
+import pytest
+
+from scheduler_core.errors import PolicyError
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.kubelet.topologymanager.policies import POLICIES, get_policy
+from scheduler_core.model.kubelet_config import TOPOLOGY_POLICIES
+
+
+def test_one_policy_per_kubelet_name() -> None:
+    assert tuple(POLICIES) == TOPOLOGY_POLICIES
+    assert all(get_policy(name).name == name for name in TOPOLOGY_POLICIES)
+
+
+@pytest.mark.parametrize("name", ["", "Best-Effort", None, 3])
+def test_unknown_policy_is_refused(name: object) -> None:
+    with pytest.raises(PolicyError, match="unknown Topology Manager policy"):
+        get_policy(name)
+
+
+def test_single_numa_node_turns_all_nodes_into_nil() -> None:
+    policy = get_policy("single-numa-node")
+    assert policy.finish(TopologyHint(0b11, True), 0b11) == TopologyHint(None, True)
+    assert policy.finish(TopologyHint(0b01, True), 0b11) == TopologyHint(0b01, True)
