@@ -19,7 +19,7 @@ from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.jobs import Task as EngineTask
 from scheduler_core.model.pods import APP, Container, Pod
 from scheduler_core.model.quantity import count, cpu_milli
-from scheduler_core.volcano.numaaware import job_topology_policy_violation
+from scheduler_core.volcano.webhook import job_topology_policy_violation
 
 from . import bounds
 from .models import Job, Task

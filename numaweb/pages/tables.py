@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scheduler_core.kubelet.topologymanager.policy import TopologyHint, format_hint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
 from scheduler_core.scheduler.explain import unavailable_message
 
 FAILED = ("filtered", "unschedulable")

@@ -38,13 +38,13 @@ from ..errors import PolicyError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.pods import Pod
 from ..volcano.cache import NumaCache
+from ..volcano.cpumanager.provider import NumaModel
 from ..volcano.numaaware import (
     PASS_ASSIGNED,
     PASS_NOT_GUARANTEED,
     PASS_SKIPPED,
     REJECT,
     UNSCHEDULABLE_AND_UNRESOLVABLE,
-    NumaModel,
     VolcanoPlugin,
     VolcanoTask,
     normalize_scores,

@@ -16,25 +16,20 @@ Hot paths work on int masks and per-NUMA counts; hint lists are cached per (free
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import accumulate, combinations, product
 from typing import NamedTuple
 
 from ..errors import EngineError
 from ..model.bitmask import bits_of as _bits
-from ..model.jobs import Job, Task
-from ..model.pods import GUARANTEED, Container, Pod, qos_class
-from ..model.quantity import cpu_milli
-from .cpumanager.cpu_assignment import Selection, VolcanoCPUTopology
+from ..model.cpuset import CPUSet
+from ..model.pods import GUARANTEED, Pod
+from .cpumanager.cpu_assignment import Selection
 from .cpumanager.cpu_assignment import take_by_topology as volcano_take
+from .cpumanager.provider import NumaModel
+from .policy import Hint, guaranteed_cpus, has_policy, policy_predicate
 
 PLUGIN_NAME = "numa-aware"
-POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
-CPU_MANAGER_POLICY = "CPUManagerPolicy"
-TOPOLOGY_MANAGER_POLICY = "TopologyManagerPolicy"
 
 #: Volcano framework status codes used by the predicate.
 ERROR = "Error"
@@ -59,272 +54,6 @@ def reason_policy_mismatch(task_policy: str, node_policy: str) -> str:
 
 def reason_container(name: str) -> str:
     return f"container {name} cannot be assigned by numa"
-
-
-class Hint(NamedTuple):
-    """A topology hint as Volcano handles it: `affinity` NUMA mask int, None = nil mask ("any")."""
-
-    affinity: int | None
-    preferred: bool
-
-    def to_dict(self) -> dict:
-        return {"affinity": None if self.affinity is None else _bits(self.affinity), "preferred": self.preferred}
-
-
-def has_policy(policy: str | None) -> bool:
-    """A task "has a policy" unless it is absent, empty or `none` (ENGINE.md §3.3)."""
-    return bool(policy) and policy != "none"
-
-
-def guaranteed_cpus(cpu_request_milli: int | None) -> int:
-    """Volcano's integer-CPU rule (ENGINE.md §3.2): whole CPUs of the request, 0 when fractional or absent."""
-    if not cpu_request_milli or cpu_request_milli % 1000:
-        return 0
-    return cpu_request_milli // 1000
-
-
-def parse_allocatable(text: str | None) -> int | None:
-    """`numares.cpu.allocatable` as the cache parses it (ENGINE.md §3.8): None when absent, and any syntax
-    error empties the whole set."""
-    if text is None:
-        return None
-    from ..model.cpuset import CPUSet
-
-    try:
-        return CPUSet.parse(text).mask
-    except EngineError:
-        return 0
-
-
-def reserved_cpu_count(quantity: str | int | None) -> int:
-    """CPUs Volcano reserves for a `resReserved.cpu` quantity: ceil(milli / 1000) (ENGINE.md §3.4)."""
-    if quantity is None:
-        return 0
-    milli = cpu_milli(quantity, "resReserved cpu")
-    return -(-milli // 1000)
-
-
-# ------------------------------------------------------------------------------------------------
-# Node side: the scheduler's NumaSchedulerInfo
-# ------------------------------------------------------------------------------------------------
-
-
-class NumaModel:
-    """The static part of a node's `NumaSchedulerInfo`: raw policy strings, per-CPU detail
-    (`{cpu: (numa, socket, core)}` with exporter core ids, unique per socket only) and the reserved
-    CPU quantity. Shared by every node of the same shape and settings."""
-
-    def __init__(self, cpu_detail: Mapping[int, tuple[int, int, int]], policies: Mapping[str, str] | None = None,
-                 reserved_cpu_milli: int | None = None) -> None:
-        self.policies = dict(policies or {})
-        self.cpu_policy = self.policies.get(CPU_MANAGER_POLICY, "")
-        self.tm_policy = self.policies.get(TOPOLOGY_MANAGER_POLICY, "")
-        self.detail = {int(c): tuple(v) for c, v in cpu_detail.items()}
-        self.numa_ids: tuple[int, ...] = tuple(sorted({v[0] for v in self.detail.values()}))
-        self.default_mask = 0
-        for n in self.numa_ids:
-            self.default_mask |= 1 << n
-        self.numa_cpus: dict[int, int] = {n: 0 for n in self.numa_ids}
-        for cpu, (numa, _s, _c) in self.detail.items():
-            self.numa_cpus[numa] |= 1 << cpu
-        self.all_cpus = 0
-        for m in self.numa_cpus.values():
-            self.all_cpus |= m
-        self.capacity = tuple(self.numa_cpus[n].bit_count() for n in self.numa_ids)
-        # Every non-empty NUMA subset in Volcano's order (size, then lexicographic): (mask, indexes, capacity).
-        self.subsets: list[tuple[int, tuple[int, ...], int]] = []
-        for k in range(1, len(self.numa_ids) + 1):
-            for idx in combinations(range(len(self.numa_ids)), k):
-                mask = 0
-                for i in idx:
-                    mask |= 1 << self.numa_ids[i]
-                self.subsets.append((mask, idx, sum(self.capacity[i] for i in idx)))
-        self.numa0_index = self.numa_ids.index(0) if 0 in self.numa_ids else None
-        self.cpu_topology = VolcanoCPUTopology(self.detail)
-        self.reserved_cpu_milli = reserved_cpu_milli
-        self.reserved = self._reserved()
-        #: the k largest NUMA capacities summed, for k = 1..n: the narrowest width that could hold a request
-        self._widest_sums = list(accumulate(sorted(self.capacity, reverse=True)))
-        # subsets in Volcano's order as (index-space mask, width), and their hint objects built once
-        self._order = [(sum(1 << i for i in idx), len(idx)) for _m, idx, _c in self.subsets]
-        self._by_width: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in range(len(self.numa_ids) + 1)]
-        for real, idx, _c in self.subsets:
-            self._by_width[len(idx)].append((real, idx))
-        for group in self._by_width:
-            group.sort()
-        self._hint_objects = ([Hint(m, True) for m, _i, _c in self.subsets],
-                              [Hint(m, False) for m, _i, _c in self.subsets])
-
-    @classmethod
-    def from_node(cls, node) -> NumaModel:
-        """Volcano's view of an engine `Node`: what the resource exporter would publish for it."""
-        topo = node.topology
-        sockets_seen: dict[int, dict[int, int]] = {}
-        detail = {}
-        for c in topo.cpus:
-            # exporter core ids restart per socket: number cores of each socket 0..k in id order
-            per_socket = sockets_seen.setdefault(c.socket, {})
-            local = per_socket.setdefault(c.core, len(per_socket))
-            detail[c.id] = (c.numa, c.socket, local)
-        k = node.kubelet
-        policies = {CPU_MANAGER_POLICY: k.cpu_manager_policy, TOPOLOGY_MANAGER_POLICY: k.topology_manager_policy}
-        reserved = k.reserved_cpu_milli if k.reserved_cpus is None else len(k.reserved_cpus) * 1000
-        return cls(detail, policies, reserved or None)
-
-    def _reserved(self) -> int:
-        """ENGINE.md §3.4: ceil(reserved / 1000) CPUs picked by Volcano's own selection from every CPU (none on
-        failure); with per-socket core ids this can be more CPUs than asked."""
-        if not self.reserved_cpu_milli:
-            return 0
-        n = -(-self.reserved_cpu_milli // 1000)
-        try:
-            return volcano_take(self.cpu_topology, self.all_cpus, n).cpus
-        except EngineError:
-            return 0
-
-    # -- hint provider (ENGINE.md §3.4) -----------------------------------------------------------------
-    def free_counts(self, avail: int) -> tuple[int, ...]:
-        """Free CPUs per NUMA node (detail order); CPUs unknown to the detail count as NUMA 0."""
-        counts = [(avail & self.numa_cpus[n]).bit_count() for n in self.numa_ids]
-        unknown = (avail & ~self.all_cpus).bit_count()
-        if unknown and self.numa0_index is not None:
-            counts[self.numa0_index] += unknown
-        return tuple(counts)
-
-    def hints(self, avail: int, req: int) -> list[Hint]:
-        """generateHints: masks with enough free CPUs; preferred = minimal width by total capacity."""
-        return self.hints_for(self.free_counts(avail), req)
-
-    def best_hint(self, counts: tuple[int, ...], req: int, policy: str) -> tuple[Hint, bool]:
-        """The policy's (best hint, admit) over `hints_for(counts, req)` without listing the hints:
-        equal to `policy_predicate(policy, numa_ids, [{"cpu": hints}])` (checked by the tests)."""
-        if policy not in ("best-effort", "restricted", "single-numa-node"):
-            return Hint(None, False), True
-        min_aff = self._min_affinity(req)
-        for real, idx in self._by_width[min_aff]:
-            matching = 0
-            for i in idx:
-                matching += counts[i]
-            if matching >= req:
-                if policy == "single-numa-node" and min_aff != 1:
-                    break
-                return Hint(real, True), True
-        if policy == "single-numa-node":
-            return Hint(self.default_mask, False), False
-        admit = policy == "best-effort"
-        for width in range(min_aff + 1, len(self.numa_ids) + 1):
-            for real, idx in self._by_width[width]:
-                matching = 0
-                for i in idx:
-                    matching += counts[i]
-                if matching >= req:
-                    return Hint(real, False), admit
-        return Hint(self.default_mask, False), admit
-
-    def hints_for(self, counts: tuple[int, ...], req: int) -> list[Hint]:
-        """The hint list for free counts per NUMA node (`free_counts`); cached per (model, counts, request)."""
-        return _hints_for(self, counts, req)
-
-    def _generate(self, counts: tuple[int, ...], req: int) -> list[Hint]:
-        # free CPUs of every NUMA subset (index-space masks), each from its subset minus the lowest bit
-        n = len(counts)
-        sums = [0] * (1 << n)
-        for m in range(1, 1 << n):
-            low = m & -m
-            sums[m] = sums[m ^ low] + counts[low.bit_length() - 1]
-        min_aff = self._min_affinity(req)
-        pref, plain = self._hint_objects
-        return [pref[i] if width == min_aff else plain[i]
-                for i, (index_mask, width) in enumerate(self._order) if sums[index_mask] >= req]
-
-    def _min_affinity(self, req: int) -> int:
-        """Narrowest subset width whose *total* CPUs cover the request (len(numa_ids) when none)."""
-        return min(bisect_left(self._widest_sums, req) + 1, len(self.numa_ids))
-
-    def numa_count(self, cpus: int) -> int:
-        """Distinct NUMA nodes of an assignment; a CPU unknown to the detail counts as NUMA 0 (ENGINE.md §3.6)."""
-        mask = 0
-        for n, m in self.numa_cpus.items():
-            if cpus & m:
-                mask |= 1 << n
-        if cpus & ~self.all_cpus:
-            mask |= 1
-        return mask.bit_count()
-
-    def numa_mask(self, cpus: int) -> int:
-        mask = 0
-        for n, m in self.numa_cpus.items():
-            if cpus & m:
-                mask |= 1 << n
-        return mask
-
-
-@lru_cache(maxsize=65536)
-def _hints_for(model: NumaModel, counts: tuple[int, ...], req: int) -> list[Hint]:
-    return model._generate(counts, req)
-
-
-# ------------------------------------------------------------------------------------------------
-# Policies: Volcano's legacy merge (ENGINE.md §3.4)
-# ------------------------------------------------------------------------------------------------
-
-
-def filter_providers_hints(providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> list[list[Hint]]:
-    """No map → [(nil, preferred)]; nil list → [(nil, preferred)]; empty list → [(nil, not preferred)]."""
-    lists: list[list[Hint]] = []
-    for hints in providers_hints:
-        if not hints:
-            lists.append([Hint(None, True)])
-            continue
-        for resource in hints:
-            value = hints[resource]
-            if value is None:
-                lists.append([Hint(None, True)])
-            elif len(value) == 0:
-                lists.append([Hint(None, False)])
-            else:
-                lists.append([h if isinstance(h, Hint) else Hint(h.affinity, h.preferred) for h in value])
-    return lists
-
-
-def merge_filtered_hints(numa_nodes: Iterable[int], lists: Sequence[Sequence[Hint]]) -> Hint:
-    """ENGINE.md §3.4: best over every permutation; preferred first, then narrower (fewer bits, smaller mask)."""
-    default = 0
-    for n in numa_nodes:
-        default |= 1 << n
-    best_mask, best_pref = default, False
-    for combo in product(*lists):
-        mask = default
-        preferred = True
-        for h in combo:
-            if h.affinity is not None:
-                mask &= h.affinity
-            if not h.preferred:
-                preferred = False
-        if not mask:
-            continue
-        if preferred and not best_pref:
-            best_mask, best_pref = mask, True
-        elif preferred == best_pref:
-            c, bc = mask.bit_count(), best_mask.bit_count()
-            if c < bc or (c == bc and mask < best_mask):
-                best_mask = mask
-    return Hint(best_mask, best_pref)
-
-
-def policy_predicate(policy: str, numa_nodes: Iterable[int],
-                     providers_hints: Sequence[Mapping[str, Sequence[Hint] | None] | None]) -> tuple[Hint, bool]:
-    """A Volcano topology policy's Predicate (ENGINE.md §3.4): (best hint, admit). Unknown names act as `none`."""
-    if policy not in ("best-effort", "restricted", "single-numa-node"):
-        return Hint(None, False), True
-    lists = filter_providers_hints(providers_hints)
-    if policy == "single-numa-node":
-        lists = [[h for h in lst if h.preferred and (h.affinity is None or h.affinity.bit_count() == 1)]
-                 for lst in lists]
-    best = merge_filtered_hints(numa_nodes, lists)
-    if policy == "best-effort":
-        return best, True
-    return best, best.preferred
 
 
 # ------------------------------------------------------------------------------------------------
@@ -376,8 +105,6 @@ class ContainerDecision:
         return self.model.hints_for(*self.hints_key)
 
     def to_dict(self) -> dict:
-        from ..model.cpuset import CPUSet
-
         return {
             "container": self.name,
             "hints": {"cpu": None if self.hints is None else [h.to_dict() for h in self.hints]},
@@ -598,74 +325,3 @@ class VolcanoPlugin:
                 continue
             out.append({"task_uid": uid, "pod_meta": dict(meta), "node": node, "cpus": cpus})
         return out
-
-
-# ------------------------------------------------------------------------------------------------
-# Job-side helpers (webhook, annotation, job controller; ENGINE.md §3.2)
-# ------------------------------------------------------------------------------------------------
-
-
-def task_topology_policy(annotations: Mapping[str, str] | None) -> str:
-    """The scheduler's task policy: the annotation verbatim, "" when absent."""
-    return (annotations or {}).get(POLICY_ANNOTATION) or ""
-
-
-def job_pod_annotation(task_policy: str | None, template_annotation: str | None) -> str | None:
-    """The job controller copies the template annotation, then overwrites it with a non-empty task policy."""
-    return task_policy if task_policy else template_annotation
-
-
-def _webhook_message(task_index: int, index: int) -> str:
-    return f"the cpu request isn't an integer in spec.task[{task_index}] container[{index}]."
-
-
-def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
-                                  init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
-    """The job webhook's check (ENGINE.md §3.2) on one task's container resource dicts (`{"requests": ...,
-    "limits": ...}`): with a policy, every container's cpu request (limits when requests are empty)
-    must be whole CPUs; no cpu request counts as 0 CPUs. `task_index` is the task's place in the
-    job. Returns the rejection message, "" when valid."""
-    if not has_policy(policy):
-        return ""
-    for index, c in enumerate([*containers, *init_containers]):
-        values = c.get("requests") or c.get("limits") or {}
-        cpu = values.get("cpu")
-        milli = cpu_milli(cpu, f"container[{index}] cpu") if cpu is not None else 0
-        if guaranteed_cpus(milli) == 0:
-            return _webhook_message(task_index, index)
-    return ""
-
-
-def validate_job_tasks(tasks: Sequence[Mapping]) -> str:
-    """The webhook's check over a Volcano Job manifest's `spec.tasks`: the first task that fails names
-    its own index in the message; "" when every task is valid."""
-    for task_index, task in enumerate(tasks):
-        spec = (task.get("template") or {}).get("spec") or {}
-        containers = [c.get("resources") or {} for c in spec.get("containers") or ()]
-        inits = [c.get("resources") or {} for c in spec.get("initContainers") or ()]
-        message = validate_task_topology_policy(task.get("topologyPolicy"), containers, inits, task_index)
-        if message:
-            return message
-    return ""
-
-
-def job_topology_policy_violation(job: Job) -> tuple[Task, Container, str] | None:
-    """The same check on an engine Job (requests already defaulted from limits): the first task and
-    container the webhook would refuse, with its message; None when the job is valid."""
-    for task_index, task in enumerate(job.tasks):
-        if not has_policy(task.topology_policy):
-            continue
-        pod = task.template
-        for index, c in enumerate([*pod.containers, *pod.init_containers]):
-            if guaranteed_cpus(c.requests.get("cpu", 0)) == 0:
-                return task, c, _webhook_message(task_index, index)
-    return None
-
-
-def pod_qos(containers: Sequence[Container], init_containers: Sequence[Container] = (),
-            status_qos_class: str | None = None) -> str:
-    """GetPodQOS as the plugin's gate reads it (ENGINE.md §3.2): a non-empty `status.qosClass` is returned as
-    it is; otherwise the class the containers' requests and limits give."""
-    if status_qos_class:
-        return status_qos_class
-    return qos_class(Pod("qos-probe", tuple(containers), tuple(init_containers)))

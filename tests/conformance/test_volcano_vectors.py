@@ -15,22 +15,20 @@ from scheduler_core.model.quantity import count, cpu_milli
 from scheduler_core.volcano.cache import NumaCache, NumaInfo, PodMeta, check_numa_pod_assigned
 from scheduler_core.volcano.cpumanager.cpu_assignment import VolcanoCPUTopology, go_sort_slice
 from scheduler_core.volcano.cpumanager.cpu_assignment import take_by_topology as volcano_take
+from scheduler_core.volcano.cpumanager.provider import NumaModel, parse_allocatable, reserved_cpu_count
 from scheduler_core.volcano.numaaware import (
     PASS_ASSIGNED,
     REJECT,
-    Hint,
-    NumaModel,
     VolcanoPlugin,
     VolcanoTask,
     allocate_container,
-    guaranteed_cpus,
-    job_pod_annotation,
     normalize_scores,
-    parse_allocatable,
     plugin_weight,
+)
+from scheduler_core.volcano.policy import Hint, guaranteed_cpus, policy_predicate
+from scheduler_core.volcano.webhook import (
+    job_pod_annotation,
     pod_qos,
-    policy_predicate,
-    reserved_cpu_count,
     task_topology_policy,
     validate_task_topology_policy,
 )

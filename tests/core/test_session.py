@@ -14,7 +14,9 @@ from scheduler_core.model.node import Allocation, Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import CPU, Topology, synthetic
 from scheduler_core.scheduler.session import Cluster, run_session
-from scheduler_core.volcano.numaaware import Hint, NumaModel, VolcanoTask, policy_predicate, predicate
+from scheduler_core.volcano.cpumanager.provider import NumaModel
+from scheduler_core.volcano.numaaware import VolcanoTask, predicate
+from scheduler_core.volcano.policy import Hint, policy_predicate
 
 GiB = 2**30
 
