@@ -64,8 +64,10 @@ if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are impor
     from .model.node import Allocation, Node
     from .model.pods import Container, Pod
     from .model.topology import CPU, Device, Header, NUMANode, Topology
+    from .scheduler.cluster import Cluster
+    from .scheduler.explain import SessionResult
     from .scheduler.profiles import PROFILES, AlignedProfile, Profile, UnawareProfile, VolcanoProfile, get_profile
-    from .scheduler.session import Cluster, SessionResult, run_session
+    from .scheduler.session import run_session
 
 #: the module that defines each public name
 _MODULES = {
@@ -85,7 +87,9 @@ _MODULES = {
     "model.node": ("Node", "Allocation"),
     "model.jobs": ("Job", "Task"),
     "kubelet.admission": ("admit_pod", "AdmitResult", "TopologyAffinityError"),
-    "scheduler.session": ("run_session", "Cluster", "SessionResult"),
+    "scheduler.session": ("run_session",),
+    "scheduler.cluster": ("Cluster",),
+    "scheduler.explain": ("SessionResult",),
     "scheduler.profiles": ("Profile", "PROFILES", "get_profile", "VolcanoProfile", "AlignedProfile", "UnawareProfile"),
     "formats": ("load_topology",),
 }

@@ -34,7 +34,9 @@ from .model.kubelet_config import CPUOptions, KubeletConfig
 from .model.node import Node
 from .model.pods import Container, Pod
 from .model.topology import synthetic
-from .scheduler.session import PROFILES, Cluster, run_session
+from .scheduler.cluster import Cluster
+from .scheduler.profiles import PROFILES
+from .scheduler.session import run_session
 
 GiB = 2**30
 POLICIES = ("single-numa-node", "best-effort", "restricted", "none")

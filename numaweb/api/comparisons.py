@@ -26,7 +26,7 @@ from numaweb.jobs.models import Job
 from numaweb.scheduling.services import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.scheduler.compare import Shape
-from scheduler_core.scheduler.session import PROFILES
+from scheduler_core.scheduler.profiles import PROFILES
 
 ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
 SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")

@@ -10,7 +10,7 @@ from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
 from scheduler_core.scheduler.compare import Shape, Variant
-from scheduler_core.scheduler.session import PROFILES
+from scheduler_core.scheduler.profiles import PROFILES
 
 from . import services
 

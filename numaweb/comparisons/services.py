@@ -25,8 +25,8 @@ from numaweb.jobs.models import Job
 from numaweb.scheduling.services import BrokerUnavailable, worker_gone, worker_id
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.scheduler.cluster import Cluster as EngineCluster
 from scheduler_core.scheduler.compare import Shape, Variant, headroom, run_variant
-from scheduler_core.scheduler.session import Cluster as EngineCluster
 
 from .models import Comparison, ComparisonVariant
 

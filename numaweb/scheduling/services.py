@@ -300,7 +300,7 @@ def execute_session(session_id: int) -> SchedulingSession:
 
 
 def _run_with_retries(session: SchedulingSession) -> None:
-    from scheduler_core.scheduler.session import Cluster as EngineCluster
+    from scheduler_core.scheduler.cluster import Cluster as EngineCluster
     from scheduler_core.scheduler.session import run_session
 
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)

@@ -30,8 +30,10 @@ from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOption
 from ..model.node import Node
 from ..model.pods import Container, Pod, is_device_resource
 from ..model.quantity import count, cpu_milli, format_bytes
+from .cluster import Cluster, Request
+from .explain import SessionResult
 from .profiles import PROFILES, AlignedProfile, Profile, get_profile
-from .session import Cluster, Request, SessionResult, run_session
+from .session import run_session
 
 #: single-NUMA block histogram bins: (label, smallest, largest) free CPUs on one NUMA node
 BLOCK_BINS: tuple[tuple[str, int, int], ...] = (

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from ..errors import PolicyError, check_int
 from ..kubelet.admission import admit_pod
@@ -49,10 +49,8 @@ from ..volcano.numaaware import (
     VolcanoTask,
     normalize_scores,
 )
+from .cluster import Cluster
 from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
-
-if TYPE_CHECKING:
-    from .session import Cluster
 
 
 class ProfileSession:

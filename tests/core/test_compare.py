@@ -14,6 +14,7 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.node import Allocation, Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.cluster import Cluster
 from scheduler_core.scheduler.compare import (
     Shape,
     Variant,
@@ -23,8 +24,8 @@ from scheduler_core.scheduler.compare import (
     run_variant,
     span_histogram,
 )
-from scheduler_core.scheduler.profiles import AlignedProfile
-from scheduler_core.scheduler.session import PROFILES, Cluster, run_session
+from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 GPU = "nvidia.com/gpu"

@@ -7,7 +7,8 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.node import Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import synthetic
-from scheduler_core.scheduler.session import Cluster, run_session
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 

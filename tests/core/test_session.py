@@ -13,7 +13,8 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.node import Allocation, Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import CPU, Topology, synthetic
-from scheduler_core.scheduler.session import Cluster, run_session
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.session import run_session
 from scheduler_core.volcano.cpumanager.provider import NumaModel
 from scheduler_core.volcano.numaaware import VolcanoTask, predicate
 from scheduler_core.volcano.policy import Hint, policy_predicate

@@ -11,7 +11,9 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.node import Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import CPU, Topology, synthetic
-from scheduler_core.scheduler.session import PROFILES, Cluster, run_session
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.profiles import PROFILES
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 GPU = "nvidia.com/gpu"
