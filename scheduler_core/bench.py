@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from .kubelet.cpumanager.cpu_assignment import take_by_topology
-from .kubelet.memorymanager.policy_static import MachineState, calculate_hints
+from .kubelet.memorymanager.policy_static import calculate_hints
+from .kubelet.memorymanager.state import MachineState
 from .kubelet.topologymanager.hint import TopologyHint
 from .kubelet.topologymanager.merge import merge_hints, merge_hints_reference
 from .model.cpuset import CPUSet

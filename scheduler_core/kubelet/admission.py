@@ -17,7 +17,8 @@ from ..model.node import Allocation, Node
 from ..model.pods import INIT, Container, Pod
 from .cpumanager.policy_static import CPUManager, SMTAlignmentError
 from .devicemanager.manager import DeviceManager
-from .memorymanager.policy_static import MachineState, MemoryManager, MemoryTable
+from .memorymanager.policy_static import MemoryManager
+from .memorymanager.state import MachineState, MemoryTable
 from .topologymanager.hint import TopologyHint
 from .topologymanager.merge import MergeResult, merge_hints
 

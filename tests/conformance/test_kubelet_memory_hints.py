@@ -2,7 +2,8 @@
 
 import pytest
 
-from scheduler_core.kubelet.memorymanager.policy_static import MachineState, memory_topology_hints
+from scheduler_core.kubelet.memorymanager.policy_static import memory_topology_hints
+from scheduler_core.kubelet.memorymanager.state import MachineState
 from scheduler_core.model.bitmask import bits_of
 from scheduler_core.model.pods import Container, Pod, pod_memory_request
 from tests.conftest import load_vectors

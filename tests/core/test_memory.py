@@ -4,8 +4,6 @@ import pytest
 
 from scheduler_core.errors import InsufficientResourcesError, RequestError, TopologyError
 from scheduler_core.kubelet.memorymanager.policy_static import (
-    Block,
-    MachineState,
     MemoryAllocationError,
     MemoryManager,
     allocate_memory,
@@ -14,6 +12,7 @@ from scheduler_core.kubelet.memorymanager.policy_static import (
     memory_topology_hints,
     release_memory,
 )
+from scheduler_core.kubelet.memorymanager.state import Block, MachineState
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.bitmask import mask_of
 from scheduler_core.model.pods import Container, Pod
