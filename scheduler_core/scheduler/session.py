@@ -13,12 +13,12 @@ Node choice is deterministic: highest total score, then fewest NUMA nodes spanne
 placement, then the profile's tie-break (aligned with `distance_tie_break`: the lower mean NUMA
 distance), then node name.
 
-Every profile (`profiles.py`: volcano, aligned, unaware) sits behind the same resource-fit filter
+Every profile (`profiles`: volcano, aligned, unaware) sits behind the same resource-fit filter
 (the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
 checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
 keeps its own state through the place / rollback / close hooks.
 
-After a node is chosen the kubelet's admission (`admission.admit_pod`, commit=True) runs there, so
+After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there, so
 every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
 rejects is reported with the kubelet's reason (`TopologyAffinityError`, ...), never as a success. It
 still counts as placed for the gang (the scheduler bound it) and keeps its scheduler tally, but holds
@@ -35,7 +35,7 @@ choosing a node does not walk every class; its verdict groups (the explanation r
 same way, from the classes' change log, so a pod copies one row per verdict. The cyclic collector is
 paused while the session runs (gc_pause.py).
 
-Explanations: see `explain.py` for the schema of `SessionResult.to_dict()`.
+Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Modelled exactly: the QoS gate, `filterNodeByPolicy` with upstream's reason strings, the
 per-container simulation with the *node's* topology policy and Volcano's legacy hint merge, the CPU
 hint provider (hints from total capacity and free counts, reserved CPUs re-derived from a quantity),
-Volcano's own CPU selection for the reserved and predicted CPUs (`volcano_cpu`, §3.5), the
+Volcano's own CPU selection for the reserved and predicted CPUs (`cpumanager/cpu_assignment`, §3.5), the
 NUMA-span batch score with weight and normalisation, the session events that keep an in-session
-free-CPU view and the close hand-off to the cache (`volcano_cache`).
+free-CPU view and the close hand-off to the cache (`cache`).
 
 Node input is Volcano's view of a node, `NumaModel` (the Numatopology CRD: raw policy strings,
 per-CPU detail, reserved quantity) plus a free-CPU mask per node (`None` = the CRD has no `cpu`

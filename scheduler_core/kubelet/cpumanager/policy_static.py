@@ -1,6 +1,6 @@
 """The kubelet CPU Manager, static policy (ENGINE.md §2.6): reserved CPUs, SMT alignment
 (`full-pcpus-only`), `allocate_cpus` and the `CPUManager` hint provider the admission asks. Its
-hints are `cpu_hints`, its CPU choice `cpu_take`; both are imported here for its own use.
+hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported here for its own use.
 
 - `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)`,
   `validate_static_options(topology, options)`;

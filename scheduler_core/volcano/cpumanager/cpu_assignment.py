@@ -2,7 +2,7 @@
 plugin keeps in its CPU provider, quirks included, and Go's `sort.Slice` that its orderings need.
 
 Volcano predicts (and scores) with this selection; the kubelet then pins with its own algorithm
-(`cpu_take.take_by_topology`), so the two can differ: that gap is what a session shows as predicted
+(the kubelet's `cpu_assignment.take_by_topology`), so the two can differ: that gap is what a session shows as predicted
 versus admitted. The quirks (ENGINE.md §3.5):
 
 - whole "sockets" are those whose *id* is also the id of an available CPU;
