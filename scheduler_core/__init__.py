@@ -57,7 +57,6 @@ if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are impor
     from .kubelet.memorymanager.policy_static import memory_topology_hints
     from .kubelet.topologymanager.hint import TopologyHint
     from .kubelet.topologymanager.merge import MergeResult, merge_hints
-    from .model.bitmask import BitMask
     from .model.cpuset import CPUSet
     from .model.jobs import Job, Task
     from .model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
@@ -74,7 +73,6 @@ _MODULES = {
     "model.cpuset": ("CPUSet",),
     "errors": ("EngineError", "CPUSetError", "TopologyError", "RequestError", "PolicyError",
                "InsufficientResourcesError", "FormatError"),
-    "model.bitmask": ("BitMask",),
     "model.topology": ("Topology", "CPU", "NUMANode", "Device", "Header"),
     "model.kubelet_config": ("KubeletConfig", "TopologyOptions", "CPUOptions"),
     "model.pods": ("Pod", "Container"),
@@ -101,7 +99,6 @@ __all__ = [
     "AdmitResult",
     "AlignedProfile",
     "Allocation",
-    "BitMask",
     "CPUOptions",
     "CPUSet",
     "CPUSetError",

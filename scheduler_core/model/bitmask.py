@@ -1,7 +1,7 @@
 """NUMA affinity masks as plain ints, with the kubelet's ordering rules (ENGINE.md §2.1).
 
-Bit *i* set means NUMA node *i*. Hot paths use the module functions on ints; `BitMask` mirrors the
-kubelet's mutable type (64 bits, all-or-nothing Add/Remove) for callers that want its exact API.
+Bit *i* set means NUMA node *i*. The engine works on ints; the kubelet's mutable `BitMask` type is
+mirrored only in the tests (tests/conformance/bitmask_api.py), to run its vectors against its own API.
 """
 
 from __future__ import annotations
@@ -81,98 +81,3 @@ def iterate_masks(bits: Iterable[int]) -> Iterator[int]:
             for m in combo:
                 mask |= m
             yield mask
-
-
-def format_mask(mask: int | None) -> str:
-    """Human form used in explanations: `{0,1}`; `any` for a nil mask."""
-    if mask is None:
-        return "any"
-    return "{" + ",".join(str(b) for b in bits_of(mask)) + "}"
-
-
-class BitMask:
-    """The kubelet's 64-bit NUMA mask with its method names, for exact parity with upstream tests."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, *bits: int) -> None:
-        self.value = mask_of(bits)
-
-    @classmethod
-    def from_int(cls, value: int) -> BitMask:
-        m = cls()
-        m.value = value & FULL
-        return m
-
-    def add(self, *bits: int) -> None:
-        self.value |= mask_of(bits)
-
-    def remove(self, *bits: int) -> None:
-        self.value &= ~mask_of(bits) & FULL
-
-    def and_(self, *masks: BitMask) -> None:
-        for m in masks:
-            self.value &= m.value
-
-    def or_(self, *masks: BitMask) -> None:
-        for m in masks:
-            self.value |= m.value
-
-    def clear(self) -> None:
-        self.value = 0
-
-    def fill(self) -> None:
-        self.value = FULL
-
-    def is_empty(self) -> bool:
-        return self.value == 0
-
-    def is_set(self, bit: int) -> bool:
-        return 0 <= bit < MASK_BITS and bool((self.value >> bit) & 1)
-
-    def any_set(self, bits: Iterable[int]) -> bool:
-        return any(self.is_set(b) for b in bits)
-
-    def is_equal(self, other: BitMask) -> bool:
-        return self.value == other.value
-
-    def count(self) -> int:
-        return self.value.bit_count()
-
-    def get_bits(self) -> list[int]:
-        return bits_of(self.value)
-
-    def is_less_than(self, other: BitMask) -> bool:
-        return self.value < other.value
-
-    def is_greater_than(self, other: BitMask) -> bool:
-        return self.value > other.value
-
-    def is_narrower_than(self, other: BitMask) -> bool:
-        return is_narrower(self.value, other.value)
-
-    def __str__(self) -> str:
-        return mask_string(self.value)
-
-    def __repr__(self) -> str:
-        return f"BitMask({bits_of(self.value)})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BitMask) and other.value == self.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-
-def and_masks(first: BitMask, *masks: BitMask) -> BitMask:
-    """Package-level And: a copy of `first` AND-ed with every mask."""
-    out = BitMask.from_int(first.value)
-    out.and_(*masks)
-    return out
-
-
-def or_masks(first: BitMask, *masks: BitMask) -> BitMask:
-    """Package-level Or: a copy of `first` OR-ed with every mask."""
-    out = BitMask.from_int(first.value)
-    out.or_(*masks)
-    return out

@@ -53,11 +53,6 @@ class CPUSet:
         raise AttributeError("CPUSet is immutable")
 
     @classmethod
-    def from_mask(cls, mask: int) -> CPUSet:
-        """Build from an integer bitmask (bit i = CPU i)."""
-        return cls(mask)
-
-    @classmethod
     def parse(cls, text: str) -> CPUSet:
         """Parse Linux list format: `0-3,8,10-11`, with optional stride `0-62:2`; `""` is empty."""
         if not isinstance(text, str):
@@ -134,15 +129,6 @@ class CPUSet:
 
     def __le__(self, other: CPUSet) -> bool:
         return self.mask & ~other.mask == 0
-
-    def union(self, *others: CPUSet) -> CPUSet:
-        mask = self.mask
-        for other in others:
-            mask |= other.mask
-        return CPUSet(mask)
-
-    def is_subset(self, other: CPUSet) -> bool:
-        return self <= other
 
     def sorted(self) -> list[int]:
         """CPU ids ascending."""

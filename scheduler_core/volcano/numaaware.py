@@ -29,8 +29,6 @@ from .cpumanager.cpu_assignment import take_by_topology as volcano_take
 from .cpumanager.provider import NumaModel
 from .policy import Hint, guaranteed_cpus, has_policy, policy_predicate
 
-PLUGIN_NAME = "numa-aware"
-
 #: Volcano framework status codes used by the predicate.
 ERROR = "Error"
 UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
@@ -43,7 +41,6 @@ REJECT = "reject"
 #: Exact upstream reason strings of filterNodeByPolicy (ENGINE.md §3.3).
 REASON_NUMA_INFO_EMPTY = "numa info is empty"
 REASON_CPU_NOT_STATIC = "cpu manager policy isn't static"
-REASON_NO_TOPO = "no topo information"
 REASON_ALLOCATABLE_EMPTY = "cpu allocatable map is empty"
 
 

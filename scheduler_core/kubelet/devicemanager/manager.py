@@ -10,7 +10,7 @@ Public functions (pure: they never mutate their inputs):
 - ``container_device_hints(...)`` / ``pod_device_hints(...)``: the container- and pod-scope
   entry points, returning per resource ``None`` (no preference), ``[]`` (impossible) or hints (ENGINE.md §2.9).
 - ``filter_by_affinity(devices, available, affinity)``: the corrected classification of
-  PR #101893 (seed 004): nodes in the hint first, other real nodes next, the pseudo node -1 last.
+  PR #101893: nodes in the hint first, other real nodes next, the pseudo node -1 last.
 - ``devices_to_allocate(...)``: devicesToAllocate (ENGINE.md §2.9) with reusable devices, the optional
   GetPreferredAllocation callback and the kubelet's error texts.
 
@@ -291,7 +291,7 @@ def filter_by_affinity(devices: Iterable[Device] | Mapping[str, Device], availab
     NUMA id list or a TopologyHint; None = nil). With a nil hint or a resource without NUMA
     information everything is `no_affinity`. Each device is classified by the first node group that
     contains it in `affinity_node_order`, so a device on several NUMA nodes is aligned iff any of
-    them is in the hint, whatever order the devices come in (the bug of seed 004 is gone).
+    them is in the hint, whatever order the devices come in (the bug PR #101893 fixed is gone).
     """
     index = _index(devices)
     avail = _known(available, index, "available devices")

@@ -1,4 +1,4 @@
-"""Seed 001 (Volcano user guide, "NUMA 调度分析"): node-1 single-numa-node 16+16 CPUs, node-2
+"""Volcano's NUMA-aware user guide ("NUMA 调度分析"): node-1 single-numa-node 16+16 CPUs, node-2
 best-effort 16+16, node-3 best-effort 20+20. A 2-CPU single-numa-node pod goes to node-1; a 20-CPU
 best-effort task goes to node-3, which holds it on one NUMA node while node-2 needs two."""
 

@@ -1,4 +1,4 @@
-"""Seed 001 (Volcano NUMA-aware user guide): its lscpu excerpt and cpu_manager_state JSON import."""
+"""Volcano's NUMA-aware user guide: its lscpu excerpt and cpu_manager_state JSON import."""
 
 import pathlib
 

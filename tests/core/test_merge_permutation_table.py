@@ -1,4 +1,4 @@
-"""Seed 000 (walk-through of Volcano's numa-aware plugin), §6.3: the CPU × GPU permutation table,
+"""The walk-through of Volcano's numa-aware plugin: its CPU × GPU permutation table,
 checked against the kubelet's merge semantics (ENGINE.md §2.3)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Seed 003 (the Kubernetes 1.18 Topology Manager blog post, translated): the merge parts.
+"""The Kubernetes 1.18 Topology Manager blog post's example: the merge parts.
 
 Machine of figure 1: 2 NUMA nodes, CPUs 0-3 on node 0 and 4-7 on node 1, GPU/NIC 0 on node 0 and
 GPU/NIC 1 on node 1. Container0 asks for 2 CPUs, 1 GPU and 1 NIC. The seed lists the cross product

@@ -1,4 +1,4 @@
-"""Seed 004: the kubelet filterByAffinity bug (fixed upstream by PR #101893).
+"""The kubelet filterByAffinity bug (fixed upstream by PR #101893).
 
 A device attached to several NUMA nodes (dev1 on NUMA {1, 2}) must be classed as aligned with a
 hint of NUMA {2} whatever order the devices, the available ids or the NUMA groups come in. The
