@@ -6,7 +6,7 @@ WORKDIR /app
 COPY pyproject.toml ./
 COPY scheduler_core ./scheduler_core
 COPY numaweb ./numaweb
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ".[web]"
 COPY manage.py ./
 COPY templates ./templates
 COPY static ./static
