@@ -36,6 +36,7 @@ class CPUSet:
     """Immutable set of CPU ids. Iterates in ascending order; `str()` gives the Linux list format."""
 
     __slots__ = ("mask",)
+    mask: int
 
     def __init__(self, cpus: Iterable[int] | int = ()) -> None:
         if isinstance(cpus, int):
