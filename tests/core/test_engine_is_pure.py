@@ -1,6 +1,7 @@
 """The engine stands alone: importing every module of scheduler_core loads no web-layer package, and the
 engine installs and runs a session where Django does not exist."""
 
+import ast
 import re
 import subprocess
 import sys
@@ -68,3 +69,16 @@ def test_engine_installs_and_runs_without_django(tmp_path: Path) -> None:
     where, counts = out.stdout.split(" ", 1)
     assert where.startswith(site)
     assert "'placed': 2, 'unplaced': 0, 'admitted': 2" in counts
+
+
+def test_checkers_see_every_public_name() -> None:
+    """The facade's TYPE_CHECKING imports (what mypy and IDEs see) name the same objects, from the same
+    modules, as the lazy imports that run, and as `__all__`."""
+    import scheduler_core
+
+    tree = ast.parse(Path(scheduler_core.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    seen = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+    assert seen == scheduler_core._EXPORTS
+    assert sorted(seen) == sorted(scheduler_core.__all__)
