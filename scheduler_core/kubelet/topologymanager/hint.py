@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Union
+from typing import Any, Union
 
 from ...errors import RequestError
 from ...model.bitmask import FULL, BitMaskError, bits_of, mask_of, mask_string
@@ -31,13 +31,13 @@ class TopologyHint:
         if type(self.preferred) is not bool:
             raise RequestError(f"a hint's preferred flag must be a bool, not {self.preferred!r}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """`{"affinity": [sorted NUMA ids] | None, "preferred": bool}` (the vectors' form)."""
         return {"affinity": None if self.affinity is None else bits_of(self.affinity),
                 "preferred": self.preferred}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> TopologyHint:
+    def from_dict(cls, data: Mapping[str, Any]) -> TopologyHint:
         """Inverse of `to_dict`; the affinity may also be given as a mask int."""
         return as_hint(data)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import PolicyError, TopologyError
 from ...model.kubelet_config import TOPOLOGY_OPTIONS, TopologyOptions
@@ -60,7 +61,7 @@ class MergeResult:
     numa_nodes: tuple[int, ...] = ()
     best_non_preferred: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         n = len(self.numa_nodes) or None
         return {
             "policy": self.policy,
@@ -93,7 +94,7 @@ BestFinder = Callable[[list[list[TopologyHint]], NUMAInfo, bool], tuple[Topology
 
 
 def _merge(policy: str, providers_hints: Sequence[ProviderHints], numa_nodes: Sequence[int], options: object,
-           distances: Mapping | None, find_best: BestFinder) -> MergeResult:
+           distances: Mapping[Any, Any] | None, find_best: BestFinder) -> MergeResult:
     pol = get_policy(policy)
     if not pol.merges:
         # The kubelet builds the none scope before parsing options or discovering NUMA nodes.

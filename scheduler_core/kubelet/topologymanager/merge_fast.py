@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable
 from functools import lru_cache
 from itertools import compress
 from operator import attrgetter, mul
@@ -69,7 +68,7 @@ def _exact_from_superset(f: int, n: int, width: int) -> int:
     return f
 
 
-def _lanes_to_array(f: int, size: int, code: str) -> array:
+def _lanes_to_array(f: int, size: int, code: str) -> array[int]:
     out = array(code)
     out.frombytes(f.to_bytes(out.itemsize * size, "little"))
     if sys.byteorder != "little":
@@ -77,7 +76,7 @@ def _lanes_to_array(f: int, size: int, code: str) -> array:
     return out
 
 
-def _array_to_lanes(values: array) -> int:
+def _array_to_lanes(values: array[int]) -> int:
     if sys.byteorder != "little":
         values = array(values.typecode, values)
         values.byteswap()
@@ -91,6 +90,7 @@ def _every_mask(size: int) -> frozenset[int]:
 
 def _indicator32(masks: set[int] | bytes, size: int) -> int:
     """32-bit lanes holding 1 for the given masks (a set of masks, or one flag byte per mask)."""
+    byte_flags: bytes | bytearray
     if isinstance(masks, bytes):
         byte_flags = masks
     elif len(masks) > size // 2:  # mostly full (capacity-generated lists): clear the few missing
@@ -106,6 +106,11 @@ def _indicator32(masks: set[int] | bytes, size: int) -> int:
     return int.from_bytes(flags, "little")
 
 
+def _superset_counts(member: set[int] | bytes, n: int, size: int) -> array[int]:
+    """Per mask S, how many of the member's masks contain S (32-bit lanes)."""
+    return _lanes_to_array(_superset_sums(_indicator32(member, size), n, 32), size, _U32)
+
+
 def _reachable_flags(sets: list[set[int]], n: int) -> bytes:
     """flags[z] = 1 iff z = x1 & ... & xk for some choice x_i in sets[i] (masks of n <= 16 bits).
 
@@ -118,16 +123,15 @@ def _reachable_flags(sets: list[set[int]], n: int) -> bytes:
     flags: bytes | None = None  # one byte per mask: reachable so far
     i = 0
     while i < len(sets):
-        group: list[Iterable[int] | bytes] = [] if flags is None else [flags]
+        group: list[set[int] | bytes] = [] if flags is None else [flags]
         bound = 1 if flags is None else size
         while i < len(sets) and (not group or bound * len(sets[i]) < _LANE_LIMIT):
             bound *= len(sets[i])
             group.append(sets[i])
             i += 1
-        total: array | None = None
-        for member in group:
-            counts = _lanes_to_array(_superset_sums(_indicator32(member, size), n, 32), size, _U32)
-            total = array("Q", counts) if total is None else array("Q", map(mul, total, counts))
+        total = array("Q", _superset_counts(group[0], n, size))
+        for member in group[1:]:
+            total = array("Q", map(mul, total, _superset_counts(member, n, size)))
         exact = _exact_from_superset(_array_to_lanes(total), n, 64)
         flags = (((exact + half) >> 63) & ones).to_bytes(8 * size, "little")[::8]
     return flags if flags is not None else bytes(size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import TopologyError
 from ...model.bitmask import MASK_BITS, bits_of, is_narrower
@@ -51,7 +52,7 @@ class NUMAInfo:
     distances: Mapping[int, tuple[int, ...] | None]
 
     @classmethod
-    def build(cls, nodes: Iterable[int], distances: Mapping | None = None,
+    def build(cls, nodes: Iterable[int], distances: Mapping[Any, Any] | None = None,
               prefer_closest: bool = False) -> NUMAInfo:
         """`NewNUMAInfo`: distances are kept only with prefer-closest, and then every node needs a
         row (else the kubelet's `error getting NUMA distances from cadvisor`)."""
@@ -101,12 +102,12 @@ class NUMAInfo:
             return m1 if m1 < m2 else m2
         return m1 if d1 < d2 else m2
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"nodes": list(self.nodes),
                 "distances": {str(n): None if r is None else list(r) for n, r in self.distances.items()}}
 
 
-def _int_keys(distances: Mapping) -> dict[int, object]:
+def _int_keys(distances: Mapping[Any, Any]) -> dict[int, object]:
     if not isinstance(distances, Mapping):
         raise TopologyError(f"NUMA distances must map a node id to its row, not {distances!r}")
     out = {}

@@ -7,22 +7,31 @@ from collections.abc import Iterable, Sequence
 from itertools import product
 from typing import Protocol
 
+from ...errors import RequestError
 from .hint import TopologyHint
 from .numa_info import MaskWinner, narrowest
 
 
+def merged_mask(hint: TopologyHint) -> int:
+    """The mask of a merged hint: a merge ANDs the default mask in, so it is never nil. A nil one here
+    is a caller's error, named as such (not an AttributeError deep in the comparison)."""
+    if hint.affinity is None:
+        raise RequestError(f"{hint} is not a merged hint: a merged hint's NUMA mask is never nil (any)")
+    return hint.affinity
+
+
 def compare_masks(current: TopologyHint, candidate: TopologyHint, winner: MaskWinner = narrowest) -> TopologyHint:
     """`compareNUMAAffinityMasks`: equal masks keep current; else `winner(current, candidate)`."""
-    if candidate.affinity == current.affinity:
+    a, b = merged_mask(current), merged_mask(candidate)
+    if a == b:
         return current
-    best = winner(current.affinity, candidate.affinity)
-    return current if best == current.affinity else candidate
+    return current if winner(a, b) == a else candidate
 
 
 def compare(current: TopologyHint | None, candidate: TopologyHint, best_non_preferred: int,
             winner: MaskWinner = narrowest) -> TopologyHint | None:
     """`HintMerger.compare` (ENGINE.md §2.3): returns `current` or `candidate` itself."""
-    k = candidate.affinity.bit_count()
+    k = merged_mask(candidate).bit_count()
     if k == 0:
         return current
     if current is None:
@@ -31,7 +40,7 @@ def compare(current: TopologyHint | None, candidate: TopologyHint, best_non_pref
         return candidate if candidate.preferred else current
     if current.preferred:
         return compare_masks(current, candidate, winner)
-    c, b = current.affinity.bit_count(), best_non_preferred
+    c, b = merged_mask(current).bit_count(), best_non_preferred
     if c > b:
         return compare_masks(current, candidate, winner)
     if c == b:
