@@ -58,12 +58,12 @@ class Job:
             if names.count(name) > 1:
                 raise RequestError(f"job {self.name}: task name {name!r} is used twice", "task")
         total = sum(t.replicas for t in self.tasks)
-        if self.min_available is None:
-            object.__setattr__(self, "min_available", total)
-        check_int(self.min_available, f"job {self.name}: minAvailable", field="min_available")
-        if self.min_available > total:
+        minimum = total if self.min_available is None else self.min_available
+        object.__setattr__(self, "min_available", minimum)
+        check_int(minimum, f"job {self.name}: minAvailable", field="min_available")
+        if minimum > total:
             raise RequestError(
-                f"job {self.name}: minAvailable ({self.min_available}) is more than its {total} replicas",
+                f"job {self.name}: minAvailable ({minimum}) is more than its {total} replicas",
                 "min_available")
         check_int(self.priority, f"job {self.name}: priority", None, field="priority")
 

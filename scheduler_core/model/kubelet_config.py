@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import PolicyError, check_int
 from .cpuset import CPUSet
@@ -172,7 +173,7 @@ class KubeletConfig:
     def static_memory(self) -> bool:
         return self.memory_manager_policy == "Static"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "cpu_manager_policy": self.cpu_manager_policy,
             "cpu_manager_options": self.cpu_manager_options.to_dict(),
@@ -186,7 +187,7 @@ class KubeletConfig:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping | None) -> KubeletConfig:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> KubeletConfig:
         data = dict(data or {})
         known = {"cpu_manager_policy", "cpu_manager_options", "reserved_cpus", "reserved_cpu_milli",
                  "topology_manager_policy", "topology_manager_scope", "topology_manager_options",

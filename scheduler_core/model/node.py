@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InsufficientResourcesError, RequestError, TopologyError
 from .cpuset import CPUSet
@@ -26,7 +27,7 @@ class Allocation:
     devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     origin: str = SCHEDULED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "pod": self.pod,
             "container": self.container,
@@ -37,7 +38,7 @@ class Allocation:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Allocation:
+    def from_dict(cls, data: Mapping[str, Any]) -> Allocation:
         try:
             memory = {int(n): {str(r): int(b) for r, b in res.items()} for n, res in (data.get("memory") or {}).items()}
             devices = {str(r): tuple(str(i) for i in ids) for r, ids in (data.get("devices") or {}).items()}
@@ -105,9 +106,9 @@ class Node:
         self.free_cpus &= ~mask
         for res, ids in alloc.devices.items():
             self.used_devices.update((res, dev) for dev in ids)
-        for nid, res in alloc.memory.items():
+        for nid, amounts in alloc.memory.items():
             used = self.memory_used[nid]
-            for r, amount in res.items():
+            for r, amount in amounts.items():
                 used[r] = used.get(r, 0) + amount
         self.allocations.append(alloc)
 
@@ -121,9 +122,9 @@ class Node:
             self.free_cpus |= alloc.cpus.mask
             for res, ids in alloc.devices.items():
                 self.used_devices.difference_update((res, dev) for dev in ids)
-            for nid, res in alloc.memory.items():
+            for nid, amounts in alloc.memory.items():
                 used = self.memory_used[nid]
-                for r, amount in res.items():
+                for r, amount in amounts.items():
                     left = used[r] - amount
                     if left:
                         used[r] = left
@@ -179,18 +180,18 @@ class Node:
                             mask |= 1 << nid
         return mask
 
-    def state_key(self) -> tuple:
+    def state_key(self) -> tuple[Any, ...]:
         """Equal keys ⇒ the engine decides identically on both nodes (same shape, settings, free state)."""
         return (self.topology.fingerprint, self.kubelet, self.numatopology, self.free_cpus,
                 frozenset(self.used_devices),
                 tuple(sorted((n, tuple(sorted(r.items()))) for n, r in self.memory_used.items())))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "topology": self.topology.to_dict(), "kubelet": self.kubelet.to_dict(),
                 "allocations": [a.to_dict() for a in self.allocations], "numatopology": self.numatopology}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Node:
+    def from_dict(cls, data: Mapping[str, Any]) -> Node:
         return cls(str(data.get("name", "")), Topology.from_dict(data.get("topology") or {}),
                    KubeletConfig.from_dict(data.get("kubelet")),
                    [Allocation.from_dict(a) for a in data.get("allocations") or ()],

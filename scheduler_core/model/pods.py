@@ -7,7 +7,7 @@ count. Containers are validated on construction (RequestError names the containe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import RequestError, check_int
@@ -162,7 +162,7 @@ def guaranteed_cpus(pod: Pod, container: Container) -> int:
     return milli // 1000
 
 
-def pod_level(pod: Pod, amount_of) -> int:
+def pod_level(pod: Pod, amount_of: Callable[[Container], int]) -> int:
     """The kubelet's pod-level aggregate of a per-container amount:
     `max(Σ app + Σ sidecar, max over init of (sidecars started before it + that init))`."""
     sidecar_sum = 0
@@ -189,4 +189,8 @@ def pod_device_request(pod: Pod, resource: str) -> int:
 def pod_memory_request(pod: Pod) -> dict[str, int]:
     """Pod-level memory/hugepages bytes (ENGINE.md §2.8): only resources an app container asks for."""
     wanted = {r for c in pod.containers for r in c.memory_requests()}
-    return {r: pod_level(pod, lambda c, r=r: c.requests.get(r, 0)) for r in sorted(wanted)}
+    return {r: pod_level(pod, _request_of(r)) for r in sorted(wanted)}
+
+
+def _request_of(resource: str) -> Callable[[Container], int]:
+    return lambda c: c.requests.get(resource, 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import TopologyError, check_int
 from .cpuset import CPUSet
@@ -272,7 +273,8 @@ class Topology:
         ids = [n for n in self.numa_ids if mask >> n & 1]
         if not ids or self.distances is None:
             return None
-        return sum(self.distance(a, b) for a in ids for b in ids) / (len(ids) * len(ids))
+        rows, index = self.distances, self._numa_index
+        return sum(rows[a][index[b]] for a in ids for b in ids) / (len(ids) * len(ids))
 
     def numa_node(self, nid: int) -> NUMANode:
         return self.numa_nodes[self._numa_index[nid]]
@@ -288,9 +290,9 @@ class Topology:
         return max(m.bit_count() for m in self.core_cpus.values())
 
     # -- JSON ------------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The engine's JSON form; `Topology.from_dict(t.to_dict()) == t` and the reverse hold."""
-        out: dict = {
+        out: dict[str, Any] = {
             "kind": JSON_KIND,
             "version": JSON_VERSION,
             "cpus": [{"cpu": c.id, "core": c.core, "socket": c.socket, "numa": c.numa, "uncore": c.uncore}
@@ -319,7 +321,7 @@ class Topology:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Topology:
+    def from_dict(cls, data: Mapping[str, Any]) -> Topology:
         """Build from the engine's JSON form, with errors that name the offending entry."""
         if not isinstance(data, Mapping):
             raise TopologyError("a topology must be a JSON object")
