@@ -9,7 +9,7 @@ available, query)` → the accumulator's orderings (for the conformance vectors)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from ...errors import InsufficientResourcesError, PolicyError, RequestError, check_int
 from ...model.bitmask import bits_of as _bits
@@ -118,7 +118,7 @@ class _Accumulator:
             out.extend(self._cores_of(p, self.avail))
         return out
 
-    def _iter_free_cores(self, frozen: int):
+    def _iter_free_cores(self, frozen: int) -> Iterator[int]:
         # Free cores all have the same available count (CPUsPerCore), so within a parent group the
         # (count, id) order is the id order, which the index already has.
         td, per_core, cmask = self.td, self.td.cpus_per_core, self.td.core_mask

@@ -12,17 +12,29 @@ hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from ...errors import EngineError, InsufficientResourcesError, PolicyError
 from ...model.bitmask import bits_of as _bits
 from ...model.cpuset import CPUSet
-from ...model.kubelet_config import CPUOptions
+from ...model.kubelet_config import CPUOptions, KubeletConfig
 from ...model.pods import INIT, Container, Pod, guaranteed_cpus
 from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
 from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
 from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
+
+
+class NodeState(Protocol):
+    """What the manager reads of a node (`model.node.Node`, which itself asks this module for its
+    reserved CPUs, so it is not imported here)."""
+
+    topology: Topology
+    kubelet: KubeletConfig
+    free_cpus: int
+    reserved_cpus: CPUSet
+
 
 __all__ = [
     "CPUManager", "SMTAlignmentError", "allocate_container", "allocate_cpus", "check_smt_alignment",
@@ -176,7 +188,7 @@ class CPUManager:
         self.reusable = CPUSet()
 
     @classmethod
-    def for_node(cls, node) -> CPUManager:
+    def for_node(cls, node: NodeState) -> CPUManager:
         k = node.kubelet
         return cls(node.topology, CPUSet(node.free_cpus), node.reserved_cpus, k.cpu_manager_options, k.static_cpus)
 
