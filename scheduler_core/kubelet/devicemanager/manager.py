@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...errors import InsufficientResourcesError, RequestError, check_int
 from ...model.bitmask import BitMaskError, iterate_masks, mask_of
 from ...model.pods import INIT, Container, Pod, pod_device_request
-from ...model.topology import Device
+from ...model.topology import Device, Topology
 from ..topologymanager.hint import TopologyHint
 
 #: The pseudo NUMA node of devices that report no NUMA information (upstream `nodeWithoutTopology`).
@@ -41,7 +42,7 @@ PreferredAllocation = Callable[[frozenset[str], frozenset[str], int], Iterable[s
 _DIGITS = re.compile(r"(\d+)")
 
 
-def device_sort_key(device_id: str) -> tuple:
+def device_sort_key(device_id: str) -> tuple[tuple[int, int, str], ...]:
     """Natural order of device ids (`Dev2` < `Dev10`), used wherever upstream picks from a Go set."""
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(device_id) if part)
 
@@ -141,7 +142,7 @@ def device_topology_hints(numa_nodes: Sequence[int], devices: Iterable[Device] |
 
 # Hints by (NUMA nodes, devices per NUMA mask: all / available, reusable masks, request): the hints
 # depend on nothing else, and a session asks the same question on every node of a shape.
-_HINTS: dict[tuple, tuple[TopologyHint, ...]] = {}
+_HINTS: dict[tuple[Any, ...], tuple[TopologyHint, ...]] = {}
 _HINTS_LIMIT = 4096
 
 
@@ -209,12 +210,16 @@ def _ids_for(values: Iterable[str] | Mapping[str, Iterable[str]] | None, resourc
     return set(values)
 
 
-def _scope_hints(numa_nodes, devices, requests, in_use, allocated, reusable, pod_scope):
+def _scope_hints(numa_nodes: Sequence[int], devices: Iterable[Device], requests: Mapping[str, int],
+                 in_use: Iterable[str] | Mapping[str, Iterable[str]], allocated: Mapping[str, Iterable[str]] | None,
+                 reusable: Mapping[str, Iterable[str]] | None, pod_scope: bool,
+                 ) -> dict[str, list[TopologyHint] | None]:
     registry = _by_resource(devices)
+    flat: set[str] = set()
     if in_use is not None and not isinstance(in_use, Mapping):
         # one flat id set for every resource: check it against all registered ids once
         every = {i: d for per in registry.values() for i, d in per.items()}
-        in_use = _known(in_use, every, "devices in use")
+        flat = _known(in_use, every, "devices in use")
     out: dict[str, list[TopologyHint] | None] = {}
     for resource in sorted(requests):
         request = _check_request(requests[resource], f"request of {resource}")
@@ -232,7 +237,7 @@ def _scope_hints(numa_nodes, devices, requests, in_use, allocated, reusable, pod
         if isinstance(in_use, Mapping):
             used = _known(_ids_for(in_use, resource), per, f"devices in use for {resource}")
         else:
-            used = in_use & per.keys()
+            used = flat & per.keys()
         free = {i for i, d in per.items() if d.healthy} - used
         reuse = set() if pod_scope else _known(_ids_for(reusable, resource), per, f"reusable {resource}")
         if len(free | reuse) < request:
@@ -426,7 +431,7 @@ class DeviceManager:
         self._registry = _by_resource(self.devices)
 
     @classmethod
-    def for_topology(cls, topology) -> DeviceManager:
+    def for_topology(cls, topology: Topology) -> DeviceManager:
         return cls(tuple(topology.numa_ids), tuple(topology.devices))
 
     @property
