@@ -37,8 +37,10 @@ Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming 
 """
 
 from importlib import import_module
-from typing import TYPE_CHECKING
 
+# False at run time, true for type checkers (mypy and pyright treat the name so); unlike
+# `typing.TYPE_CHECKING` it keeps `import scheduler_core` from loading `typing`.
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are imported on first use
     from .errors import (
         CPUSetError,
