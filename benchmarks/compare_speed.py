@@ -82,7 +82,7 @@ def main() -> int:
         from numaweb.inventory.models import Cluster
         from numaweb.scheduling.models import SchedulingSession
         from numaweb.scheduling.services import start_session
-        from scheduler_core.compare import Shape, Variant
+        from scheduler_core.scheduler.compare import Shape, Variant
 
         cluster = Cluster.objects.get(name="large")
         if args.serve_worker:

@@ -43,8 +43,8 @@ def fragment(cluster) -> int:
     """Small pods on every NUMA node of the single-numa-node pool, as allocation rows (see above)."""
     from numaweb.inventory.models import Allocation
     from numaweb.inventory.services import cluster_nodes
-    from scheduler_core.cpuset import CPUSet
-    from scheduler_core.node import Allocation as EngineAllocation
+    from scheduler_core.model.cpuset import CPUSet
+    from scheduler_core.model.node import Allocation as EngineAllocation
 
     nodes, seen = cluster_nodes(cluster)
     rows = []

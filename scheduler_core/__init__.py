@@ -48,33 +48,119 @@ Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming 
 
 from importlib import import_module
 
-_EXPORTS = {
-    "CPUSet": "cpuset",
-    "EngineError": "errors", "CPUSetError": "errors", "TopologyError": "errors",
-    "RequestError": "errors", "PolicyError": "errors", "InsufficientResourcesError": "errors",
-    "FormatError": "errors",
-    "BitMask": "bitmask",
-    "Topology": "topology", "CPU": "topology", "NUMANode": "topology", "Device": "topology",
-    "Header": "topology",
-    "KubeletConfig": "kubelet", "TopologyOptions": "kubelet", "CPUOptions": "kubelet",
-    "Pod": "pods", "Container": "pods",
-    "TopologyHint": "hints", "MergeResult": "hints", "merge_hints": "hints",
-    "cpu_topology_hints": "cpu_hints", "take_by_topology": "cpu_take",
-    "device_topology_hints": "devices", "filter_by_affinity": "devices",
-    "memory_topology_hints": "memory",
-    "Node": "node", "Allocation": "node", "Job": "jobs", "Task": "jobs",
-    "admit_pod": "admission", "AdmitResult": "admission",
-    "TopologyAffinityError": "admission",
-    "run_session": "session", "Cluster": "session",
-    "Profile": "profiles", "PROFILES": "profiles", "get_profile": "profiles",
-    "VolcanoProfile": "profiles", "AlignedProfile": "profiles", "UnawareProfile": "profiles",
-    "SessionResult": "session",
-    "load_topology": "formats",
-    "kubelet_start": "kubelet_start", "StartVerdict": "kubelet_start",
-    "make_room": "room", "RoomPlan": "room", "Rules": "room_moves",
-}
+# False at run time, true for type checkers (mypy and pyright treat the name so); unlike
+# `typing.TYPE_CHECKING` it keeps `import scheduler_core` from loading `typing`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are imported on first use
+    from .errors import (
+        CPUSetError,
+        EngineError,
+        FormatError,
+        InsufficientResourcesError,
+        PolicyError,
+        RequestError,
+        TopologyError,
+    )
+    from .formats import load_topology
+    from .kubelet.admission import AdmitResult, TopologyAffinityError, admit_pod
+    from .kubelet.cpumanager.cpu_assignment import take_by_topology
+    from .kubelet.cpumanager.topology_hints import cpu_topology_hints
+    from .kubelet.devicemanager.manager import device_topology_hints, filter_by_affinity
+    from .kubelet.kubelet_start import StartVerdict, kubelet_start
+    from .kubelet.memorymanager.policy_static import memory_topology_hints
+    from .kubelet.topologymanager.hint import TopologyHint
+    from .kubelet.topologymanager.merge import MergeResult, merge_hints
+    from .model.cpuset import CPUSet
+    from .model.jobs import Job, Task
+    from .model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
+    from .model.node import Allocation, Node
+    from .model.pods import Container, Pod
+    from .model.topology import CPU, Device, Header, NUMANode, Topology
+    from .scheduler.cluster import Cluster
+    from .scheduler.explain import SessionResult
+    from .scheduler.profiles import PROFILES, AlignedProfile, Profile, UnawareProfile, VolcanoProfile, get_profile
+    from .scheduler.room import RoomPlan, make_room
+    from .scheduler.room_moves import Rules
+    from .scheduler.session import run_session
 
-__all__ = sorted(_EXPORTS)
+#: the module that defines each public name
+_MODULES = {
+    "model.cpuset": ("CPUSet",),
+    "errors": ("EngineError", "CPUSetError", "TopologyError", "RequestError", "PolicyError",
+               "InsufficientResourcesError", "FormatError"),
+    "model.topology": ("Topology", "CPU", "NUMANode", "Device", "Header"),
+    "model.kubelet_config": ("KubeletConfig", "TopologyOptions", "CPUOptions"),
+    "model.pods": ("Pod", "Container"),
+    "kubelet.topologymanager.hint": ("TopologyHint",),
+    "kubelet.topologymanager.merge": ("MergeResult", "merge_hints"),
+    "kubelet.cpumanager.topology_hints": ("cpu_topology_hints",),
+    "kubelet.cpumanager.cpu_assignment": ("take_by_topology",),
+    "kubelet.devicemanager.manager": ("device_topology_hints", "filter_by_affinity"),
+    "kubelet.memorymanager.policy_static": ("memory_topology_hints",),
+    "model.node": ("Node", "Allocation"),
+    "model.jobs": ("Job", "Task"),
+    "kubelet.admission": ("admit_pod", "AdmitResult", "TopologyAffinityError"),
+    "scheduler.session": ("run_session",),
+    "scheduler.cluster": ("Cluster",),
+    "scheduler.explain": ("SessionResult",),
+    "scheduler.profiles": ("Profile", "PROFILES", "get_profile", "VolcanoProfile", "AlignedProfile", "UnawareProfile"),
+    "formats": ("load_topology",),
+    "kubelet.kubelet_start": ("kubelet_start", "StartVerdict"),
+    "scheduler.room": ("make_room", "RoomPlan"),
+    "scheduler.room_moves": ("Rules",),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = [
+    "CPU",
+    "PROFILES",
+    "AdmitResult",
+    "AlignedProfile",
+    "Allocation",
+    "CPUOptions",
+    "CPUSet",
+    "CPUSetError",
+    "Cluster",
+    "Container",
+    "Device",
+    "EngineError",
+    "FormatError",
+    "Header",
+    "InsufficientResourcesError",
+    "Job",
+    "KubeletConfig",
+    "MergeResult",
+    "NUMANode",
+    "Node",
+    "Pod",
+    "PolicyError",
+    "Profile",
+    "RequestError",
+    "RoomPlan",
+    "Rules",
+    "SessionResult",
+    "StartVerdict",
+    "Task",
+    "Topology",
+    "TopologyAffinityError",
+    "TopologyError",
+    "TopologyHint",
+    "TopologyOptions",
+    "UnawareProfile",
+    "VolcanoProfile",
+    "admit_pod",
+    "cpu_topology_hints",
+    "device_topology_hints",
+    "filter_by_affinity",
+    "get_profile",
+    "kubelet_start",
+    "load_topology",
+    "make_room",
+    "memory_topology_hints",
+    "merge_hints",
+    "run_session",
+    "take_by_topology",
+]
 
 
 def __getattr__(name: str):

@@ -24,16 +24,20 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from .cpu_take import take_by_topology
-from .cpuset import CPUSet
-from .hints import TopologyHint, merge_hints, merge_hints_reference
-from .jobs import Job, Task
-from .kubelet import CPUOptions, KubeletConfig
-from .memory import MachineState, calculate_hints
-from .node import Node
-from .pods import Container, Pod
-from .session import PROFILES, Cluster, run_session
-from .topology import synthetic
+from .kubelet.cpumanager.cpu_assignment import take_by_topology
+from .kubelet.memorymanager.policy_static import calculate_hints
+from .kubelet.memorymanager.state import MachineState
+from .kubelet.topologymanager.hint import TopologyHint
+from .kubelet.topologymanager.merge import merge_hints, merge_hints_reference
+from .model.cpuset import CPUSet
+from .model.jobs import Job, Task
+from .model.kubelet_config import CPUOptions, KubeletConfig
+from .model.node import Node
+from .model.pods import Container, Pod
+from .model.topology import synthetic
+from .scheduler.cluster import Cluster
+from .scheduler.profiles import PROFILES
+from .scheduler.session import run_session
 
 GiB = 2**30
 POLICIES = ("single-numa-node", "best-effort", "restricted", "none")

@@ -1,5 +1,5 @@
 """API for deciding with numbers: comparisons of variants (`/api/comparisons/`) and headroom for a
-pod shape (`/api/clusters/<id>/headroom/`). The figures come from `scheduler_core.compare`."""
+pod shape (`/api/clusters/<id>/headroom/`). The figures come from `scheduler_core.scheduler.compare`."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling.services import BrokerUnavailable
-from scheduler_core.compare import Shape
 from scheduler_core.errors import EngineError
-from scheduler_core.session import PROFILES
+from scheduler_core.scheduler.compare import Shape
+from scheduler_core.scheduler.profiles import PROFILES
 
 ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
 SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")

@@ -1,6 +1,6 @@
 """API for make room (`POST /api/clusters/<id>/make-room/`, `GET /api/make-room/<id>/` and its plan as
 JSON or a kubectl script): the fewest pod moves after which a pending job, or a shape × count, fits.
-The question runs on a worker; the answer comes from `scheduler_core.room` (docs/MAKE_ROOM.md)."""
+The question runs on a worker; the answer comes from `scheduler_core.scheduler.room` (docs/MAKE_ROOM.md)."""
 
 from __future__ import annotations
 

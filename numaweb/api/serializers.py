@@ -29,10 +29,10 @@ from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
 from numaweb.scheduling.models import Placement, SchedulingSession
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import CPUOptions, KubeletConfig, TopologyOptions
-from scheduler_core.topology import Topology
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
+from scheduler_core.model.topology import Topology
 
 JSON_OBJECT = {"type": "object", "additionalProperties": True}
 

@@ -3,7 +3,7 @@ comparison as JSON (everything, per-node tables included) or as CSV rows (one ro
 
 from __future__ import annotations
 
-from scheduler_core.compare import BLOCK_BINS
+from scheduler_core.scheduler.compare import BLOCK_BINS
 
 from .models import Comparison
 

@@ -8,10 +8,10 @@ from django import forms
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
 from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
-from scheduler_core.compare import Shape, Variant
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import CPU_OPTIONS
-from scheduler_core.session import PROFILES
+from scheduler_core.model.kubelet_config import CPU_OPTIONS
+from scheduler_core.scheduler.compare import Shape, Variant
+from scheduler_core.scheduler.profiles import PROFILES
 
 from . import services
 

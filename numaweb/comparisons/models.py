@@ -53,7 +53,7 @@ class ComparisonVariant(models.Model):
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="variants")
     index = models.PositiveIntegerField()
     profile = models.CharField(max_length=16)
-    settings = models.JSONField(default=dict, help_text="scheduler_core.compare.Variant.to_dict()")
+    settings = models.JSONField(default=dict, help_text="scheduler_core.scheduler.compare.Variant.to_dict()")
     label = models.CharField(max_length=255, blank=True, default="")
     status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=Comparison.PENDING, db_index=True)
     error = models.TextField(blank=True, default="")

@@ -1,4 +1,4 @@
-"""Comparisons and headroom: rows → engine (`scheduler_core.compare`) → rows.
+"""Comparisons and headroom: rows → engine (`scheduler_core.scheduler.compare`) → rows.
 
 `start_comparison` validates the variants against the cluster's own kubelet settings, records the
 node generations it was asked on (the snapshot), and once committed sends one Celery task per
@@ -31,10 +31,10 @@ from numaweb.scheduling.services import (
     worker_gone,
     worker_id,
 )
-from scheduler_core.compare import Shape, Variant, headroom, run_variant
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.session import Cluster as EngineCluster
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.scheduler.cluster import Cluster as EngineCluster
+from scheduler_core.scheduler.compare import Shape, Variant, headroom, run_variant
 
 from .models import Comparison, ComparisonVariant
 

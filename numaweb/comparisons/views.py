@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from numaweb.access.decorators import requires
 from numaweb.scheduling.services import BrokerUnavailable
-from scheduler_core.compare import BLOCK_BINS
+from scheduler_core.scheduler.compare import BLOCK_BINS
 
 from . import charts, services
 from .export import METRICS

@@ -9,7 +9,7 @@ from django.db.models import Count, F
 
 from numaweb.access.admin import AuditedAdmin
 from scheduler_core.errors import EngineError
-from scheduler_core.topology import Topology
+from scheduler_core.model.topology import Topology
 
 from . import services
 from .models import Allocation, Cluster, Node

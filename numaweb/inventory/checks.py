@@ -1,6 +1,6 @@
 """A node's real kubelet state files checked against the engine's kubelet model, and whether a kubelet
 with the node's settings (or a planned KubeletConfiguration) would start with them (the comparison and
-the start-up verdict are the engine's: `scheduler_core.state_check`, `scheduler_core.kubelet_start`).
+the start-up verdict are the engine's: `scheduler_core.kubelet.state_check`, `scheduler_core.kubelet.kubelet_start`).
 Read-only: nothing is written."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 from scheduler_core.errors import EngineError, FormatError, PolicyError
 from scheduler_core.formats import load_kubelet_config
 from scheduler_core.formats.snapshot import load_pods
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.state_check import StateCheck, check_state
+from scheduler_core.kubelet.state_check import StateCheck, check_state
+from scheduler_core.model.kubelet_config import KubeletConfig
 
 from . import services
 from .models import Node

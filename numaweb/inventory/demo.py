@@ -9,11 +9,11 @@ from pathlib import Path
 from django.db import transaction
 
 from numaweb.jobs import services as job_services
-from scheduler_core.admission import admit_pod
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.pods import GUARANTEED, Container, Pod
-from scheduler_core.topology import synthetic
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.pods import GUARANTEED, Container, Pod
+from scheduler_core.model.topology import synthetic
 
 from . import services
 from .models import Allocation, Cluster, Node

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from scheduler_core.topology import Topology
+from scheduler_core.model.topology import Topology
 
 
 def numa_nodes(topology: Topology, cpus: int, memory: Iterable[Mapping] = (), devices: Iterable[Mapping] = ()

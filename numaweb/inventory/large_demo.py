@@ -22,9 +22,9 @@ from django.db import transaction
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.progress import bar_over
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.topology import Topology
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import Topology
 
 from . import services
 from .models import Allocation, Cluster, Node

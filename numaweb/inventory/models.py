@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import F
 
 from numaweb.access.history import audited
-from scheduler_core.kubelet import (
+from scheduler_core.model.kubelet_config import (
     CPU_MANAGER_POLICIES,
     MEMORY_MANAGER_POLICIES,
     TOPOLOGY_POLICIES,

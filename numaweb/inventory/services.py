@@ -14,12 +14,12 @@ from django.db.models import F, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError, TopologyError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation as EngineAllocation
-from scheduler_core.node import Node as EngineNode
-from scheduler_core.topology import Topology
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation as EngineAllocation
+from scheduler_core.model.node import Node as EngineNode
+from scheduler_core.model.topology import Topology
 
 from .models import Allocation, Cluster, Node
 

@@ -24,8 +24,8 @@ from numaweb.jobs.models import Job
 from numaweb.progress import bar_over
 from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapshot
-from scheduler_core.node import Node as EngineNode
-from scheduler_core.state_check import replay
+from scheduler_core.kubelet.state_check import replay
+from scheduler_core.model.node import Node as EngineNode
 
 from . import services
 from .models import Allocation, Cluster, Node

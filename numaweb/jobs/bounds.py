@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 
-from scheduler_core.jobs import Job as EngineJob
+from scheduler_core.model.jobs import Job as EngineJob
 
 INT32 = (-(2**31), 2**31 - 1)
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"

@@ -15,11 +15,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from scheduler_core.errors import RequestError
-from scheduler_core.jobs import Job as EngineJob
-from scheduler_core.jobs import Task as EngineTask
-from scheduler_core.pods import APP, Container, Pod
-from scheduler_core.quantity import count, cpu_milli
-from scheduler_core.volcano import job_topology_policy_violation
+from scheduler_core.model.jobs import Job as EngineJob
+from scheduler_core.model.jobs import Task as EngineTask
+from scheduler_core.model.pods import APP, Container, Pod
+from scheduler_core.model.quantity import count, cpu_milli
+from scheduler_core.volcano.webhook import job_topology_policy_violation
 
 from . import bounds
 from .models import Job, Task
@@ -195,7 +195,7 @@ def save_job(engine_job: EngineJob, cluster: Any, manifest: str = "", source_for
 
 # -- status and release ----------------------------------------------------------------------------
 def pod_uid(job: Job, task: str, index: int) -> str:
-    """The uid the engine gives replica `index` of `task` (see `scheduler_core.jobs.Job.pods`)."""
+    """The uid the engine gives replica `index` of `task` (see `scheduler_core.model.jobs.Job.pods`)."""
     return f"{job.namespace}/{job.name}-{task}-{index}"
 
 

@@ -18,9 +18,9 @@ from django.utils.safestring import SafeString, mark_safe
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
-from scheduler_core.quantity import format_bytes
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.quantity import format_bytes
 
 PALETTE = 12  # owner colours o0..o11 in numaweb.css; the number in the cell tells owners apart too
 
@@ -55,7 +55,7 @@ class NodeState:
     """A node row with its engine view: free/reserved CPUs, owners, memory and device use."""
 
     row: Node
-    engine: object | None  # scheduler_core.node.Node
+    engine: object | None  # scheduler_core.model.node.Node
     error: str = ""
     owners: list[Owner] = field(default_factory=list)
     owner_of: dict[int, Owner] = field(default_factory=dict)
@@ -241,7 +241,7 @@ def _cell(cpu, reserved: int, owners: dict[int, Owner], highlight: int, compact:
 
 def render_state_check(row: Node, result) -> SafeString:
     """The thread grid of a state check: each container's actual CPUs as an owner, and every CPU on
-    which prediction and state file disagree highlighted (a `scheduler_core.state_check.StateCheck`)."""
+    which prediction and state file disagree highlighted (a `scheduler_core.kubelet.state_check.StateCheck`)."""
     try:
         engine = inventory.to_engine(row, ())
     except (EngineError, KeyError, TypeError, ValueError) as exc:

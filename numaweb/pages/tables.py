@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scheduler_core.explain import unavailable_message
-from scheduler_core.hints import TopologyHint, format_hint
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
+from scheduler_core.scheduler.explain import unavailable_message
 
 FAILED = ("filtered", "unschedulable")
 SHOWN_HINTS = 6  # hints listed inline per provider; the rest sit behind a <details>

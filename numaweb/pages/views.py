@@ -1,7 +1,7 @@
 """The pages (function views). Full pages for plain requests, `_fragment` templates for HTMX ones.
 
 Every decision shown comes from the engine: node state from the inventory services, what-if from
-`scheduler_core.admission.admit_pod(commit=False)`, session results from the rows the Celery task
+`scheduler_core.kubelet.admission.admit_pod(commit=False)`, session results from the rows the Celery task
 wrote (the engine's explain records)."""
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
 from numaweb.scheduling.pod_search import find_pods
 from numaweb.scheduling.store import mask_of
-from scheduler_core.admission import admit_pod
-from scheduler_core.compare import span_histogram
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.scheduler.compare import span_histogram
 
 from . import cluster_map, grid, session_rows, tables, uploads, usage
 from .forms import (

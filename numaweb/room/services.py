@@ -1,4 +1,4 @@
-"""Make room: rows → engine (`scheduler_core.room.make_room`) → rows (MAKE_ROOM.md).
+"""Make room: rows → engine (`scheduler_core.scheduler.room.make_room`) → rows (MAKE_ROOM.md).
 
 `parse_request` checks a question (naming the field at fault) and the bounds from settings;
 `tasks.start` records it and, once committed, queues it for a worker; `execute` (the worker) reads the
@@ -24,16 +24,16 @@ from numaweb.jobs.models import Job
 from numaweb.scheduling import store
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.scheduling.services import worker_id
-from scheduler_core.compare import Shape
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError
-from scheduler_core.jobs import Job as EngineJob
-from scheduler_core.node import Allocation as EngineAllocation
-from scheduler_core.profiles import PROFILES
-from scheduler_core.room import RoomPlan as EnginePlan
-from scheduler_core.room import make_room
-from scheduler_core.room_moves import Rules, shape_job
-from scheduler_core.session import Cluster as EngineCluster
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job as EngineJob
+from scheduler_core.model.node import Allocation as EngineAllocation
+from scheduler_core.scheduler.cluster import Cluster as EngineCluster
+from scheduler_core.scheduler.compare import Shape
+from scheduler_core.scheduler.profiles import PROFILES
+from scheduler_core.scheduler.room import RoomPlan as EnginePlan
+from scheduler_core.scheduler.room import make_room
+from scheduler_core.scheduler.room_moves import Rules, shape_job
 
 from .models import RoomPlan
 

@@ -23,7 +23,7 @@ from django.db import models
 from numaweb.access.history import audited
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
-from scheduler_core.profiles import PROFILES as ENGINE_PROFILES
+from scheduler_core.scheduler.profiles import PROFILES as ENGINE_PROFILES
 
 
 class SessionStatus(StrEnum):

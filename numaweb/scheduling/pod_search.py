@@ -16,7 +16,7 @@ from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from numaweb.jobs.models import Task
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 
 from .models import Placement
 

@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from scheduler_core.bitmask import bits_of
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.explain import SCHEMA, group_order
+from scheduler_core.model.bitmask import bits_of
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.scheduler.explain import SCHEMA, group_order
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 from .store import expand_allocations, mask_of

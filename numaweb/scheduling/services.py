@@ -1,7 +1,7 @@
 """Running a scheduling session: rows → engine → rows.
 
 `start_session` creates the row and queues its id after commit. `execute_session` (what the Celery
-task runs) reads the cluster and jobs, calls `scheduler_core.session.run_session` with a progress
+task runs) reads the cluster and jobs, calls `scheduler_core.scheduler.session.run_session` with a progress
 callback that writes (throttled) to the row, then writes every placement and allocation in ONE
 transaction. The commit first advances each node it allocates on from the generation it read
 (`UPDATE ... WHERE generation = read`); if another writer got there first, nothing is written and
@@ -37,8 +37,8 @@ from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
-from scheduler_core.explain import PodRecord, SessionResult
-from scheduler_core.gc_pause import paused_gc
+from scheduler_core.scheduler.explain import PodRecord, SessionResult
+from scheduler_core.scheduler.gc_pause import paused_gc
 
 from . import store
 from .models import PodStatus, SchedulingSession, WorkerHeartbeat
@@ -321,7 +321,7 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
              session.cluster.name, session.worker, extra=fields)
     started, deadline = time.perf_counter(), run_deadline()
     try:
-        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
+        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.scheduler.gc_pause
             _run_with_retries(session, deadline, progress)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
@@ -344,8 +344,8 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
 
 def _run_with_retries(session: SchedulingSession, deadline: float,
                       progress: Callable[[int, int], None] | None = None) -> None:
-    from scheduler_core.session import Cluster as EngineCluster
-    from scheduler_core.session import run_session
+    from scheduler_core.scheduler.cluster import Cluster as EngineCluster
+    from scheduler_core.scheduler.session import run_session
 
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)
     for attempt in range(1, retries + 1):

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 
 from django.db import connection, models
 
-from scheduler_core.cpuset import list_format
-from scheduler_core.explain import PodRecord, SessionResult, decision_key
+from scheduler_core.model.cpuset import list_format
+from scheduler_core.scheduler.explain import PodRecord, SessionResult, decision_key
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 

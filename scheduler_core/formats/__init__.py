@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ..kubelet import KubeletConfig
-from ..node import Allocation
-from ..topology import Topology
+from ..model.kubelet_config import KubeletConfig
+from ..model.node import Allocation
+from ..model.topology import Topology
 from ._common import Source, build_topology, read_source
 from .detect import FORMATS, detect_source, normalise
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cpuset import CPUSet
 from ..errors import EngineError
-from ..quantity import format_bytes, human_bytes
+from ..model.cpuset import CPUSet
+from ..model.quantity import format_bytes, human_bytes
 
 
 def _size(n: int) -> str:

@@ -10,9 +10,9 @@ import pathlib
 import re
 from dataclasses import dataclass, field
 
-from ..cpuset import MAX_CPU_ID, CPUSet
 from ..errors import EngineError, FormatError
-from ..topology import CPU, Device, NUMANode, Topology
+from ..model.cpuset import MAX_CPU_ID, CPUSet
+from ..model.topology import CPU, Device, NUMANode, Topology
 from . import _fast_yaml
 
 #: Largest input accepted, checked before any parsing (a real hwloc XML of a 400-thread machine

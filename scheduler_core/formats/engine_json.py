@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from ..errors import EngineError, FormatError
-from ..kubelet import KubeletConfig
-from ..node import Allocation, Node
-from ..topology import Topology
+from ..model.kubelet_config import KubeletConfig
+from ..model.node import Allocation, Node
+from ..model.topology import Topology
 
 
 def load(text: str, fmt: str = "engine-json"):

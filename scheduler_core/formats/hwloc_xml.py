@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import re
 
-from ..bitmask import bits_of as bits
 from ..errors import FormatError
-from ..topology import Device
+from ..model.bitmask import bits_of as bits
+from ..model.topology import Device
 from ._common import CPURecord, Draft, hugepage_key, parse_hex_mask, parse_id, parse_int
 
 FORMAT = "hwloc-xml"

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
-from ..kubelet import (
+from ..model.cpuset import CPUSet
+from ..model.kubelet_config import (
     CPU_MANAGER_POLICIES,
     MEMORY_MANAGER_POLICIES,
     TOPOLOGY_POLICIES,
@@ -30,7 +30,7 @@ from ..kubelet import (
     KubeletConfig,
     TopologyOptions,
 )
-from ..quantity import count, cpu_milli, format_bytes
+from ..model.quantity import count, cpu_milli, format_bytes
 from ._common import load_documents
 
 KIND = "KubeletConfiguration"

@@ -15,9 +15,9 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
-from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
-from ..node import IMPORTED, Allocation
+from ..model.cpuset import CPUSet
+from ..model.node import IMPORTED, Allocation
 from ._common import CPURecord, Draft, build_topology, json_object, parse_int
 
 
@@ -170,7 +170,7 @@ def load_as_topology(text: str, fmt: str):
 def memory_checkpoint(text: str) -> dict:
     """memory_manager_state as the Memory Manager restores it: policy, the whole machine state
     (`cells`, `numberOfAssignments`, every table of `memoryMap`) and the blocks per pod and container."""
-    from ..memory import Block, MachineState, MemoryTable, NUMANodeState
+    from ..kubelet.memorymanager.state import Block, MachineState, MemoryTable, NUMANodeState
 
     what = "memory_manager_state"
     data = json_object(text, what)

@@ -19,11 +19,11 @@ import re
 
 import yaml
 
-from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
-from ..kubelet import KubeletConfig
-from ..quantity import count
-from ..topology import Device
+from ..model.cpuset import CPUSet
+from ..model.kubelet_config import KubeletConfig
+from ..model.quantity import count
+from ..model.topology import Device
 from ._common import CPURecord, Draft, load_yaml_documents
 
 _POLICY_NAMES = {
@@ -165,7 +165,7 @@ def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict]:
 
 def dump(node) -> str:
     """A Node (topology, kubelet settings, allocations) as a v1alpha2 NodeResourceTopology YAML."""
-    from ..node import Node
+    from ..model.node import Node
 
     if not isinstance(node, Node):
         raise FormatError("NRT export needs a Node (its topology and free state)")

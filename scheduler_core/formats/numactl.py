@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ..bitmask import bits_of as _bits
 from ..errors import FormatError
+from ..model.bitmask import bits_of as _bits
 from ._common import CPURecord, Draft, parse_cpulist, parse_int
 
 _AVAILABLE = re.compile(r"^available:\s*(\d+)\s+nodes?\s*(?:\((.*)\))?\s*$")

@@ -35,11 +35,11 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import EngineError, FormatError
-from ..jobs import Job
-from ..kubelet import KubeletConfig
-from ..pods import Pod
-from ..quantity import count, cpu_milli
-from ..topology import Device, Topology
+from ..model.jobs import Job
+from ..model.kubelet_config import KubeletConfig
+from ..model.pods import Pod
+from ..model.quantity import count, cpu_milli
+from ..model.topology import Device, Topology
 from . import nrt, volcano_numatopo, workloads
 from ._common import MAX_YAML_NODES, Draft, build_topology, load_documents, read_source
 

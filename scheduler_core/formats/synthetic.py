@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import FormatError
-from ..topology import Topology
+from ..model.topology import Topology
 from ._common import CPURecord, Draft
 
 _TYPES = {

@@ -27,8 +27,8 @@ import os
 import pathlib
 import re
 
-from ..bitmask import bits_of as bits
 from ..errors import FormatError
+from ..model.bitmask import bits_of as bits
 from . import _tar
 from ._common import (
     CPURecord,

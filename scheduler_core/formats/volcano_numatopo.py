@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import yaml
 
-from ..cpuset import CPUSet
 from ..errors import EngineError, FormatError
-from ..kubelet import KubeletConfig
-from ..quantity import cpu_milli
+from ..model.cpuset import CPUSet
+from ..model.kubelet_config import KubeletConfig
+from ..model.quantity import cpu_milli
 from ._common import CPURecord, Draft, load_yaml_documents, parse_int
 
 _POLICY_KEYS = {"CPUManagerPolicy": "cpu_manager_policy", "TopologyManagerPolicy": "topology_manager_policy",
@@ -89,7 +89,7 @@ def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict, list]:
 
 def dump(node) -> str:
     """A Node as a Volcano Numatopology YAML object."""
-    from ..node import Node
+    from ..model.node import Node
 
     if not isinstance(node, Node):
         raise FormatError("Numatopology export needs a Node")

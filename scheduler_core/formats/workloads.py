@@ -17,10 +17,10 @@ Errors keep their class (RequestError, PolicyError, FormatError) and name the do
 from __future__ import annotations
 
 from ..errors import EngineError, FormatError, PolicyError, RequestError, check_int
-from ..jobs import Job, Task
-from ..kubelet import TOPOLOGY_POLICIES
-from ..pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
-from ..quantity import count, cpu_milli
+from ..model.jobs import Job, Task
+from ..model.kubelet_config import TOPOLOGY_POLICIES
+from ..model.pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
+from ..model.quantity import count, cpu_milli
 from ._common import load_documents
 
 ANNOTATION = "volcano.sh/numa-topology-policy"

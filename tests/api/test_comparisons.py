@@ -62,7 +62,7 @@ def test_three_profiles_on_the_demo_cluster(api, demo, eager, django_capture_on_
         assert sum(m["block_histogram"].values()) == sum(n.num_numa_nodes for n in Node.objects.filter(cluster=demo))
         assert m["headroom"] >= 0 and m["engine_s"] > 0
     # the numbers are the engine's: the same variant run directly gives the same metrics
-    from scheduler_core.compare import Shape, Variant, run_variant
+    from scheduler_core.scheduler.compare import Shape, Variant, run_variant
 
     nodes, _seen = inventory.cluster_nodes(demo)
     _rows, jobs = job_services.engine_jobs(Job.objects.filter(pk__in=body["jobs"]))
@@ -99,7 +99,7 @@ def test_overrides_apply_to_the_engine_nodes_only(api, cluster, eager, django_ca
     single-numa-node (volcano places it, aligned does not), and admits it across NUMA nodes when the
     variant turns every node best-effort. The node rows keep their policy and generation."""
     node = make_node(cluster, "g", (1, 2, 4, 1), "single-numa-node")
-    from scheduler_core.topology import synthetic
+    from scheduler_core.model.topology import synthetic
 
     inventory.set_topology(node, synthetic(1, 2, 4, 1, memory_per_numa=16 * 2**30,
                                            devices_per_numa={"nvidia.com/gpu": 1}), "synthetic")

@@ -12,8 +12,8 @@ from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.scheduling import results, services
 from numaweb.scheduling.models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
-from scheduler_core.session import Cluster as EngineCluster
-from scheduler_core.session import run_session
+from scheduler_core.scheduler.cluster import Cluster as EngineCluster
+from scheduler_core.scheduler.session import run_session
 
 RESULT_TABLES = ("scheduling_placement", "scheduling_verdict", "scheduling_verdictgroup", "scheduling_nodenames",
                  "scheduling_detail", "scheduling_sessionjob")

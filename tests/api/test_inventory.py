@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from numaweb.inventory.models import Allocation, Node
-from scheduler_core.topology import synthetic
+from scheduler_core.model.topology import synthetic
 from tests.web.helpers import allocated_cpus, make_node
 
 FIXTURES = Path(__file__).resolve().parents[2] / "numaweb" / "inventory" / "fixtures"

@@ -10,9 +10,9 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
-from scheduler_core.jobs import Job as EngineJob
-from scheduler_core.jobs import Task as EngineTask
-from scheduler_core.pods import Container, Pod
+from scheduler_core.model.jobs import Job as EngineJob
+from scheduler_core.model.jobs import Task as EngineTask
+from scheduler_core.model.pods import Container, Pod
 
 pytestmark = pytest.mark.django_db
 

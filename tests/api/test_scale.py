@@ -8,8 +8,8 @@ from numaweb.inventory import services
 from numaweb.inventory.models import Node
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.topology import synthetic
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import synthetic
 from tests.web.helpers import GiB, make_job
 
 

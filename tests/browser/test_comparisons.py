@@ -7,7 +7,7 @@ from playwright.sync_api import Page, expect
 
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Node
-from scheduler_core.compare import BLOCK_BINS
+from scheduler_core.scheduler.compare import BLOCK_BINS
 
 pytestmark = pytest.mark.browser
 
@@ -89,7 +89,7 @@ def test_dashboard_headroom_box(page: Page, live_server, demo):
 def test_session_page_draws_numa_span_per_pod(page: Page, live_server, demo):
     from numaweb.jobs.models import Job
     from numaweb.scheduling import services
-    from scheduler_core.compare import SPAN_BINS
+    from scheduler_core.scheduler.compare import SPAN_BINS
 
     session = services.start_session(demo, "volcano", dry_run=True, jobs=list(Job.objects.all()))
     session = services.execute_session(session.pk)

@@ -10,7 +10,7 @@ from numaweb.comparisons import services as comparisons
 from numaweb.inventory.models import Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
-from scheduler_core.compare import Variant
+from scheduler_core.scheduler.compare import Variant
 
 pytestmark = pytest.mark.browser
 

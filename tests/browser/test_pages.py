@@ -7,9 +7,9 @@ from playwright.sync_api import Page, expect
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 from numaweb.scheduling import services
-from scheduler_core.admission import admit_pod
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.pods import Container, Pod
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.pods import Container, Pod
 
 pytestmark = pytest.mark.browser
 

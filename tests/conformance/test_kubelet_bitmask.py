@@ -1,22 +1,20 @@
-"""Every kubelet BitMask vector (ENGINE.md §2.1) through both faces of scheduler_core.bitmask:
-the `BitMask` class with the kubelet's method names, and the int functions the hot paths use."""
+"""Every kubelet BitMask vector (ENGINE.md §2.1) through the engine's int functions
+(scheduler_core.model.bitmask) and the kubelet's `BitMask` API over them (bitmask_api.py)."""
 
 from functools import reduce
 
 import pytest
 
-from scheduler_core.bitmask import (
-    BitMask,
+from scheduler_core.model.bitmask import (
     BitMaskError,
-    and_masks,
     bits_of,
     count,
     is_narrower,
     iterate_masks,
     mask_of,
     mask_string,
-    or_masks,
 )
+from tests.conformance.bitmask_api import BitMask, and_masks, or_masks
 from tests.conftest import load_vectors
 
 CASES = load_vectors("kubelet_bitmask")["cases"]

@@ -3,12 +3,12 @@ align-by-socket) and podGuaranteedCPUs (ENGINE.md §2.6)."""
 
 import pytest
 
-from scheduler_core.cpu_hints import container_cpu_hints, cpu_topology_hints
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.hints import TopologyHint
-from scheduler_core.pods import INIT, SIDECAR, Container, Pod, pod_guaranteed_cpus
-from scheduler_core.quantity import cpu_milli
-from scheduler_core.topology import Topology
+from scheduler_core.kubelet.cpumanager.topology_hints import container_cpu_hints, cpu_topology_hints
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.pods import INIT, SIDECAR, Container, Pod, pod_guaranteed_cpus
+from scheduler_core.model.quantity import cpu_milli
+from scheduler_core.model.topology import Topology
 from tests.conftest import load_vectors
 
 DATA = load_vectors("kubelet_cpu_hints")

@@ -2,16 +2,16 @@
 
 import pytest
 
-from scheduler_core.bitmask import bits_of, mask_of
-from scheduler_core.devices import (
+from scheduler_core.kubelet.devicemanager.manager import (
     container_device_hints,
     device_topology_hints,
     pod_device_hints,
     pod_device_requests,
 )
-from scheduler_core.pods import Container, Pod
-from scheduler_core.quantity import count, cpu_milli
-from scheduler_core.topology import Device
+from scheduler_core.model.bitmask import bits_of, mask_of
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.quantity import count, cpu_milli
+from scheduler_core.model.topology import Device
 from tests.conftest import load_vectors
 
 CASES = load_vectors("kubelet_device_hints")["cases"]

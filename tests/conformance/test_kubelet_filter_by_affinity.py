@@ -5,8 +5,8 @@ import itertools
 
 import pytest
 
-from scheduler_core.devices import devices_to_allocate, filter_by_affinity
-from scheduler_core.topology import Device
+from scheduler_core.kubelet.devicemanager.manager import devices_to_allocate, filter_by_affinity
+from scheduler_core.model.topology import Device
 from tests.conftest import load_vectors
 
 CASES = load_vectors("kubelet_filter_by_affinity")["cases"]

@@ -2,9 +2,10 @@
 
 import pytest
 
-from scheduler_core.bitmask import bits_of
-from scheduler_core.memory import MachineState, memory_topology_hints
-from scheduler_core.pods import Container, Pod, pod_memory_request
+from scheduler_core.kubelet.memorymanager.policy_static import memory_topology_hints
+from scheduler_core.kubelet.memorymanager.state import MachineState
+from scheduler_core.model.bitmask import bits_of
+from scheduler_core.model.pods import Container, Pod, pod_memory_request
 from tests.conftest import load_vectors
 
 CASES = load_vectors("kubelet_memory_hints")["cases"]

@@ -6,24 +6,14 @@ from itertools import permutations, product
 
 import pytest
 
-from scheduler_core.bitmask import BitMaskError, mask_of
 from scheduler_core.errors import EngineError, PolicyError, RequestError, TopologyError
-from scheduler_core.hints import (
-    MergeResult,
-    NUMAInfo,
-    TopologyHint,
-    as_hint,
-    average_distance,
-    can_admit,
-    compare,
-    filter_single_numa_hints,
-    flatten_providers,
-    format_hint,
-    max_of_min_affinity_counts,
-    merge_hints,
-    merge_hints_reference,
-)
-from scheduler_core.kubelet import TopologyOptions
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, as_hint, flatten_providers, format_hint
+from scheduler_core.kubelet.topologymanager.merge import MergeResult, merge_hints, merge_hints_reference
+from scheduler_core.kubelet.topologymanager.numa_info import NUMAInfo, average_distance
+from scheduler_core.kubelet.topologymanager.policies import can_admit
+from scheduler_core.kubelet.topologymanager.policy import compare, filter_single_numa_hints, max_of_min_affinity_counts
+from scheduler_core.model.bitmask import BitMaskError, mask_of
+from scheduler_core.model.kubelet_config import TopologyOptions
 from tests.conftest import load_vectors
 
 DATA = load_vectors("kubelet_merge")
@@ -170,7 +160,7 @@ def test_zero_providers_is_default_preferred_and_empty_list_is_default_not_prefe
 @pytest.mark.parametrize("budget", [None, 0, 1 << 60])
 def test_machine_without_numa_nodes(budget, monkeypatch) -> None:
     """D = 0: every merge is empty and skipped, so the result is (0, NP) -- also with no providers."""
-    import scheduler_core.hints as hints_module
+    import scheduler_core.kubelet.topologymanager.merge_fast as hints_module
 
     monkeypatch.setattr(hints_module, "SET_PRODUCT_BUDGET", budget)
     cases = [[], [{"a": [TopologyHint(1, True), TopologyHint(None, False)]}, {"b": [TopologyHint(3, False)]}],

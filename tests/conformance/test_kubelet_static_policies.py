@@ -6,26 +6,25 @@ know fails the run."""
 
 import pytest
 
-from scheduler_core.admission import _Admission
-from scheduler_core.cpu import SMTAlignmentError, check_smt_alignment
-from scheduler_core.cpu_policy import StateValidationError, StaticPolicy
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError, InsufficientResourcesError, PolicyError
-from scheduler_core.hints import TopologyHint
-from scheduler_core.kubelet import CPUOptions, KubeletConfig
-from scheduler_core.kubelet_start import new_topology_manager
-from scheduler_core.memory import (
-    Block,
-    MachineState,
+from scheduler_core.kubelet.admission import _Admission
+from scheduler_core.kubelet.cpumanager.cpu_policy import StateValidationError, StaticPolicy
+from scheduler_core.kubelet.cpumanager.policy_static import SMTAlignmentError, check_smt_alignment
+from scheduler_core.kubelet.kubelet_start import new_topology_manager
+from scheduler_core.kubelet.memorymanager.policy_static import (
     MemoryAllocationError,
     MemoryManager,
     check_system_reserved,
     default_machine_state,
     validate_state,
 )
-from scheduler_core.node import Node
-from scheduler_core.pods import APP, INIT, SIDECAR, Container, Pod
-from scheduler_core.topology import Topology, synthetic
+from scheduler_core.kubelet.memorymanager.state import Block, MachineState
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import APP, INIT, SIDECAR, Container, Pod
+from scheduler_core.model.topology import Topology, synthetic
 from tests.conftest import load_vectors
 
 CPU = load_vectors("kubelet_static_policy_add")

@@ -3,11 +3,15 @@ orderings and the static policy's allocateCPUs (ENGINE.md §2.6, §2.7)."""
 
 import pytest
 
-from scheduler_core.cpu import allocate_cpus
-from scheduler_core.cpu_take import accumulator_order, take_by_topology_numa_distributed, take_by_topology_numa_packed
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
-from scheduler_core.topology import Topology
+from scheduler_core.kubelet.cpumanager.cpu_assignment import (
+    accumulator_order,
+    take_by_topology_numa_distributed,
+    take_by_topology_numa_packed,
+)
+from scheduler_core.kubelet.cpumanager.policy_static import allocate_cpus
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.topology import Topology
 from tests.conftest import load_vectors
 
 DATA = load_vectors("kubelet_take_by_topology")

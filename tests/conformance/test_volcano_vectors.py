@@ -10,30 +10,28 @@ from __future__ import annotations
 import pytest
 
 from scheduler_core.errors import InsufficientResourcesError
-from scheduler_core.pods import Container
-from scheduler_core.quantity import count, cpu_milli
-from scheduler_core.volcano import (
+from scheduler_core.model.pods import Container
+from scheduler_core.model.quantity import count, cpu_milli
+from scheduler_core.volcano.cache import NumaCache, NumaInfo, PodMeta, check_numa_pod_assigned
+from scheduler_core.volcano.cpumanager.cpu_assignment import VolcanoCPUTopology, go_sort_slice
+from scheduler_core.volcano.cpumanager.cpu_assignment import take_by_topology as volcano_take
+from scheduler_core.volcano.cpumanager.provider import NumaModel, parse_allocatable, reserved_cpu_count
+from scheduler_core.volcano.numaaware import (
     PASS_ASSIGNED,
     REJECT,
-    Hint,
-    NumaModel,
     VolcanoPlugin,
     VolcanoTask,
     allocate_container,
-    guaranteed_cpus,
-    job_pod_annotation,
     normalize_scores,
-    parse_allocatable,
     plugin_weight,
+)
+from scheduler_core.volcano.policy import Hint, guaranteed_cpus, policy_predicate
+from scheduler_core.volcano.webhook import (
+    job_pod_annotation,
     pod_qos,
-    policy_predicate,
-    reserved_cpu_count,
     task_topology_policy,
     validate_task_topology_policy,
 )
-from scheduler_core.volcano_cache import NumaCache, NumaInfo, PodMeta, check_numa_pod_assigned
-from scheduler_core.volcano_cpu import VolcanoCPUTopology, go_sort_slice
-from scheduler_core.volcano_cpu import take_by_topology as volcano_take
 from tests.conftest import load_vectors
 
 

@@ -1,16 +1,16 @@
 """The kubelet's exhaustive distributed CPU selection (takeByTopologyNUMADistributed), as the engine
-ran it before `scheduler_core.cpu_distributed` searched with bounds: every k-combination of NUMA
+ran it before `scheduler_core.kubelet.cpumanager.cpu_distributed` searched with bounds: every k-combination of NUMA
 nodes, every remainder subset, first strictly lowest score wins. Slow (minutes on 24 NUMA nodes),
 kept only as the oracle the fast search is tested against."""
 
 import math
 from itertools import combinations
 
-from scheduler_core import cpu_take
-from scheduler_core.cpu_distributed import standard_deviation
-from scheduler_core.cpu_index import cpu_index
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
+from scheduler_core.kubelet.cpumanager import cpu_assignment as cpu_take
+from scheduler_core.kubelet.cpumanager.cpu_distributed import standard_deviation
+from scheduler_core.kubelet.cpumanager.cpu_index import cpu_index
+from scheduler_core.model.cpuset import CPUSet
 
 
 def _round3(value: float) -> float:

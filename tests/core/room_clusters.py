@@ -12,12 +12,12 @@ there once the big pod is in). A gang of k such pods therefore needs exactly k m
 
 from __future__ import annotations
 
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation, Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.topology import synthetic
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation, Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
 
 GiB = 2**30
 SNN = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="single-numa-node")

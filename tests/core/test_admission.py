@@ -3,8 +3,8 @@
 import pytest
 
 from scheduler_core import CPU, Container, CPUSet, Device, KubeletConfig, Node, NUMANode, Pod, Topology, admit_pod
-from scheduler_core.admission import TopologyAffinityError
-from scheduler_core.hints import format_hint
+from scheduler_core.kubelet.admission import TopologyAffinityError
+from scheduler_core.kubelet.topologymanager.hint import format_hint
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -110,7 +110,7 @@ def test_conflicting_resources_are_named_together():
 
 
 def test_smt_alignment_error():
-    from scheduler_core.topology import synthetic
+    from scheduler_core.model.topology import synthetic
 
     node = Node("n", synthetic(1, 1, 4, 2), kubelet("best-effort", cpu_manager_options={"full-pcpus-only": "true"}))
     result = admit_pod(node, Pod("p", (Container.guaranteed("c", 3000, GiB),)))

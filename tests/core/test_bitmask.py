@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler_core.bitmask import bits_of
+from scheduler_core.model.bitmask import bits_of
 
 
 @given(st.integers(0, (1 << 1024) - 1))

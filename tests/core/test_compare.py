@@ -1,4 +1,4 @@
-"""scheduler_core.compare: variants and their overrides, metrics that tell profiles apart, single-NUMA
+"""scheduler_core.scheduler.compare: variants and their overrides, metrics that tell profiles apart, single-NUMA
 blocks, and headroom checked against what a session of that many more pods really does."""
 
 from __future__ import annotations
@@ -7,7 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.compare import (
+from scheduler_core.errors import EngineError
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation, Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.compare import (
     Shape,
     Variant,
     block_histogram,
@@ -16,15 +24,8 @@ from scheduler_core.compare import (
     run_variant,
     span_histogram,
 )
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.errors import EngineError
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation, Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.profiles import AlignedProfile
-from scheduler_core.session import PROFILES, Cluster, run_session
-from scheduler_core.topology import synthetic
+from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 GPU = "nvidia.com/gpu"

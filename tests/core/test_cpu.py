@@ -7,7 +7,15 @@ import random
 import pytest
 
 from scheduler_core.bench import bench_take_by_topology
-from scheduler_core.cpu import (
+from scheduler_core.errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
+from scheduler_core.kubelet.cpumanager.cpu_assignment import (
+    accumulator_order,
+    take_by_topology,
+    take_by_topology_numa_distributed,
+    take_by_topology_numa_packed,
+)
+from scheduler_core.kubelet.cpumanager.cpu_distributed import standard_deviation
+from scheduler_core.kubelet.cpumanager.policy_static import (
     SMTAlignmentError,
     allocate_container,
     allocate_cpus,
@@ -17,20 +25,12 @@ from scheduler_core.cpu import (
     update_cpus_to_reuse,
     validate_static_options,
 )
-from scheduler_core.cpu_distributed import standard_deviation
-from scheduler_core.cpu_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
-from scheduler_core.cpu_take import (
-    accumulator_order,
-    take_by_topology,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.errors import CPUSetError, EngineError, InsufficientResourcesError, PolicyError, RequestError
-from scheduler_core.hints import TopologyHint
-from scheduler_core.kubelet import CPUOptions
-from scheduler_core.pods import Container, Pod
-from scheduler_core.topology import Topology, synthetic
+from scheduler_core.kubelet.cpumanager.topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import CPUOptions
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import Topology, synthetic
 from tests.conftest import load_vectors
 
 VEC = load_vectors("kubelet_take_by_topology")

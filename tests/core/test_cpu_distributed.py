@@ -7,11 +7,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.bench import bench_distributed
-from scheduler_core.cpu_distributed import balance_milli, select_numa_nodes, standard_deviation
-from scheduler_core.cpu_take import take_by_topology_numa_distributed
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import InsufficientResourcesError
-from scheduler_core.topology import Topology, synthetic
+from scheduler_core.kubelet.cpumanager.cpu_assignment import take_by_topology_numa_distributed
+from scheduler_core.kubelet.cpumanager.cpu_distributed import balance_milli, select_numa_nodes, standard_deviation
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.topology import Topology, synthetic
 from tests.conftest import load_vectors
 from tests.core.distributed_reference import exhaustive_choice, float_standard_deviation, take_distributed
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from scheduler_core.bitmask import mask_of
-from scheduler_core.devices import (
+from scheduler_core.errors import InsufficientResourcesError, RequestError
+from scheduler_core.kubelet.devicemanager.manager import (
     DeviceManager,
     container_device_hints,
     device_sort_key,
@@ -12,10 +12,10 @@ from scheduler_core.devices import (
     filter_by_affinity,
     pod_device_hints,
 )
-from scheduler_core.errors import InsufficientResourcesError, RequestError
-from scheduler_core.hints import TopologyHint
-from scheduler_core.pods import Container, Pod
-from scheduler_core.topology import Device, synthetic
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.model.bitmask import mask_of
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import Device, synthetic
 
 
 def H(nodes, preferred):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.explain import SCHEMA, unavailable_message
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.session import Cluster, run_session
-from scheduler_core.topology import synthetic
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.explain import SCHEMA, unavailable_message
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 
@@ -87,8 +88,8 @@ def test_group_cap_summarises_the_rest():
 
 
 def _admitted_verdict(node: Node, pod: Pod):
-    from scheduler_core.admission import admit_pod
-    from scheduler_core.explain import NodeVerdict
+    from scheduler_core.kubelet.admission import admit_pod
+    from scheduler_core.scheduler.explain import NodeVerdict
 
     result = admit_pod(node, pod, commit=False)
     return NodeVerdict("passed" if result.admitted else "filtered", admission=result)
@@ -97,8 +98,8 @@ def _admitted_verdict(node: Node, pod: Pod):
 def test_verdict_signature_is_the_admission_content_not_the_objects():
     """Verdicts merge when their admissions say the same (built separately), and stay apart when one
     hint, one CPU or one memory block differs."""
-    from scheduler_core.explain import VerdictTable
-    from scheduler_core.node import Allocation
+    from scheduler_core.model.node import Allocation
+    from scheduler_core.scheduler.explain import VerdictTable
 
     topo = synthetic(1, 2, 4, 2, memory_per_numa=16 * GiB)
     kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="best-effort",

@@ -6,8 +6,8 @@ import pytest
 
 from scheduler_core.bench import make_cluster, make_jobs
 from scheduler_core.errors import RequestError
-from scheduler_core.gc_pause import paused_gc
-from scheduler_core.session import run_session
+from scheduler_core.scheduler.gc_pause import paused_gc
+from scheduler_core.scheduler.session import run_session
 
 
 def test_paused_and_restored_also_nested_and_on_errors():

@@ -7,20 +7,20 @@ import json
 
 import pytest
 
-from scheduler_core.admission import admit_pod
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import FormatError
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.kubelet_start import (
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.kubelet.kubelet_start import (
     CPU_STATE_FILE,
     MEMORY_STATE_FILE,
     changed_settings,
     kubelet_start,
     model_checkpoints,
 )
-from scheduler_core.node import Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.topology import synthetic
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
 
 GIB = 1 << 30
 TOPO = synthetic(1, 2, 4, 2, memory_per_numa=16 * GIB)  # 2 NUMA nodes x 4 cores x 2 threads: CPUs 0-15
@@ -43,7 +43,10 @@ def test_the_model_checkpoint_is_taken_as_is():
     assert memory is None
     verdict = kubelet_start(TOPO, STATIC, cpu)
     assert verdict.starts and verdict.refusal is None
-    held = CPUSet().union(*(c for cs in verdict.assignments.values() for c in cs.values()))
+    held = CPUSet()
+    for cs in verdict.assignments.values():
+        for c in cs.values():
+            held |= c
     assert verdict.default_cpuset == CPUSet(TOPO.all_cpus) - held
     assert 0 in verdict.default_cpuset  # reserved CPUs stay in the shared pool
     assert verdict.pinned_pods == ["uid-0", "uid-1"] and verdict.pods_to_move == []

@@ -2,12 +2,8 @@
 
 import pytest
 
-from scheduler_core.bitmask import mask_of
 from scheduler_core.errors import InsufficientResourcesError, RequestError, TopologyError
-from scheduler_core.hints import TopologyHint
-from scheduler_core.memory import (
-    Block,
-    MachineState,
+from scheduler_core.kubelet.memorymanager.policy_static import (
     MemoryAllocationError,
     MemoryManager,
     allocate_memory,
@@ -16,8 +12,11 @@ from scheduler_core.memory import (
     memory_topology_hints,
     release_memory,
 )
-from scheduler_core.pods import Container, Pod
-from scheduler_core.topology import CPU, NUMANode, Topology
+from scheduler_core.kubelet.memorymanager.state import Block, MachineState
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint
+from scheduler_core.model.bitmask import mask_of
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import CPU, NUMANode, Topology
 
 Gi, Mi = 2**30, 2**20
 

@@ -10,9 +10,11 @@ from math import prod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core import hints as H
 from scheduler_core.bench import capacity_hints
-from scheduler_core.hints import TopologyHint, flatten_providers, merge_hints, merge_hints_reference
+from scheduler_core.errors import TopologyError
+from scheduler_core.kubelet.topologymanager import merge_fast as H
+from scheduler_core.kubelet.topologymanager.hint import TopologyHint, flatten_providers
+from scheduler_core.kubelet.topologymanager.merge import merge_hints, merge_hints_reference
 
 POLICIES = ["none", "best-effort", "restricted", "single-numa-node"]
 MODES = {"auto": None, "transforms": 0, "set-product": 1 << 60}
@@ -155,7 +157,7 @@ def test_16_nodes_capacity_lists() -> None:
     try:
         merge_hints("best-effort", providers, nodes)
         raise AssertionError("16 NUMA nodes must need max-allowable-numa-nodes")
-    except H.TopologyError as err:
+    except TopologyError as err:
         assert "more than 8 NUMA Nodes" in str(err)
     options = {"max-allowable-numa-nodes": "16"}
     picked = [{"gpu": rnd.sample(gpu, 40)}, {"cpu": rnd.sample(cpu, 40)}, {"memory": rnd.sample(cpu, 3)}]

@@ -3,7 +3,7 @@
 import pytest
 
 from scheduler_core import Allocation, CPUSet, InsufficientResourcesError, KubeletConfig, Node
-from scheduler_core.topology import synthetic
+from scheduler_core.model.topology import synthetic
 
 GiB = 1 << 30
 

@@ -3,8 +3,8 @@
 import pytest
 
 from scheduler_core import Container, Job, KubeletConfig, Pod, PolicyError, RequestError, Task
-from scheduler_core.kubelet import CPUOptions, TopologyOptions
-from scheduler_core.pods import (
+from scheduler_core.model.kubelet_config import CPUOptions, TopologyOptions
+from scheduler_core.model.pods import (
     BEST_EFFORT,
     BURSTABLE,
     GUARANTEED,
@@ -14,7 +14,7 @@ from scheduler_core.pods import (
     pod_guaranteed_cpus,
     pod_memory_request,
 )
-from scheduler_core.quantity import count, cpu_milli, format_bytes
+from scheduler_core.model.quantity import count, cpu_milli, format_bytes
 
 GiB = 1 << 30
 

@@ -1,4 +1,4 @@
-"""scheduler_core.room: make room for a pending target with the fewest pod moves, checked against an
+"""scheduler_core.scheduler.room: make room for a pending target with the fewest pod moves, checked against an
 exhaustive search on random small clusters, on the fragmented cluster of room_clusters, and for what
 may not move."""
 
@@ -10,16 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.admission import admit_pod
 from scheduler_core.errors import RequestError
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.room import make_room
-from scheduler_core.room_moves import Rules, order_moves, put_on, running_pods, take_off
-from scheduler_core.session import Cluster, run_session
-from scheduler_core.topology import synthetic
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.room import make_room
+from scheduler_core.scheduler.room_moves import Rules, order_moves, put_on, running_pods, take_off
+from scheduler_core.scheduler.session import run_session
 
 from .room_clusters import GiB, fragmented, gang
 
@@ -201,7 +202,7 @@ def test_bad_input_is_refused():
 def test_a_node_with_too_many_movable_pods_is_searched_but_not_claimed_minimal():
     # 18 CPUs on one NUMA node, 17 movable 1-CPU pods: a 3-CPU pod needs 2 of them moved; pairs of a node
     # with more than MAX_NODE_PODS movable pods come from its 16 smallest only, so the plan is not proven
-    from scheduler_core.room import MAX_NODE_PODS
+    from scheduler_core.scheduler.room import MAX_NODE_PODS
 
     node = Node("big", synthetic(1, 1, 18, 1, memory_per_numa=64 * GiB), KubeletConfig(
         cpu_manager_policy="static", topology_manager_policy="single-numa-node"))

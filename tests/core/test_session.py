@@ -6,15 +6,18 @@ import random
 
 import pytest
 
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import EngineError, PolicyError, RequestError
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation, Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.session import Cluster, run_session
-from scheduler_core.topology import CPU, Topology, synthetic
-from scheduler_core.volcano import Hint, NumaModel, VolcanoTask, policy_predicate, predicate
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation, Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import CPU, Topology, synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.session import run_session
+from scheduler_core.volcano.cpumanager.provider import NumaModel
+from scheduler_core.volcano.numaaware import VolcanoTask, predicate
+from scheduler_core.volcano.policy import Hint, policy_predicate
 
 GiB = 2**30
 

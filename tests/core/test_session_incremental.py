@@ -8,17 +8,18 @@ import random
 
 import pytest
 
-from scheduler_core import session as S
 from scheduler_core.bench import make_cluster, make_jobs
-from scheduler_core.explain import PASSED, SKIPPED, PodRecord, VerdictTable, unavailable_message
-from scheduler_core.jobs import Job, Task
-from scheduler_core.pods import Container, Pod
-from scheduler_core.profiles import AlignedProfile, UnawareProfile, VolcanoProfile
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.scheduler import session as S
+from scheduler_core.scheduler.cluster import Request
+from scheduler_core.scheduler.explain import PASSED, SKIPPED, PodRecord, VerdictTable, unavailable_message
+from scheduler_core.scheduler.profiles import AlignedProfile, UnawareProfile, VolcanoProfile
 
 
 def straightforward_schedule(self, job, task, pod, prepared):
     """`_Session.schedule` without classes or caches: every node, every time."""
-    req = S.Request.of(pod)
+    req = Request.of(pod)
     self.request = req
     names = sorted(self.cluster.nodes)
     verdicts = {n: self.evaluate(n, pod, prepared, req) for n in names}

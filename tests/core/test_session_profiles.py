@@ -6,12 +6,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.session import PROFILES, Cluster, run_session
-from scheduler_core.topology import CPU, Topology, synthetic
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import CPU, Topology, synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.profiles import PROFILES
+from scheduler_core.scheduler.session import run_session
 
 GiB = 2**30
 GPU = "nvidia.com/gpu"
@@ -55,8 +57,8 @@ def test_volcano_misses_device_alignment_that_aligned_sees():
     passes its predicate, and the kubelet then rejects the pod; `aligned` sends it elsewhere."""
     kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="restricted")
     topo = synthetic(1, 2, 4, 2, devices_per_numa={GPU: 1})
-    from scheduler_core.cpuset import CPUSet
-    from scheduler_core.node import Allocation
+    from scheduler_core.model.cpuset import CPUSet
+    from scheduler_core.model.node import Allocation
 
     busy_gpu0 = Allocation("default/other", "app", CPUSet(), devices={GPU: ("gpu0",)}, origin="imported")
     busy_numa1 = Allocation("default/cpus", "app", CPUSet.parse("4-7,12-15"), origin="imported")
@@ -127,7 +129,7 @@ def test_aligned_profile_never_gets_a_topology_affinity_error(case):
 
 def test_profiles_are_objects_from_one_registry():
     from scheduler_core.errors import PolicyError
-    from scheduler_core.profiles import AlignedProfile, VolcanoProfile, get_profile
+    from scheduler_core.scheduler.profiles import AlignedProfile, VolcanoProfile, get_profile
 
     assert list(PROFILES) == ["volcano", "aligned", "unaware"]
     assert get_profile("volcano", 7) == VolcanoProfile(weight=7)
@@ -147,8 +149,8 @@ def test_profiles_are_objects_from_one_registry():
     assert by_object == by_name
     assert by_object["weight"] == 10
     # and the plugin scores with it: one node fits the 4 CPUs on one NUMA node, the other needs two
-    from scheduler_core.cpuset import CPUSet
-    from scheduler_core.node import Allocation
+    from scheduler_core.model.cpuset import CPUSet
+    from scheduler_core.model.node import Allocation
 
     kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="best-effort")
     busy = Allocation("default/busy", "app", CPUSet.parse("3,7"), origin="imported")

@@ -3,7 +3,7 @@
 import pytest
 
 from scheduler_core import CPU, CPUSet, Device, Header, NUMANode, Topology, TopologyError
-from scheduler_core.topology import synthetic
+from scheduler_core.model.topology import synthetic
 
 
 def test_synthetic_shape_and_indexes():

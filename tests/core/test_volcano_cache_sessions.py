@@ -2,15 +2,16 @@
 a pod Volcano placed keeps its predicted CPUs out of Volcano's view until the exporter reports it
 pinned, or it is deleted."""
 
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.jobs import Job, Task
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation, Node
-from scheduler_core.pods import Container, Pod
-from scheduler_core.profiles import VolcanoProfile
-from scheduler_core.session import Cluster, run_session
-from scheduler_core.topology import synthetic
-from scheduler_core.volcano_cache import NumaCache, PodMeta
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job, Task
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation, Node
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.profiles import VolcanoProfile
+from scheduler_core.scheduler.session import run_session
+from scheduler_core.volcano.cache import NumaCache, PodMeta
 
 GiB = 1 << 30
 GPU = "nvidia.com/gpu"

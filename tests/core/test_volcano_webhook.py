@@ -5,13 +5,12 @@ import pytest
 from scheduler_core import Container, Job, Pod, Task
 from scheduler_core.errors import RequestError
 from scheduler_core.formats.workloads import load_jobs
-from scheduler_core.volcano import (
-    NumaModel,
-    VolcanoTask,
-    guaranteed_cpus,
+from scheduler_core.volcano.cpumanager.provider import NumaModel
+from scheduler_core.volcano.numaaware import VolcanoTask, predicate
+from scheduler_core.volcano.policy import guaranteed_cpus
+from scheduler_core.volcano.webhook import (
     job_topology_policy_violation,
     pod_qos,
-    predicate,
     validate_job_tasks,
     validate_task_topology_policy,
 )

@@ -5,9 +5,9 @@ import pathlib
 
 import pytest
 
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import FormatError
 from scheduler_core.formats import detect_format, load
+from scheduler_core.model.cpuset import CPUSet
 
 DATA = pathlib.Path(__file__).parent / "data"
 INDEX = json.loads((DATA / "INDEX.json").read_text())

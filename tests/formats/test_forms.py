@@ -1,8 +1,8 @@
 """Forms of the text formats that the corpus does not hold: lscpu -e, numactl --cpu-compress."""
 
 from scheduler_core import load_topology
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.formats import detect_format
+from scheduler_core.model.cpuset import CPUSet
 
 LSCPU_E = """CPU NODE SOCKET CORE L1d:L1i:L2:L3 ONLINE    MAXMHZ   MINMHZ
   0    0      0    0 0:0:0:0          yes 3400.0000 800.0000

@@ -158,7 +158,7 @@ def test_bad_cpusets_in_cpu_manager_state(cpus):
 
 
 def test_bad_cpuset_direct():
-    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.model.cpuset import CPUSet
 
     with pytest.raises(CPUSetError, match="reversed"):
         CPUSet.parse("3-1")

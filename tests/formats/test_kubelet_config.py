@@ -8,9 +8,9 @@ import pytest
 from scheduler_core.errors import FormatError
 from scheduler_core.formats import detect_format, dump_kubelet_config, load, load_kubelet_config
 from scheduler_core.formats.__main__ import main
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.kubelet_start import kubelet_start
-from scheduler_core.topology import synthetic
+from scheduler_core.kubelet.kubelet_start import kubelet_start
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import synthetic
 
 CONFIG = """\
 apiVersion: kubelet.config.k8s.io/v1beta1

@@ -5,12 +5,12 @@ import pathlib
 
 import pytest
 
-from scheduler_core.cpuset import CPUSet
 from scheduler_core.errors import FormatError
 from scheduler_core.formats import dump_topology, load, load_topology
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Allocation, Node
-from scheduler_core.topology import synthetic
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Allocation, Node
+from scheduler_core.model.topology import synthetic
 
 DATA = pathlib.Path(__file__).parent / "data"
 

@@ -10,7 +10,7 @@ import io
 import tarfile
 from dataclasses import dataclass, field
 
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 
 
 @dataclass

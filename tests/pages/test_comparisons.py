@@ -11,7 +11,7 @@ from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 from numaweb.scheduling import results
-from scheduler_core.compare import BLOCK_BINS, Shape
+from scheduler_core.scheduler.compare import BLOCK_BINS, Shape
 from tests.pages.helpers import parse
 
 pytestmark = pytest.mark.django_db
@@ -165,7 +165,7 @@ def test_session_page_charts_numa_span_per_pod(client, demo):
     """One column per span bin; the values are the engine's admitted NUMA masks of the session's pods."""
     from numaweb.jobs.models import Job
     from numaweb.scheduling import services as scheduling
-    from scheduler_core.compare import SPAN_BINS, span_histogram
+    from scheduler_core.scheduler.compare import SPAN_BINS, span_histogram
 
     session = scheduling.start_session(demo, "unaware", dry_run=True, jobs=list(Job.objects.all()))
     session = scheduling.execute_session(session.pk)

@@ -9,9 +9,9 @@ from django.urls import reverse
 from numaweb.inventory import services as inventory
 from numaweb.inventory.demo import SEED_ALLOCATIONS
 from numaweb.inventory.models import Node
-from scheduler_core.admission import admit_pod
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.pods import Container, Pod
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.pods import Container, Pod
 from tests.pages.helpers import grid_cells, parse
 
 pytestmark = pytest.mark.django_db

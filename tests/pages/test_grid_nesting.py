@@ -5,8 +5,8 @@ import re
 from types import SimpleNamespace
 
 from numaweb.pages import grid
-from scheduler_core.cpuset import CPUSet
-from scheduler_core.topology import Topology
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.topology import Topology
 from tests.pages.helpers import parse
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 from tests.pages.helpers import grid_cells, parse
 
 pytestmark = pytest.mark.django_db

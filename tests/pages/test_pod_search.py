@@ -9,7 +9,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 from tests.pages.helpers import parse
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Cluster, Node
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 from tests.pages.helpers import grid_cells, parse
 
 pytestmark = pytest.mark.django_db

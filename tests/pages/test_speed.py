@@ -12,12 +12,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-import scheduler_core.session as engine_session
+import scheduler_core.scheduler.session as engine_session
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Cluster, Node
 from numaweb.scheduling import services
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.topology import synthetic
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import synthetic
 from tests.pages.helpers import grid_cells
 from tests.web.helpers import make_job
 

@@ -10,10 +10,10 @@ from django.core.management import CommandError, call_command
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster
 from scheduler_core.formats import load
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.node import Node
-from scheduler_core.state_check import check_state
-from scheduler_core.topology import Topology
+from scheduler_core.kubelet.state_check import check_state
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node
+from scheduler_core.model.topology import Topology
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "formats" / "data"
 SEED_STATE = (DATA / "seeds" / "seed001-cpu_manager_state.json").read_text()

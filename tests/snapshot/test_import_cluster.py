@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs.models import Job
-from scheduler_core.cpuset import CPUSet
+from scheduler_core.model.cpuset import CPUSet
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "formats" / "data" / "snapshot"
 UPSTREAM = DATA / "upstream-examples.yaml"
@@ -150,8 +150,8 @@ def test_replayed_cpus_are_what_the_engine_gives(db):
     """The replay is the engine's admission, not a rule of the importer: the same pods admitted on
     the same engine node give the same CPUs."""
     from scheduler_core.formats.snapshot import load_snapshot
-    from scheduler_core.node import Node as EngineNode
-    from scheduler_core.state_check import replay
+    from scheduler_core.kubelet.state_check import replay
+    from scheduler_core.model.node import Node as EngineNode
 
     _import(UPSTREAM)
     snap = load_snapshot(UPSTREAM)

@@ -17,9 +17,9 @@ from django.urls import reverse
 
 from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Node
-from scheduler_core.admission import admit_pod
-from scheduler_core.kubelet_start import CPU_STATE_FILE, MEMORY_STATE_FILE, model_checkpoints
-from scheduler_core.pods import Container, Pod
+from scheduler_core.kubelet.admission import admit_pod
+from scheduler_core.kubelet.kubelet_start import CPU_STATE_FILE, MEMORY_STATE_FILE, model_checkpoints
+from scheduler_core.model.pods import Container, Pod
 from tests.api.conftest import token_client
 from tests.web.helpers import make_node
 

@@ -6,8 +6,8 @@ from numaweb.inventory import services
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
-from scheduler_core.kubelet import KubeletConfig
-from scheduler_core.topology import synthetic
+from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.topology import synthetic
 
 GiB = 2**30
 
@@ -37,7 +37,7 @@ def make_job(name: str, cpus: str = "2", replicas: int = 1, policy: str = "best-
 
 def allocated_cpus(node: Node) -> list[int]:
     """Every CPU id held on the node, one entry per holder (duplicates mean double booking)."""
-    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.model.cpuset import CPUSet
 
     out: list[int] = []
     for a in node.allocations.all():

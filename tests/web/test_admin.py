@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.scheduling.models import SchedulingSession
-from scheduler_core.topology import synthetic
+from scheduler_core.model.topology import synthetic
 from tests.web.helpers import make_node
 
 

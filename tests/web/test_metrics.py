@@ -11,7 +11,7 @@ from numaweb.inventory.demo import build_demo
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
-from scheduler_core.compare import Variant
+from scheduler_core.scheduler.compare import Variant
 
 pytestmark = pytest.mark.django_db
 

@@ -73,7 +73,7 @@ def session_race(n: int = WRITERS) -> dict:
     from numaweb.jobs.models import Job
     from numaweb.scheduling import services
     from numaweb.scheduling.models import SchedulingSession
-    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.model.cpuset import CPUSet
     from tests.web.helpers import make_job, make_node
 
     cluster = Cluster.objects.create(name="srace")

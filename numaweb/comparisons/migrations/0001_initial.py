@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('index', models.PositiveIntegerField()),
                 ('profile', models.CharField(max_length=16)),
-                ('settings', models.JSONField(default=dict, help_text='scheduler_core.compare.Variant.to_dict()')),
+                ('settings', models.JSONField(default=dict, help_text='scheduler_core.scheduler.compare.Variant.to_dict()')),
                 ('label', models.CharField(blank=True, default='', max_length=255)),
                 ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], db_index=True, default='pending', max_length=16)),
                 ('error', models.TextField(blank=True, default='')),

@@ -2,7 +2,7 @@
 
 from django import template
 
-from scheduler_core.quantity import format_bytes
+from scheduler_core.model.quantity import format_bytes
 
 register = template.Library()
 
@@ -23,7 +23,7 @@ def yesno_mark(value: bool | None) -> str:
 
 @register.filter
 def cpu_count(value: str) -> int:
-    from scheduler_core.cpuset import CPUSet
+    from scheduler_core.model.cpuset import CPUSet
 
     return len(CPUSet.parse(value or ""))
 
@@ -37,7 +37,7 @@ def join_ids(values) -> str:
 def mask_ids(value: int | None) -> str:
     """A stored NUMA mask (scheduling.store's signed form) as its ids, "0,2"; empty for none."""
     from numaweb.scheduling.store import mask_of
-    from scheduler_core.bitmask import bits_of
+    from scheduler_core.model.bitmask import bits_of
 
     mask = mask_of(value)
     return ",".join(map(str, bits_of(mask))) if mask else ""

@@ -27,8 +27,8 @@ from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
-from scheduler_core.compare import Shape, Variant
-from scheduler_core.profiles import PROFILES
+from scheduler_core.scheduler.compare import Shape, Variant
+from scheduler_core.scheduler.profiles import PROFILES
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]

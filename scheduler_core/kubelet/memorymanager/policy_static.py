@@ -1,0 +1,465 @@
+"""The kubelet Memory Manager, static policy: machine state per NUMA node, topology hints and
+NUMA allocation of memory and hugepages (ENGINE.md §2.8, §2.5).
+
+Sizes are bytes. Resources are ``memory`` and ``hugepages-<size>``. NUMA masks are ints.
+
+- ``MachineState``: per NUMA node its ``cells`` (the NUMA group it is bound to), ``assignments``
+  (memory blocks using it) and per resource a ``MemoryTable`` (total, system_reserved,
+  allocatable, reserved, free). Built from a `Topology` and the kubelet's reserved memory.
+- ``memory_topology_hints(machine_state, requested, ...)``: GetTopologyHints / GetPodTopologyHints.
+- ``calculate_hints``, ``allocate_memory``, ``release_memory``: the policy's steps.
+- ``MemoryManager``: a node's policy state (blocks per container, init-container reuse).
+
+Errors in allocation carry the kubelet's own texts (``[memorymanager] ...``) so admission can
+report them as upstream does (``UnexpectedAdmissionError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ...errors import InsufficientResourcesError, RequestError
+from ...model.bitmask import bits_of, iterate_masks, mask_string
+from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
+from ..topologymanager.hint import TopologyHint
+from .state import MEMORY, Block, MachineState, MemoryTable, NUMANodeState, as_bytes
+
+
+class MemoryAllocationError(InsufficientResourcesError):
+    """The static policy could not place a container's memory; the text is the kubelet's."""
+
+
+def _state(machine_state: MachineState | Mapping) -> MachineState:
+    return machine_state if isinstance(machine_state, MachineState) else MachineState.from_dict(machine_state)
+
+
+def _requested(requested: Mapping[str, int]) -> dict[str, int]:
+    out = {}
+    for res, amount in requested.items():
+        if not isinstance(res, str) or not is_memory_resource(res):
+            raise RequestError(f"{res!r} is not a memory resource (memory or hugepages-<size>)")
+        out[res] = as_bytes(amount, f"request of {res}")
+    return out
+
+
+# -- hints (ENGINE.md §2.8) ----------------------------------------------------------------------------
+
+def calculate_hints(machine_state: MachineState | Mapping, requested: Mapping[str, int],
+                    reusable: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[TopologyHint]]:
+    """calculateHints: every NUMA mask (IterateBitMasks over the sorted node ids) that can hold the
+    request; preferred iff as narrow as the narrowest mask whose *allocatable* memory fits.
+
+    `reusable` maps a mask's kubelet string (e.g. ``"01"``) to memory freed by the pod's init
+    containers under exactly that mask. Resources for which no mask fits are absent.
+    """
+    state = _state(machine_state)
+    requested = _requested(requested)
+    reusable = reusable or {}
+    numa_ids = sorted(state.nodes)
+    # Per resource, sums over a mask are built from the mask without its lowest bit, which
+    # IterateBitMasks (by size) has always produced before: O(1) per mask and resource.
+    alloc_sums = {r: {0: 0} for r in requested}
+    free_sums = {r: {0: 0} for r in requested}
+    min_affinity = len(numa_ids)
+    found: list[int] = []
+    for mask in iterate_masks(numa_ids):
+        rest = mask & (mask - 1)
+        low = (mask ^ rest).bit_length() - 1
+        table_of = state.nodes[low].table
+        fits = True
+        for r, n in requested.items():
+            t = table_of(r)
+            a = alloc_sums[r][mask] = alloc_sums[r][rest] + t.allocatable
+            free_sums[r][mask] = free_sums[r][rest] + t.free
+            if a < n:
+                fits = False
+        if not fits:
+            continue
+        bits = bits_of(mask)
+        min_affinity = min(min_affinity, len(bits))
+        if len(bits) == 1:
+            if len(state.nodes[bits[0]].cells) > 1:
+                continue
+        elif any(s.assignments > 0 and (len(s.cells) == 1 or sorted(s.cells) != bits)
+                 for s in (state.nodes[b] for b in bits)):
+            continue
+        extra = reusable.get(mask_string(mask), {}) if reusable else {}
+        if any(free_sums[r][mask] + extra.get(r, 0) < n for r, n in requested.items()):
+            continue
+        found.append(mask)
+    if not found:
+        return {}
+    return {r: [TopologyHint(m, m.bit_count() == min_affinity) for m in found] for r in requested}
+
+
+def regenerate_hints(blocks: Iterable[Block], requested: Mapping[str, int]) -> dict[str, list[TopologyHint]] | None:
+    """Hints from memory a container already holds; None (not []) on any mismatch with the request."""
+    blocks = list(blocks)
+    hints: dict[str, list[TopologyHint]] = {r: [] for r in requested}
+    if len(blocks) != len(requested):
+        return None
+    for b in blocks:
+        if b.type not in requested or b.size != requested[b.type]:
+            return None
+        mask = 0
+        for n in b.numa_affinity:
+            mask |= 1 << n
+        hints[b.type].append(TopologyHint(mask, True))
+    return hints
+
+
+def _blocks(blocks: Iterable[Block | Mapping] | None) -> list[Block] | None:
+    if blocks is None:
+        return None
+    out = []
+    for b in blocks:
+        if isinstance(b, Block):
+            out.append(b)
+        else:
+            out.append(Block(tuple(b["numa_affinity"]), b["type"], as_bytes(b["size"], f"size of {b['type']} block")))
+    return out
+
+
+def memory_topology_hints(machine_state: MachineState | Mapping | None, requested: Mapping[str, int] | None = None,
+                          *, pod: Pod | None = None, container: Container | None = None, qos: str | None = None,
+                          existing_blocks: Iterable[Block | Mapping] | None = None,
+                          reusable: Mapping[str, Mapping[str, int]] | None = None,
+                          ) -> dict[str, list[TopologyHint]] | None:
+    """The Memory Manager's hints (static policy).
+
+    `requested` (resource -> bytes) defaults to the container's memory requests, or with only a
+    `pod` to the pod-level request (`pods.pod_memory_request`, pod scope). Returns None for a
+    non-Guaranteed pod (`qos`, else the pod's QoS class) and for `existing_blocks` that do not
+    match the request; hints regenerated from `existing_blocks` when they do; otherwise
+    `calculate_hints` (which may be {} = no preference when nothing fits).
+    """
+    qos = qos or (pod.qos_class if pod is not None else GUARANTEED)
+    if qos != GUARANTEED:
+        return None
+    if requested is None:
+        if container is not None:
+            requested = container.memory_requests()
+        elif pod is not None:
+            requested = pod_memory_request(pod)
+        else:
+            raise RequestError("memory_topology_hints needs `requested`, a container or a pod")
+    requested = _requested(requested)
+    blocks = _blocks(existing_blocks)
+    if blocks is not None:
+        return regenerate_hints(blocks, requested)
+    if machine_state is None:
+        raise RequestError("memory_topology_hints needs a machine state when no memory is allocated yet")
+    return calculate_hints(machine_state, requested, reusable)
+
+
+# -- allocation (ENGINE.md §2.8) ------------------------------------------------------------------------------
+
+def best_hint(hints: Iterable[TopologyHint]) -> TopologyHint | None:
+    """findBestHint: preferred over not preferred, then the narrowest (first one wins ties)."""
+    best: TopologyHint | None = None
+    for h in hints:
+        if (best is None or (h.preferred and not best.preferred)
+                or (h.preferred == best.preferred and _narrower(h.affinity, best.affinity))):
+            best = h
+    return best
+
+
+def _narrower(a: int, b: int) -> bool:
+    ca, cb = a.bit_count(), b.bit_count()
+    return a < b if ca == cb else ca < cb
+
+
+def _leading(hints: Mapping[str, list[TopologyHint]]) -> list[TopologyHint]:
+    """The hints the policy looks at: those of `memory` (all resources share the same masks)."""
+    if MEMORY in hints:
+        return hints[MEMORY]
+    return hints[min(hints)] if hints else []
+
+
+def _violates(state: MachineState, mask: int) -> bool:
+    bits = bits_of(mask)
+    if len(bits) == 1:
+        return False
+    return any(s.assignments > 0 and (len(s.cells) == 1 or sorted(s.cells) != bits)
+               for s in (state.node(b) for b in bits))
+
+
+def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], hint: TopologyHint | None = None,
+                    reusable: Mapping[str, Mapping[str, int]] | None = None) -> list[Block]:
+    """Place `requested` following the Topology Manager's `hint` and update `machine_state`
+    in place; returns the container's blocks (one per resource, memory first).
+
+    A nil hint is replaced by the best calculated hint; a hint without enough free memory is
+    extended to the best hint that contains it. Memory is carved node by node in ascending NUMA
+    order and every node of the mask gets `cells` = the mask's nodes. `reusable` is the memory of
+    the pod's init containers keyed by mask string (it is handed on, not carved again).
+    """
+    state = machine_state
+    requested = _requested(requested)
+    reusable = reusable or {}
+    hint = hint or TopologyHint(None, False)
+    best = hint
+    if best.affinity is None:
+        default = best_hint(_leading(calculate_hints(state, requested, reusable)))
+        if default is None:
+            raise MemoryAllocationError("[memorymanager] failed to get the default NUMA affinity, "
+                                        "no NUMA nodes with enough memory is available")
+        if not default.preferred and best.preferred:
+            raise MemoryAllocationError("[memorymanager] failed to find the default preferred hint")
+        best = default
+    for n in bits_of(best.affinity):
+        state.node(n)
+    if any(state.free(r, best.affinity) < n for r, n in requested.items()):
+        inside = [h for h in _leading(calculate_hints(state, requested, reusable))
+                  if h.affinity & best.affinity == best.affinity]
+        extended = best_hint(inside)
+        if extended is None:
+            raise MemoryAllocationError("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
+        if not extended.preferred and best.preferred:
+            raise MemoryAllocationError("[memorymanager] failed to find the extended preferred hint")
+        best = extended
+    if _violates(state, best.affinity):
+        raise MemoryAllocationError("[memorymanager] preferred hint violates NUMA node allocation")
+
+    bits = bits_of(best.affinity)
+    key = mask_string(best.affinity)
+    blocks = []
+    for res in sorted(requested, key=lambda r: (r != MEMORY, r)):
+        size = requested[res]
+        blocks.append(Block(tuple(bits), res, size))
+        remaining = max(0, size - reusable.get(key, {}).get(res, 0))
+        for n in bits:
+            node = state.nodes[n]
+            node.assignments += 1
+            node.cells = list(bits)
+            if remaining == 0:
+                continue
+            table = node.memory.setdefault(res, MemoryTable())
+            if table.free <= 0:
+                continue
+            step = min(table.free, remaining)
+            table.free -= step
+            table.reserved += step
+            remaining -= step
+    return blocks
+
+
+def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None:
+    """RemoveContainer: give the blocks' memory back node by node; a node without assignments
+    left is unbound (`cells` = itself)."""
+    state = machine_state
+    for b in blocks:
+        remaining = b.size
+        for n in b.numa_affinity:
+            node = state.node(n)
+            node.assignments -= 1
+            if node.assignments <= 0:
+                node.assignments = 0
+                node.cells = [n]
+            if remaining == 0:
+                continue
+            table = node.memory.get(b.type)
+            if table is None or table.reserved == 0:
+                continue
+            step = min(table.reserved, remaining)
+            table.reserved -= step
+            table.free += step
+            remaining -= step
+
+
+# -- per-node state ----------------------------------------------------------------------------------
+
+@dataclass
+class MemoryManager:
+    """A node's static Memory Manager: machine state, blocks per (pod uid, container) and the
+    memory of regular init containers that later containers of the same pod may reuse (ENGINE.md §2.5)."""
+
+    machine_state: MachineState
+    blocks: dict[tuple[str, str], list[Block]] = field(default_factory=dict)
+    #: pod uid -> mask string -> resource -> bytes (kept for one pod at a time, like upstream)
+    reusable: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    @classmethod
+    def for_topology(cls, topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MemoryManager:
+        return cls(MachineState.from_topology(topology, reserved))
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint]] | None:
+        return memory_topology_hints(self.machine_state, pod=pod, container=container,
+                                     existing_blocks=self.blocks.get((pod.uid, container.name)),
+                                     reusable=self.reusable.get(pod.uid))
+
+    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint]] | None:
+        existing = next((self.blocks[(pod.uid, c.name)] for c in pod.all_containers()
+                         if (pod.uid, c.name) in self.blocks), None)
+        return memory_topology_hints(self.machine_state, pod=pod, existing_blocks=existing)
+
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> list[Block]:
+        """Allocate: nothing for non-Guaranteed pods; a container holding blocks keeps them."""
+        if pod.qos_class != GUARANTEED:
+            return []
+        key = (pod.uid, container.name)
+        if key in self.blocks:
+            self._update_reusable(pod, container, self.blocks[key])
+            return self.blocks[key]
+        pod_reuse = self.reusable.get(pod.uid, {})
+        blocks = allocate_memory(self.machine_state, container.memory_requests(), hint, pod_reuse)
+        self._update_reusable(pod, container, blocks)
+        self.blocks[key] = blocks
+        self._shrink_init_blocks(pod, container, blocks)
+        return blocks
+
+    def _update_reusable(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
+        for uid in [u for u in self.reusable if u != pod.uid]:
+            del self.reusable[uid]
+        if container.kind == INIT:
+            per_mask = self.reusable.setdefault(pod.uid, {})
+            for b in blocks:
+                table = per_mask.setdefault(mask_string(_mask(b.numa_affinity)), {})
+                table[b.type] = max(table.get(b.type, 0), b.size)
+            return
+        per_mask = self.reusable.get(pod.uid, {})
+        for b in blocks:
+            table = per_mask.get(mask_string(_mask(b.numa_affinity)))
+            if table and table.get(b.type):
+                table[b.type] = max(0, table[b.type] - b.size)
+
+    def _shrink_init_blocks(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
+        """Record that reused init-container memory now belongs to this container, so the pod's
+        blocks add up to what it really holds (upstream updateInitContainersMemoryBlocks)."""
+        for block in blocks:
+            size = block.size
+            for init in pod.init_containers:
+                if init.name == container.name or size == 0:
+                    break
+                if init.kind == SIDECAR:
+                    continue
+                held = self.blocks.get((pod.uid, init.name))
+                if not held:
+                    continue
+                for i, ib in enumerate(held):
+                    if ib.size == 0 or ib.type != block.type or ib.numa_affinity != block.numa_affinity:
+                        continue
+                    used = min(ib.size, size)
+                    held[i] = Block(ib.numa_affinity, ib.type, ib.size - used)
+                    size -= used
+
+    def remove_container(self, pod_uid: str, container: str) -> None:
+        blocks = self.blocks.pop((pod_uid, container), None)
+        if blocks:
+            release_memory(self.machine_state, blocks)
+
+    def remove_pod(self, pod_uid: str) -> None:
+        for uid, name in [k for k in self.blocks if k[0] == pod_uid]:
+            self.remove_container(uid, name)
+        self.reusable.pop(pod_uid, None)
+
+
+def _mask(ids: Iterable[int]) -> int:
+    mask = 0
+    for n in ids:
+        mask |= 1 << n
+    return mask
+
+
+# -- start-up: NewPolicyStatic and Start's validateState (ENGINE.md §2.10) ------------------------------
+
+def check_system_reserved(reserved: Mapping[int, Mapping[str, int]] | None) -> None:
+    """NewPolicyStatic: the static policy refuses to run without reserved memory on some NUMA node."""
+    if sum((res or {}).get(MEMORY, 0) for res in (reserved or {}).values()) <= 0:
+        raise MemoryAllocationError("[memorymanager] you should specify the system reserved memory")
+
+
+def default_machine_state(machine: Mapping[int, tuple[int, Mapping[str, int]]],
+                          reserved: Mapping[int, Mapping[str, int]] | None = None) -> MachineState:
+    """getDefaultMachineState for `machine` = {NUMA id: (memory bytes, {hugepages-<size>: bytes})}, each
+    node with exactly the hugepage sizes it lists: allocatable = total − reserved, and memory also
+    loses the node's hugepages."""
+    reserved = reserved or {}
+    nodes: dict[int, NUMANodeState] = {}
+    for nid, (memory, hugepages) in machine.items():
+        node_reserved = reserved.get(nid, {})
+        state = NUMANodeState(cells=[nid])
+        for size, total in hugepages.items():
+            sysres = node_reserved.get(size, 0)
+            state.memory[size] = MemoryTable(total, sysres, total - sysres, 0, total - sysres)
+        sysres = node_reserved.get(MEMORY, 0)
+        allocatable = memory - sysres - sum(hugepages.values())
+        state.memory[MEMORY] = MemoryTable(memory, sysres, allocatable, 0, allocatable)
+        nodes[nid] = state
+    return MachineState(nodes)
+
+
+def machine_of(topology) -> dict[int, tuple[int, dict[str, int]]]:
+    """What cadvisor reports per NUMA node: its memory and every hugepage size the machine has."""
+    sizes = sorted({size for n in topology.numa_nodes for size in n.hugepages})
+    return {n.id: (n.memory, {s: n.hugepages.get(s, 0) for s in sizes}) for n in topology.numa_nodes}
+
+
+def replay_blocks(state: MachineState, assignments: Mapping[str, Mapping[str, Iterable[Block]]]) -> MachineState:
+    """Carve every block of `assignments` out of `state` (in place) the way validateState does: node by
+    node in the block's order, each node of a block counted and bound to the block's group. Raises
+    `MemoryAllocationError` (kubelet texts) for a NUMA node or a resource the state does not have."""
+    for pod, containers in assignments.items():
+        for name, blocks in containers.items():
+            for b in blocks:
+                remaining = b.size
+                for nid in b.numa_affinity:
+                    node = state.nodes.get(nid)
+                    if node is None:
+                        raise MemoryAllocationError(f"[memorymanager] (pod: {pod}, container: {name}) the memory "
+                                                    "assignment uses the NUMA that does not exist")
+                    node.assignments += 1
+                    node.cells = list(b.numa_affinity)
+                    table = node.memory.get(b.type)
+                    if table is None:
+                        raise MemoryAllocationError(f"[memorymanager] (pod: {pod}, container: {name}) the memory "
+                                                    "assignment uses memory resource that does not exist")
+                    if remaining == 0 or table.free <= 0:
+                        continue
+                    step = min(table.free, remaining)
+                    table.free -= step
+                    table.reserved += step
+                    remaining -= step
+    return state
+
+
+def validate_state(stored: MachineState, assignments: Mapping[str, Mapping[str, Iterable[Block]]],
+                   expected: MachineState) -> MachineState:
+    """Start's validateState: replay every block of `assignments` on `expected` (the default machine
+    state of the configuration) and require the stored state to equal it. An empty stored state is a
+    fresh start. Raises `MemoryAllocationError` with the kubelet's texts; returns the state kept."""
+    if not stored.nodes:
+        if any(assignments.values()):
+            raise MemoryAllocationError("[memorymanager] machine state can not be empty when it has memory "
+                                        "assignments")
+        return expected
+    replay_blocks(expected, assignments)
+    if not _states_equal(stored, expected):
+        raise MemoryAllocationError("[memorymanager] the expected machine state is different from the real one")
+    return stored
+
+
+def _states_equal(a: MachineState, b: MachineState) -> bool:
+    """areMachineStatesEqual: per node the assignment count, group and each table's total, reserved
+    by the system and allocatable; free and reserved only as sums over the node's group (a block
+    spread over several nodes may be carved in another order)."""
+    if a.nodes.keys() != b.nodes.keys():
+        return False
+    for nid, na in a.nodes.items():
+        nb = b.nodes[nid]
+        if na.assignments != nb.assignments or sorted(na.cells) != sorted(nb.cells):
+            return False
+        if na.memory.keys() != nb.memory.keys():
+            return False
+        for res, ta in na.memory.items():
+            tb = nb.memory[res]
+            if (ta.total, ta.system_reserved, ta.allocatable) != (tb.total, tb.system_reserved, tb.allocatable):
+                return False
+            sums = []
+            for state in (a, b):
+                tables = [state.nodes[c].table(res) if c in state.nodes else MemoryTable() for c in na.cells]
+                sums.append((sum(t.free for t in tables), sum(t.reserved for t in tables)))
+            if sums[0] != sums[1]:
+                return False
+    return True

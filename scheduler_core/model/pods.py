@@ -1,0 +1,196 @@
+"""Pods and containers as the kubelet sees them: requests and limits, QoS class, the integer-CPU
+rule, and the pod-level aggregation over init, sidecar (restartable init) and app containers.
+
+Units: `cpu` in millicores; `memory` and `hugepages-*` in bytes; any other resource is a device
+count. Containers are validated on construction (RequestError names the container and resource).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import RequestError, check_int
+
+APP, INIT, SIDECAR = "app", "init", "sidecar"
+CONTAINER_KINDS = (APP, INIT, SIDECAR)
+GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
+QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
+
+
+def is_memory_resource(name: str) -> bool:
+    return name == "memory" or name.startswith("hugepages-")
+
+
+def is_device_resource(name: str) -> bool:
+    """Device-plugin (extended) resources: everything but cpu, memory, hugepages and storage."""
+    return name not in ("cpu", "ephemeral-storage", "pods") and not is_memory_resource(name)
+
+
+def _amounts(values: Mapping[str, object] | None, container: str, what: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for res, amount in (values or {}).items():
+        if not isinstance(res, str) or not res:
+            raise RequestError(f"container {container}: resource names must be non-empty strings")
+        out[res] = check_int(amount, f"container {container}: {what} {res}", field=res)
+    return out
+
+
+@dataclass(frozen=True)
+class Container:
+    """A container's `requests` and `limits` (as in a Pod spec; a request left out defaults to
+    the limit, as the API server does). `kind` is app, init, or sidecar (restartable init)."""
+
+    name: str
+    requests: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    kind: str = APP
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise RequestError("every container needs a non-empty name")
+        if self.kind not in CONTAINER_KINDS:
+            raise RequestError(
+                f"container {self.name}: kind {self.kind!r} is not one of {', '.join(CONTAINER_KINDS)}")
+        requests = _amounts(self.requests, self.name, "request")
+        limits = _amounts(self.limits, self.name, "limit")
+        for res, amount in limits.items():
+            requests.setdefault(res, amount)
+        for res, amount in requests.items():
+            if is_device_resource(res) and res in limits and limits[res] != amount:
+                raise RequestError(f"container {self.name}: request and limit of {res} must be equal")
+            if res in limits and amount > limits[res]:
+                raise RequestError(
+                    f"container {self.name}: request of {res} ({amount}) exceeds its limit ({limits[res]})")
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "limits", limits)
+
+    @classmethod
+    def guaranteed(cls, name: str, cpu_milli: int = 0, memory: int = 0, kind: str = APP,
+                   devices: Mapping[str, int] | None = None) -> Container:
+        """A container whose limits equal its requests (Guaranteed when cpu and memory are set)."""
+        res: dict[str, int] = {}
+        if cpu_milli:
+            res["cpu"] = cpu_milli
+        if memory:
+            res["memory"] = memory
+        res.update(devices or {})
+        return cls(name, res, dict(res), kind)
+
+    @property
+    def cpu_milli(self) -> int:
+        return self.requests.get("cpu", 0)
+
+    def device_requests(self) -> dict[str, int]:
+        """Device-plugin resources this container asks for (from limits, as the kubelet reads them)."""
+        return {r: n for r, n in self.limits.items() if is_device_resource(r) and n > 0}
+
+    def memory_requests(self) -> dict[str, int]:
+        return {r: n for r, n in self.requests.items() if is_memory_resource(r) and n > 0}
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod: `init_containers` (init and sidecar, in spec order) and `containers` (app).
+
+    `qos` overrides the computed QoS class (for vectors that state it); `topology_policy` is the
+    Volcano annotation `volcano.sh/numa-topology-policy` (None when absent).
+    """
+
+    name: str
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    namespace: str = "default"
+    uid: str = ""
+    qos: str | None = None
+    topology_policy: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise RequestError("a pod needs a non-empty name")
+        object.__setattr__(self, "containers", tuple(self.containers))
+        object.__setattr__(self, "init_containers", tuple(self.init_containers))
+        if not self.uid:
+            object.__setattr__(self, "uid", f"{self.namespace}/{self.name}")
+        names = [c.name for c in self.all_containers()]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise RequestError(f"pod {self.name}: container name {dup[0]!r} is used twice")
+        for c in self.containers:
+            if c.kind != APP:
+                raise RequestError(f"pod {self.name}: container {c.name} is listed as app but has kind {c.kind}")
+        for c in self.init_containers:
+            if c.kind == APP:
+                raise RequestError(f"pod {self.name}: init container {c.name} must have kind init or sidecar")
+        if self.qos is not None and self.qos not in QOS_CLASSES:
+            raise RequestError(f"pod {self.name}: QoS class {self.qos!r} is not one of {', '.join(QOS_CLASSES)}")
+
+    def all_containers(self) -> Iterator[Container]:
+        """The kubelet's container order: init containers (incl. sidecars) in spec order, then app."""
+        yield from self.init_containers
+        yield from self.containers
+
+    @property
+    def qos_class(self) -> str:
+        return self.qos or qos_class(self)
+
+
+def qos_class(pod: Pod) -> str:
+    """Kubernetes QoS: Guaranteed iff every container sets cpu and memory limits equal to requests;
+    BestEffort iff no container sets any cpu or memory request or limit; else Burstable."""
+    any_set = False
+    guaranteed = True
+    for c in pod.all_containers():
+        for res in ("cpu", "memory"):
+            req, lim = c.requests.get(res, 0), c.limits.get(res, 0)
+            if req or lim:
+                any_set = True
+            if not lim or req != lim:
+                guaranteed = False
+    if not any_set:
+        return BEST_EFFORT
+    return GUARANTEED if guaranteed else BURSTABLE
+
+
+def guaranteed_cpus(pod: Pod, container: Container) -> int:
+    """Exclusive CPUs of a container (ENGINE.md §2.6): its integer CPU request in a Guaranteed pod."""
+    if pod.qos_class != GUARANTEED:
+        return 0
+    milli = container.cpu_milli
+    if milli % 1000:
+        return 0
+    return milli // 1000
+
+
+def pod_level(pod: Pod, amount_of: Callable[[Container], int]) -> int:
+    """The kubelet's pod-level aggregate of a per-container amount:
+    `max(Σ app + Σ sidecar, max over init of (sidecars started before it + that init))`."""
+    sidecar_sum = 0
+    init_max = 0
+    for c in pod.init_containers:
+        if c.kind == SIDECAR:
+            sidecar_sum += amount_of(c)
+        else:
+            init_max = max(init_max, sidecar_sum + amount_of(c))
+    app_sum = sum(amount_of(c) for c in pod.containers)
+    return max(init_max, app_sum + sidecar_sum)
+
+
+def pod_guaranteed_cpus(pod: Pod) -> int:
+    """Pod-level exclusive CPU count (ENGINE.md §2.6)."""
+    return pod_level(pod, lambda c: guaranteed_cpus(pod, c) if "cpu" in c.requests else 0)
+
+
+def pod_device_request(pod: Pod, resource: str) -> int:
+    """Pod-level device count for one resource (ENGINE.md §2.9)."""
+    return pod_level(pod, lambda c: c.limits.get(resource, 0))
+
+
+def pod_memory_request(pod: Pod) -> dict[str, int]:
+    """Pod-level memory/hugepages bytes (ENGINE.md §2.8): only resources an app container asks for."""
+    wanted = {r for c in pod.containers for r in c.memory_requests()}
+    return {r: pod_level(pod, _request_of(r)) for r in sorted(wanted)}
+
+
+def _request_of(resource: str) -> Callable[[Container], int]:
+    return lambda c: c.requests.get(resource, 0)

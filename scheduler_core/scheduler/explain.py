@@ -1,0 +1,332 @@
+"""Plain-data records that make every scheduling decision visible, and their JSON schema.
+
+`SessionResult.to_dict()` (schema version 1; every value is JSON-serialisable, keys are stable):
+
+```
+{
+  "schema": "numaweb.session/1",
+  "profile": "volcano" | "aligned" | "unaware",
+  "weight": int,                         # numa-aware plugin weight (volcano profile)
+  "nodes_total": int,
+  "counts": {"pods": int, "placed": int, "unplaced": int, "admitted": int,
+             "topology_affinity_errors": int, "admission_errors": int, "rolled_back": int,
+             "single_numa": int,         # admitted pods whose CPUs/memory/devices sit on one NUMA node
+             "cpu_prediction_mismatches": int},  # volcano: Volcano's predicted CPUs != the kubelet's
+  "timings": {"total_s", "evaluate_s", "admission_s", "pods_per_s", "evaluations", "class_visits",
+              "us_per_pod_node"},       # floats / ints, measured
+  "jobs": [{"job", "namespace", "priority", "min_available", "pods", "placed", "held", "committed"}],
+  "pods": [PodRecord],                  # in scheduling order
+  "verdicts": {"<id>": Verdict},         # shared verdict details, referenced by id from groups
+  "volcano_close": [{"task_uid", "pod_meta": {"uid","name","namespace"}, "node", "cpus"}]
+}
+PodRecord = {
+  "pod", "uid", "namespace", "job", "task", "policy", "qos",
+  "status": "admitted" | "rejected" | "unschedulable" | "rolled_back",
+  "node": str | null,                   # chosen node
+  "score": int | null,                  # its total score (null when the profile does not score)
+  "message": str | null,                # unschedulable: "0/N nodes are unavailable: 3 <reason>, 5 <reason>."
+                                        # rejected: the kubelet's message; rolled_back: the gang reason
+  "predicted": {"verdict": id, "numa": [ids], "cpus": "0-3", "order_dependent": bool} | null,
+  "admission": AdmitResult.to_dict() | null,   # the kubelet's verdict on the chosen node
+  "kubelet_reason": "TopologyAffinityError" | ... | null,
+  "admitted_numa": [ids] | null,
+  "allocations": [Allocation.to_dict()] | null,
+  "outcomes": {"passed": n, "skipped": n, "filtered": n, "unschedulable": n},   # node counts
+  "groups": [{"verdict": id, "outcome", "reason", "score", "node_count", "nodes": [≤ explain_names names]}],
+  "groups_omitted": {"groups": n, "nodes": n}    # groups beyond explain_groups (counts only)
+}
+Verdict = {
+  "outcome": "passed" | "skipped" | "filtered" | "unschedulable",
+  "code": "Error" | "UnschedulableAndUnresolvable" | "Unschedulable" | null,
+  "reason": str | null,                 # upstream reason text
+  "numa_count": int, "numa": [ids], "cpus": "cpuset",
+  "order_dependent": bool,              # volcano: upstream could predict other CPUs (Go map order)
+  "containers": [{"container", "hints": {"cpu": [hint] | null}, "best_hint": hint | null,
+                  "admit": bool, "cpus": "cpuset", "order_dependent": bool}],   # volcano profile
+  "admission": AdmitResult.to_dict() | null   # aligned profile: every provider's hints, merge, allocations
+}
+hint = {"affinity": [NUMA ids] | null, "preferred": bool}
+```
+
+Outcomes: `passed` = the node is eligible and the profile's check ran; `skipped` = eligible, but the
+numa-aware plugin did not apply (non-Guaranteed pod, or no task policy on a node it ignores);
+`filtered` = a filter rejected it with code Error/Unschedulable (policy mismatch, resource fit...);
+`unschedulable` = topology alignment is impossible there (UnschedulableAndUnresolvable).
+
+Size is bounded: nodes in the same state are one group (identical verdicts of several classes merge
+too), each group lists at most `explain_names` names, a pod keeps at most `explain_groups` groups,
+and verdict details are stored once in `verdicts` and shared by every pod that produced them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from ..model.bitmask import bits_of as _bits
+from ..model.cpuset import CPUSet
+
+SCHEMA = "numaweb.session/1"
+PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = "passed", "skipped", "filtered", "unschedulable"
+_RANK = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
+
+
+def group_order(outcome: str, score: int | None, first_name: str) -> tuple[int, int, str]:
+    """Where a verdict group is listed: passing before skipped before unschedulable before filtered,
+    then highest score, then first node name; ties stay in the engine's order (sort stably)."""
+    return (_RANK[outcome], -(score or 0), first_name)
+
+
+def unavailable_message(reasons: dict[str, int]) -> str:
+    """Volcano's FitErrors text: `0/N nodes are unavailable: <count> <reason>, ....` with N the
+    number of nodes that recorded an error and the entries sorted as strings (so "10 x" < "3 y")."""
+    n = sum(reasons.values())
+    head = f"0/{n} nodes are unavailable"
+    if not reasons:
+        return head + "."
+    entries = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"{head}: {', '.join(entries)}."
+
+
+@dataclass
+class NodeVerdict:
+    """One pod shape on one node class: outcome, reason and the profile's evidence."""
+
+    outcome: str
+    reason: str | None = None
+    code: str | None = None
+    volcano: object | None = None  # volcano.Verdict
+    admission: object | None = None  # admission.AdmitResult (aligned profile)
+    numa_count: int = 0
+    numa_mask: int = 0
+    cpus: int = 0
+    sig: int = -1
+
+    @property
+    def order_dependent(self) -> bool:
+        """The predicted CPUs are one of several upstream could pick (Volcano's selection, Go map order)."""
+        return self.volcano is not None and self.volcano.order_dependent
+
+    def to_dict(self) -> dict:
+        out = {"outcome": self.outcome, "code": self.code, "reason": self.reason, "numa_count": self.numa_count,
+               "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)),
+               "order_dependent": self.order_dependent, "containers": None,
+               "admission": None if self.admission is None else self.admission.to_dict()}
+        if self.volcano is not None:
+            out["containers"] = [c.to_dict() for c in self.volcano.containers]
+        return out
+
+
+def decision_key(d) -> tuple:
+    """An admission.Decision as a hashable value of ints and strings. Its repr was half of an aligned
+    session, and hashing its hints as dataclasses still a third: each hint becomes one int here."""
+    merge = d.merge
+    if merge is not None:
+        merge = (_hint_codes((merge.hint,)), merge.admit, merge.policy,
+                 tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
+                 merge.best_non_preferred)
+    return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()), merge)
+
+
+def _hint_codes(hints) -> tuple[int, ...]:
+    """Hints as ints: affinity mask shifted left, preferred in bit 0; -1 for a nil affinity."""
+    return tuple(-1 if h.affinity is None else h.affinity << 1 | h.preferred for h in hints)
+
+
+def _allocation_key(a) -> tuple:
+    """A node.Allocation as a hashable value (its memory and devices are dicts)."""
+    return (a.pod, a.container, a.cpus.mask, tuple((n, tuple(r.items())) for n, r in a.memory.items()),
+            tuple(a.devices.items()), a.origin)
+
+
+class VerdictTable:
+    """Verdict details stored once: identical content gets one id (so identical classes merge).
+    Interning uses a hashable signature; the JSON form is built only by `to_dict`."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.items: list[NodeVerdict] = []
+        #: {names shown: {id(row): (sort key, group, row)}}: PodRecord.groups' work per explanation row object
+        self.rows_seen: dict[int, dict[int, tuple]] = {}
+
+    @staticmethod
+    def signature(v: NodeVerdict) -> tuple:
+        containers = None
+        if v.volcano is not None:
+            containers = tuple((c.name, id(c.model), c.hints_key, c.best, c.admit, c.cpus, c.order_dependent)
+                               for c in v.volcano.containers)
+        admission = None
+        if v.admission is not None:
+            admission = (tuple(decision_key(d) for d in v.admission.decisions),
+                         tuple(_allocation_key(a) for a in v.admission.allocations), v.admission.reason)
+        return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission)
+
+    def intern(self, verdict: NodeVerdict) -> int:
+        key = self.signature(verdict)
+        vid = self.ids.get(key)
+        if vid is None:
+            vid = self.ids[key] = len(self.items)
+            self.items.append(verdict)
+        verdict.sig = vid
+        return vid
+
+    def outcome(self, vid: int) -> str:
+        return self.items[vid].outcome
+
+    def to_dict(self, used: set[int] | None = None) -> dict:
+        return {str(i): v.to_dict() for i, v in enumerate(self.items) if used is None or i in used}
+
+
+@dataclass
+class PodRecord:
+    """Everything decided for one pod (see the module docstring for the JSON form)."""
+
+    pod: str
+    uid: str
+    namespace: str
+    job: str
+    task: str
+    policy: str
+    qos: str
+    nodes_total: int
+    status: str = "unschedulable"
+    node: str | None = None
+    score: int | None = None
+    message: str | None = None
+    predicted: NodeVerdict | None = None
+    admission: object | None = None  # admission.AdmitResult on the chosen node
+    kubelet_reason: str | None = None
+    admitted_numa: int | None = None
+    allocations: list | None = None  # node.Allocation
+    #: the pod's verdict rows `[(verdict id, score, node count, first names sorted)]`, one per verdict: the
+    #: session keeps them grouped per pod shape as classes change, so a pod copies them, never walks classes
+    rows: list[tuple[int, int | None, int, tuple[str, ...]]] = field(default_factory=list)
+
+    @property
+    def placed(self) -> bool:
+        return self.status in ("admitted", "rejected")
+
+    def admitted_cpus(self) -> int:
+        mask = 0
+        for a in self.allocations or ():
+            mask |= a.cpus.mask
+        return mask
+
+    def groups(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64
+               ) -> tuple[list[tuple[int, str, int | None, int, tuple[str, ...]]], dict[str, int], tuple[int, int]]:
+        """The pod's verdict groups as `to_dict` lists them, without building JSON: `[(verdict id, outcome,
+        score, node count, names)]` in display order (at most `explain_groups`), node counts per outcome,
+        and (groups, nodes) left out. Stores that keep the explanation as rows read it from here; a group
+        is the same object for every pod whose row is (see `VerdictTable.rows_seen`)."""
+        seen = table.rows_seen.get(explain_names)
+        if seen is None:
+            seen = table.rows_seen[explain_names] = {}
+        # a row object repeats from pod to pod while its group is unchanged: its sort key and group are
+        # remembered by identity (the entry holds the row, so its id stays its own); the lookups run in C
+        known = list(map(seen.get, map(id, self.rows)))
+        if None in known:
+            items = table.items
+            for i, k in enumerate(known):
+                if k is None:
+                    row = self.rows[i]
+                    sig, score, count, names = row
+                    outcome = items[sig].outcome
+                    names = tuple(names[:explain_names])
+                    key = group_order(outcome, score, names[0] if names else "")
+                    known[i] = seen[id(row)] = (key, (sig, outcome, score, count, names), row)
+        known.sort(key=itemgetter(0))  # stable: ties as they came
+        groups = list(map(itemgetter(1), known))
+        outcomes = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
+        for group in groups:
+            outcomes[group[1]] += group[3]
+        omitted = groups[explain_groups:]
+        return groups[:explain_groups], outcomes, (len(omitted), sum(g[3] for g in omitted))
+
+    def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> dict:
+        groups, outcomes, (omitted_groups, omitted_nodes) = self.groups(table, explain_names, explain_groups)
+        predicted = None
+        if self.predicted is not None:
+            predicted = {"verdict": self.predicted.sig, "numa": _bits(self.predicted.numa_mask),
+                         "cpus": str(CPUSet(self.predicted.cpus)),
+                         "order_dependent": self.predicted.order_dependent}
+        return {
+            "pod": self.pod, "uid": self.uid, "namespace": self.namespace, "job": self.job, "task": self.task,
+            "policy": self.policy, "qos": self.qos, "status": self.status, "node": self.node, "score": self.score,
+            "message": self.message, "predicted": predicted,
+            "admission": None if self.admission is None else self.admission.to_dict(),
+            "kubelet_reason": self.kubelet_reason,
+            "admitted_numa": None if self.admitted_numa is None else _bits(self.admitted_numa),
+            "allocations": None if self.allocations is None else [a.to_dict() for a in self.allocations],
+            "outcomes": outcomes,
+            "groups": [{"verdict": sig, "outcome": outcome, "reason": table.items[sig].reason, "score": score,
+                        "node_count": count, "nodes": list(names)} for sig, outcome, score, count, names in groups],
+            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes},
+        }
+
+
+@dataclass
+class SessionResult:
+    """The outcome of `run_session`: per-pod records, per-job gang results, counts and timings."""
+
+    profile: str
+    weight: int
+    nodes_total: int
+    pods: list[PodRecord]
+    jobs: list[dict]
+    table: VerdictTable
+    timings: dict
+    volcano_close: list[dict]
+    explain_names: int = 10
+    explain_groups: int = 64
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = {"pods": len(self.pods), "placed": 0, "unplaced": 0, "admitted": 0, "topology_affinity_errors": 0,
+             "admission_errors": 0, "rolled_back": 0, "single_numa": 0, "cpu_prediction_mismatches": 0}
+        for p in self.pods:
+            if p.placed:
+                c["placed"] += 1
+            else:
+                c["unplaced"] += 1
+            if p.status == "rolled_back":
+                c["rolled_back"] += 1
+            if p.status == "admitted":
+                c["admitted"] += 1
+                if p.admitted_numa is not None and p.admitted_numa.bit_count() == 1:
+                    c["single_numa"] += 1
+                v = p.predicted.volcano if p.predicted is not None else None
+                if v is not None and v.outcome == "pass_assigned" and p.predicted.cpus != p.admitted_cpus():
+                    c["cpu_prediction_mismatches"] += 1
+            elif p.status == "rejected":
+                if p.kubelet_reason == "TopologyAffinityError":
+                    c["topology_affinity_errors"] += 1
+                else:
+                    c["admission_errors"] += 1
+        return c
+
+    def pod(self, name: str) -> PodRecord:
+        for p in self.pods:
+            if p.pod == name:
+                return p
+        raise KeyError(name)
+
+    def placements(self) -> dict[str, str]:
+        """Pod name → node for every pod the scheduler placed (admitted or rejected by the kubelet)."""
+        return {p.pod: p.node for p in self.pods if p.placed and p.node is not None}
+
+    def to_dict(self) -> dict:
+        pods = [p.to_dict(self.table, self.explain_names, self.explain_groups) for p in self.pods]
+        used = {g["verdict"] for p in pods for g in p["groups"]}
+        used |= {p["predicted"]["verdict"] for p in pods if p["predicted"] is not None}
+        return {
+            "schema": SCHEMA,
+            "profile": self.profile,
+            "weight": self.weight,
+            "nodes_total": self.nodes_total,
+            "counts": self.counts,
+            "timings": dict(self.timings),
+            "jobs": list(self.jobs),
+            "pods": pods,
+            "verdicts": self.table.to_dict(used),
+            "volcano_close": [dict(e, cpus=str(CPUSet(e["cpus"]))) for e in self.volcano_close],
+        }

@@ -1,0 +1,459 @@
+"""A scheduling session over a cluster: which node each pod goes to, and what the kubelet then does.
+
+`run_session(cluster, jobs, profile="volcano", progress=None, weight=1, explain_names=10,
+explain_groups=64) -> SessionResult`
+
+Order and gang: jobs run by priority (higher first), then `submitted`, then name; inside a job tasks
+in their order, replicas in index order. A job's placements are kept only if at least
+`min_available` of its pods found a node; otherwise every allocation the job made (kubelet node
+state, the profile's own view such as Volcano's in-session free CPUs, the scheduler's resource
+tally) is rolled back exactly.
+
+Node choice is deterministic: highest total score, then fewest NUMA nodes spanned by the predicted
+placement, then the profile's tie-break (aligned with `distance_tie_break`: the lower mean NUMA
+distance), then node name.
+
+Every profile (`profiles`: volcano, aligned, unaware) sits behind the same resource-fit filter
+(the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
+checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
+keeps its own state through the place / rollback / close hooks.
+
+After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there, so
+every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
+rejects is reported with the kubelet's reason (`TopologyAffinityError`, ...), never as a success. It
+still counts as placed for the gang (the scheduler bound it) and keeps its scheduler tally, but holds
+no CPUs, memory or devices on the node.
+
+Mutation: `run_session` **mutates the given cluster** (nodes receive the admitted allocations), so
+the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first for what-if runs.
+
+Speed: nodes with the same shape, settings and free state form a class (interned int id); a pod is
+evaluated once per class, and verdicts are kept per (class, pod shape), so only the node that just
+changed is re-evaluated on the next step. Each pod shape keeps its passing classes bucketed by
+(outcome, NUMA count, tie-break) and catches up with the classes born and gone since its last pod, so
+choosing a node does not walk every class; its verdict groups (the explanation rows) are kept the
+same way, from the classes' change log, so a pod copies one row per verdict. The cyclic collector is
+paused while the session runs (gc_pause.py).
+
+Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left, insort
+from collections.abc import Callable, Collection, Sequence
+from itertools import chain, count
+
+from ..errors import RequestError, check_int
+from ..kubelet.admission import admit_pod
+from ..model.jobs import Job, Task
+from ..model.pods import Pod
+from .cluster import Cluster, Request
+from .explain import (
+    FILTERED,
+    PASSED,
+    SKIPPED,
+    UNSCHEDULABLE,
+    NodeVerdict,
+    PodRecord,
+    SessionResult,
+    VerdictTable,
+    unavailable_message,
+)
+from .gc_pause import paused_gc
+from .profiles import Profile, ProfileSession, get_profile
+
+# ------------------------------------------------------------------------------------------------
+# Node classes
+# ------------------------------------------------------------------------------------------------
+
+
+class _Group:
+    """The live classes on which one pod shape got one verdict: their node count and the `limit`
+    smallest names, remembered until a member changes (most pods change one or two classes). The
+    classes are kept sorted by their smallest name, so the first names come from the first `limit`
+    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes."""
+
+    __slots__ = ("count", "last_row", "members", "names", "order")
+
+    def __init__(self) -> None:
+        self.members: dict[int, tuple[str, ...]] = {}
+        self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
+        self.count = 0
+        self.names: tuple[str, ...] | None = None
+        self.last_row: tuple | None = None
+
+    def put(self, cid: int, names: tuple[str, ...]) -> None:
+        old = self.members.get(cid)
+        if old is names:
+            return
+        if old is not None:
+            del self.order[bisect_left(self.order, (old[0], cid))]
+            self.count -= len(old)
+        self.members[cid] = names
+        insort(self.order, (names[0], cid))
+        self.count += len(names)
+        self.names = self.last_row = None
+
+    def drop(self, cid: int) -> None:
+        old = self.members.pop(cid)
+        del self.order[bisect_left(self.order, (old[0], cid))]
+        self.count -= len(old)
+        self.names = self.last_row = None
+
+    def first_names(self, limit: int) -> tuple[str, ...]:
+        if self.names is None:
+            if len(self.order) == 1:
+                self.names = self.members[self.order[0][1]][:limit]
+            else:
+                firsts = (self.members[cid][:limit] for _first, cid in self.order[:limit])
+                self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
+        return self.names
+
+    def row(self, sig: int, score: int | None, limit: int) -> tuple[int, int | None, int, tuple[str, ...]]:
+        """The pod's explanation row for this group: the same object as the previous pod's while
+        nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
+        row = self.last_row
+        if row is None or row[1] != score:
+            row = self.last_row = (sig, score, self.count, self.first_names(limit))
+        return row
+
+
+class _Classes:
+    """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
+    live class id to (id, its node names sorted), in the order the classes were (re)born; an entry
+    is replaced, never changed, when the class gains or loses a node, and `changed` logs that."""
+
+    def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.ids: dict[tuple, int] = {}
+        self.of: dict[str, int] = {}
+        grouped: dict[int, list[str]] = {}
+        for name in sorted(cluster.nodes):
+            cid = self._key_id(name)
+            self.of[name] = cid
+            grouped.setdefault(cid, []).append(name)
+        self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
+        #: every class whose members changed, in order: a shape view replays what it has not seen
+        self.changed: list[int] = []
+        #: a live class's place in `members` (its birth order), to visit a few new classes in that order
+        self.born_at: dict[int, int] = {c: i for i, c in enumerate(self.members)}
+        self._births = count(len(self.members))
+
+    def _key_id(self, name: str) -> int:
+        c = self.cluster
+        key = (c.static_id(name), c.tally[name].key(), self.profile.state_key(name))
+        cid = self.ids.get(key)
+        if cid is None:
+            cid = self.ids[key] = len(self.ids)
+        return cid
+
+    def update(self, name: str) -> None:
+        old = self.of[name]
+        new = self._key_id(name)
+        if new == old:
+            return
+        self.changed += (old, new)
+        names = self.members[old][1]
+        i = bisect_left(names, name)
+        if len(names) > 1:
+            self.members[old] = (old, names[:i] + names[i + 1:])
+        else:
+            del self.members[old]
+        self.of[name] = new
+        entry = self.members.get(new)
+        if entry is None:
+            self.members[new] = (new, (name,))
+            self.born_at[new] = next(self._births)
+        else:
+            names = entry[1]
+            i = bisect_left(names, name)
+            self.members[new] = (new, (*names[:i], name, *names[i:]))
+
+
+class _ShapeView:
+    """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
+    is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
+    what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
+    date by the classes born and gone since the shape's last pod, never by walking every class."""
+
+    __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.verdicts: dict[int, NodeVerdict] = {}
+        self.bucket_of: dict[int, tuple[str, int, float]] = {}
+        self.buckets: dict[tuple[str, int, float], set[int]] = {}
+        self.counted: set[int] = set()
+        self.groups: dict[int, _Group] = {}  # by verdict id: what a pod's explanation rows are made of
+        self.seen_changes = 0  # how much of the classes' change log the groups reflect
+
+
+# ------------------------------------------------------------------------------------------------
+# Session
+# ------------------------------------------------------------------------------------------------
+
+
+def _pod_signature(pod: Pod) -> tuple:
+    def cont(c):
+        return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+    return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
+            tuple(cont(c) for c in pod.containers))
+
+
+def _job_order(jobs: Sequence[Job]) -> list[Job]:
+    return sorted(jobs, key=lambda j: (-j.priority, j.submitted, j.name))
+
+
+def _validate(cluster: Cluster, jobs: Sequence[Job]) -> None:
+    if not isinstance(cluster, Cluster):
+        raise RequestError(f"run_session needs a Cluster, not {type(cluster).__name__}")
+    seen: set[tuple[str, str]] = set()
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise RequestError(f"jobs must be Job objects, not {type(job).__name__}")
+        key = (job.namespace, job.name)
+        if key in seen:
+            raise RequestError(f"job {job.namespace}/{job.name} is submitted twice")
+        seen.add(key)
+
+
+class _Session:
+    """Gang bookkeeping aside, everything one session does: node classes, the verdicts per pod shape,
+    the resource-fit filter, node choice and the kubelet's admission on the chosen node. What a
+    profile decides is asked of `self.profile`.
+
+    A pod's cost does not grow with the number of live classes: its shape's view catches up with the
+    classes born and gone since the shape's last pod (set differences), evaluates only the new ones,
+    scores one verdict per (outcome, NUMA count) and picks the node from the best bucket."""
+
+    def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
+        self.cluster = cluster
+        self.profile = profile
+        self.classes = _Classes(cluster, profile)
+        self.views: dict[tuple, _ShapeView] = {}
+        self.table = VerdictTable()
+        self.explain_names = explain_names
+        self.evaluations = 0
+        self.class_visits = 0
+        self.t_eval = 0.0
+        self.t_admit = 0.0
+        self.request: Request | None = None  # the last scheduled pod's requests, for `place`
+
+    # -- one pod on one node class ----------------------------------------------------------------
+    def evaluate(self, name: str, pod: Pod, prepared: object, req: Request) -> NodeVerdict:
+        self.evaluations += 1
+        reason = self.cluster.fit(name, req)
+        if reason is not None:
+            return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
+        return self.profile.evaluate(name, pod, prepared)
+
+    def _catch_up(self, view: _ShapeView, pod: Pod, prepared: object) -> None:
+        """Bring the shape's buckets to the live classes: drop the classes gone, add the ones born
+        (evaluating, in class order, those this shape has never seen)."""
+        live = self.classes.members
+        counted = view.counted
+        gone = counted.difference(live)
+        born = live.keys() - counted
+        buckets, bucket_of, groups, verdicts = view.buckets, view.bucket_of, view.groups, view.verdicts
+        for cid in gone:
+            counted.discard(cid)
+            sig = verdicts[cid].sig
+            group = groups[sig]
+            group.drop(cid)
+            if not group.members:
+                del groups[sig]
+            key = bucket_of.get(cid)
+            if key is not None:
+                bucket = buckets[key]
+                bucket.discard(cid)
+                if not bucket:
+                    del buckets[key]
+        changed = self.classes.changed
+        for cid in counted.intersection(changed[view.seen_changes:]):  # counted classes whose members changed
+            groups[verdicts[cid].sig].put(cid, live[cid][1])
+        view.seen_changes = len(changed)
+        if not born:
+            return
+        for cid in sorted(born, key=self.classes.born_at.__getitem__):  # in class order
+            if cid not in verdicts:
+                first = live[cid][1][0]
+                verdict = verdicts[cid] = self.evaluate(first, pod, prepared, view.request)
+                self.table.intern(verdict)
+                if verdict.outcome in (PASSED, SKIPPED):
+                    bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
+            counted.add(cid)
+            sig = verdicts[cid].sig
+            group = groups.get(sig)
+            if group is None:
+                group = groups[sig] = _Group()
+            group.put(cid, live[cid][1])
+            key = bucket_of.get(cid)
+            if key is not None:
+                buckets.setdefault(key, set()).add(cid)
+
+    def _rows(self, view: _ShapeView, scores: dict[tuple[str, int], int] | None
+              ) -> list[tuple[int, int | None, int, tuple[str, ...]]]:
+        """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
+        fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
+        rows = []
+        items, limit = self.table.items, self.explain_names
+        for sig, group in view.groups.items():
+            score = None
+            if scores is not None:
+                verdict = items[sig]
+                if verdict.outcome in (PASSED, SKIPPED):
+                    score = scores[(verdict.outcome, verdict.numa_count)]
+            rows.append(group.row(sig, score, limit))
+        return rows
+
+    # -- one pod ----------------------------------------------------------------------------------
+    def schedule(self, job: Job, task: Task, pod: Pod, prepared: object
+                 ) -> tuple[PodRecord, str | None, NodeVerdict | None]:
+        t0 = time.perf_counter()
+        sig = _pod_signature(pod)
+        view = self.views.get(sig)
+        if view is None:
+            view = self.views[sig] = _ShapeView(Request.of(pod))
+        self.request = view.request
+        live = self.classes.members
+        self.class_visits += len(live)
+        self._catch_up(view, pod, prepared)
+        verdicts, buckets = view.verdicts, view.buckets
+        scores = None
+        best = None
+        if buckets:
+            # a score depends on a verdict's (outcome, NUMA count) and on the set of those that pass
+            pairs: dict[tuple[str, int], set[int]] = {}
+            for (outcome, count, _tie), cids in buckets.items():
+                pairs.setdefault((outcome, count), cids)
+            values = self.profile.scores(prepared, [verdicts[next(iter(c))] for c in pairs.values()])
+            if values is not None:
+                scores = dict(zip(pairs, values, strict=True))
+            best_key = None
+            chosen: list[set[int]] = []
+            for (outcome, count, tie), cids in buckets.items():
+                key = (-(scores[(outcome, count)] if scores is not None else 0), count, tie)
+                if best_key is None or key < best_key:
+                    best_key, chosen = key, [cids]
+                elif key == best_key:
+                    chosen.append(cids)
+            best = min(live[cid][1][0] for cids in chosen for cid in cids)
+        record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
+                           policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
+        record.rows = self._rows(view, scores)
+        self.t_eval += time.perf_counter() - t0
+        if best is None:
+            reasons: dict[str, int] = {}
+            for cid, names in live.values():
+                verdict = verdicts[cid]
+                if verdict.outcome in (FILTERED, UNSCHEDULABLE):
+                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(names)
+            record.status = "unschedulable"
+            record.message = unavailable_message(reasons)
+            return record, None, None
+        verdict = verdicts[self.classes.of[best]]
+        record.node = best
+        record.score = None if scores is None else scores[(verdict.outcome, verdict.numa_count)]
+        record.predicted = verdict
+        return record, best, verdict
+
+    # -- commit one placement ----------------------------------------------------------------------
+    def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        """Bind the pod just scheduled to `name` and run the kubelet's admission there."""
+        c = self.cluster
+        c.add_request(name, self.request)
+        self.profile.on_place(pod, prepared, name, verdict)
+        t0 = time.perf_counter()
+        node = c.nodes[name]
+        res = admit_pod(node, pod, commit=True)
+        self.t_admit += time.perf_counter() - t0
+        record.admission = res
+        if res.admitted:
+            record.status = "admitted"
+            record.admitted_numa = node.numa_mask_of(res.allocations)
+            record.allocations = list(res.allocations)
+        else:
+            record.status = "rejected"
+            record.kubelet_reason = res.reason
+            record.message = res.error.message if res.error is not None else None
+        c.refresh(name)
+        self.classes.update(name)
+
+
+@paused_gc()
+def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "volcano",
+                progress: Callable[[int, int], None] | None = None, weight: int = 1,
+                explain_names: int = 10, explain_groups: int = 64,
+                held: Collection[str] = ()) -> SessionResult:
+    """Schedule `jobs` onto `cluster` with `profile` (see the module docstring); mutates `cluster`.
+
+    `profile` is a name of `PROFILES` or a `Profile` object (which then carries its own weight).
+    `progress(done, total)` is called as pods are decided (at most ~200 times, and once at the end).
+    `weight` is the numa-aware plugin weight; `explain_names` caps the node names listed per group of
+    identical nodes and `explain_groups` the groups kept per pod (the rest are summarised).
+    `held` names pods (uids, `namespace/name`) that already hold their resources: they are not
+    scheduled again and count toward their job's `min_available`, as running tasks do in Volcano's gang.
+    """
+    jobs = list(jobs)
+    chosen = get_profile(profile, weight)
+    _validate(cluster, jobs)
+    for what, value in (("explain_names", explain_names), ("explain_groups", explain_groups)):
+        check_int(value, what)
+    start = time.perf_counter()
+    hooks = chosen.open(cluster)
+    s = _Session(cluster, hooks, explain_names)
+    ordered = _job_order(jobs)
+    held = frozenset(held)
+    work = []
+    for job in ordered:
+        pods = job.pods()
+        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
+        work.append((job, todo, len(pods) - len(todo)))
+    total = sum(len(p) for _j, p, _h in work)
+    step = max(1, total // 200)
+    done = 0
+    records: list[PodRecord] = []
+    job_results = []
+    for job, pods, already in work:
+        saved: dict[str, tuple] = {}
+        placed: list[tuple[PodRecord, Pod, str]] = []
+        job_records = []
+        for task, pod in pods:
+            prepared = hooks.prepare(pod)
+            record, name, verdict = s.schedule(job, task, pod, prepared)
+            if name is not None:
+                if name not in saved:
+                    saved[name] = cluster.snapshot(name)
+                s.place(record, pod, prepared, name, verdict)
+                placed.append((record, pod, name))
+            job_records.append(record)
+            done += 1
+            if progress is not None and (done % step == 0 or done == total):
+                progress(done, total)
+        committed = len(placed) + already >= job.min_available
+        if not committed:
+            for record, pod, name in placed:
+                hooks.on_rollback(pod, name)
+                record.status = "rolled_back"
+                record.message = (f"job {job.name}: only {len(placed) + already} of the {job.min_available} pods "
+                                  f"minAvailable requires could be placed; placement rolled back")
+            for name, snap in saved.items():
+                cluster.restore(name, snap)
+                s.classes.update(name)
+        job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
+                            "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
+                            "held": already, "committed": committed})
+        records.extend(job_records)
+    if progress is not None and total == 0:
+        progress(0, 0)
+    elapsed = time.perf_counter() - start
+    timings = {"total_s": elapsed, "evaluate_s": s.t_eval, "admission_s": s.t_admit,
+               "pods_per_s": (total / elapsed) if elapsed > 0 else None,
+               "evaluations": s.evaluations, "class_visits": s.class_visits,
+               "us_per_pod_node": (elapsed * 1e6 / (total * len(cluster))) if total and len(cluster) else None}
+    return SessionResult(profile=chosen.name, weight=chosen.weight, nodes_total=len(cluster), pods=records,
+                         jobs=job_results, table=s.table, timings=timings, volcano_close=hooks.close(),
+                         explain_names=explain_names, explain_groups=explain_groups)
