@@ -11,6 +11,7 @@ Every variable is listed, with its default, in `.env.example`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
@@ -52,19 +53,28 @@ DEBUG = envbool("DJANGO_DEBUG", "false")
 
 
 def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup)."""
+    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup). Processes
+    starting together on one folder (compose's web and worker on their shared volume) agree on one key: it is
+    written to a private file and linked into place, which only the first can do."""
     key = os.environ.get("DJANGO_SECRET_KEY")
     if key:
         return key
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        draft = DATA_DIR / f".secret_key.{os.getpid()}"
+        draft.write_text(secrets.token_urlsafe(50))
+        draft.chmod(0o600)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, path)
+        finally:
+            draft.unlink()
     return path.read_text().strip()
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# the names the site is reached by (a request for another answers 400); Django's test client adds its own
+ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -83,6 +93,7 @@ INSTALLED_APPS = [
     "numaweb.jobs",
     "numaweb.scheduling",
     "numaweb.comparisons",
+    "numaweb.room",
     "numaweb.api",
     "numaweb.pages",
     "numaweb.access",
@@ -91,6 +102,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # request latency by view for /metrics (numaweb.metrics), around everything else
+    "numaweb.metrics.RequestTimer",
     "numaweb.limits.RequestSizeLimit",
     "django.middleware.security.SecurityMiddleware",
     # the Content-Security-Policy on every response, static files included (numaweb.access; CONTENT_SECURITY_POLICY)
@@ -264,7 +277,7 @@ REST_FRAMEWORK = {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
     },
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "numaweb.api.pagination.Pagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
@@ -284,6 +297,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # every answer of every operation, 401/403/404/413/429 included, with its body (numaweb.api.schema)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "numaweb.api.schema.document_statuses"],
     "ENUM_NAME_OVERRIDES": {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",
@@ -302,6 +317,16 @@ NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
 NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
+# Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
+# and what may never move whatever a request says (protected namespaces: the default; pinned: always)
+NUMAWEB_MAKE_ROOM_SECONDS = envint("NUMAWEB_MAKE_ROOM_SECONDS", "6")
+NUMAWEB_MAKE_ROOM_TASK_SECONDS = envint("NUMAWEB_MAKE_ROOM_TASK_SECONDS", "120")
+NUMAWEB_MAKE_ROOM_MAX_NODES = envint("NUMAWEB_MAKE_ROOM_MAX_NODES", "20000")
+NUMAWEB_MAKE_ROOM_MAX_PODS = envint("NUMAWEB_MAKE_ROOM_MAX_PODS", "64")
+NUMAWEB_MAKE_ROOM_MAX_MOVES = envint("NUMAWEB_MAKE_ROOM_MAX_MOVES", "16")
+NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES = envlist("NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES", "kube-system")
+NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
+
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown
 # failed ("worker lost") and can be re-run; a worker process found dead on this host counts as lost at once
@@ -313,6 +338,8 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
+# /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
+NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)

@@ -8,11 +8,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from numaweb.pages import views as pages
 
-from . import views
+from . import metrics, views
+
+handler404 = views.not_found
 
 urlpatterns = [
     path("", pages.dashboard, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("login/", auth.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -22,5 +25,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("numaweb.api.urls")),
     path("comparisons/", include("numaweb.comparisons.urls")),
+    path("make-room/", include("numaweb.room.urls")),
     path("", include("numaweb.pages.urls")),
 ]

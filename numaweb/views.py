@@ -1,7 +1,9 @@
-"""Project-level views outside the pages app: a health check for docker-compose and monitors."""
+"""Project-level views outside the pages app: a health check for docker-compose and monitors, and the 404 of
+an address nothing answers (JSON under /api/, as the schema documents every 404)."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -13,6 +15,17 @@ from . import health
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the database and broker answer and a worker was seen within NUMAWEB_WORKER_TIMEOUT, else 503;
-    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}."""
+    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}.
+    `/healthz?live` checks nothing else: 200 once this process serves requests (a liveness probe, which must not
+    restart the web server because the database or the workers are away)."""
+    if "live" in request.GET:
+        return JsonResponse({"status": "ok"})
     healthy, body = health.report()
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's 404 page, or under /api/ the API's error body."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

@@ -29,6 +29,12 @@ Entry points (stable; called from outside the project's own tests). CPU sets may
   ``VolcanoProfile(weight=10)``; ``progress(done, total)``; ``held``: uids of pods that already hold
   resources (not scheduled again, counted toward their job's gang); admitted placements are recorded
   on the given ``Cluster`` (copy it first for a what-if).
+- ``make_room(cluster, job, profile="aligned", rules=None, priorities=None, held=(), max_moves=8,
+  time_limit=8.0, max_checks=200, progress=None)`` → ``RoomPlan`` (``.found``, ``.fits_now``, ``.moves``,
+  ``.evictions``, ``.minimal``, ``.lower_bound``, ``.check``: the verified plan's target session;
+  ``.to_dict(cluster)``): the fewest pod moves after which ``job`` places, each re-admission a kubelet
+  admission, every plan verified by a real session on a copy; ``rules`` a ``Rules`` (what may not move)
+  (docs/MAKE_ROOM.md).
 - ``load_topology(data, format=None)`` → ``Topology``: text, bytes or a path (file, sysfs folder or
   tarball), format detected from the content when None (``scheduler_core.formats``).
 - ``kubelet_start(topology, config, cpu_state=None, memory_state=None, *, memory_reservation=None)`` →
@@ -65,6 +71,7 @@ _EXPORTS = {
     "SessionResult": "session",
     "load_topology": "formats",
     "kubelet_start": "kubelet_start", "StartVerdict": "kubelet_start",
+    "make_room": "room", "RoomPlan": "room", "Rules": "room_moves",
 }
 
 __all__ = sorted(_EXPORTS)

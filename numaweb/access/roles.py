@@ -1,7 +1,7 @@
 """The three roles, kept as Django groups holding model permissions, and who may do what.
 
 - viewer: every `view_*` permission of the project's apps (history included) and `access.browse`.
-- operator: viewer + submit and finish jobs, start and re-run sessions, what-if, comparisons.
+- operator: viewer + submit and finish jobs, start and re-run sessions, what-if, comparisons, make room.
 - admin: every permission of the project's apps (inventory, imports, deletes) + users, groups, API tokens
   and login lock-outs. Superusers are admins.
 
@@ -22,6 +22,7 @@ READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 OPERATOR_PERMISSIONS = (
     "jobs.add_job", "jobs.change_job", "scheduling.add_schedulingsession", "access.run_whatif", "access.compare",
+    "room.add_roomplan",
 )
 # apps outside numaweb whose permissions the admin role holds: users and groups, API tokens, lock-outs
 ADMIN_APPS = ("auth", "authtoken", "axes")

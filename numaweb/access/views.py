@@ -3,7 +3,8 @@ the account or the client out."""
 
 from __future__ import annotations
 
-from rest_framework import status
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -17,6 +18,7 @@ LOCKED_OUT = "too many failed logins: this account or client is locked out for a
 class ObtainToken(ObtainAuthToken):
     throttle_classes = [TokenRateThrottle]
 
+    @extend_schema(auth=[], responses={200: inline_serializer("Token", {"token": serializers.CharField()})})
     def post(self, request: Request, *args, **kwargs) -> Response:
         try:
             return super().post(request, *args, **kwargs)

@@ -63,10 +63,7 @@ class CSVRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
         out = io.StringIO()
         writer = csv.writer(out)
-        if isinstance(data, dict):  # an error body
-            writer.writerows([["detail"], [data.get("detail", data)]])
-        else:
-            writer.writerows(data)
+        writer.writerows(data)
         return out.getvalue().encode()
 
 
@@ -79,14 +76,10 @@ def _body(comparison: Comparison, request: Request) -> dict:
     return data
 
 
-class ComparisonSerializer(serializers.Serializer):
-    """The shape of a comparison as the API returns it (documentation; built by export.comparison_dict)."""
+class ComparisonExportSerializer(serializers.Serializer):
+    """A comparison as plain data (documentation; built by export.comparison_dict): the JSON export."""
 
     id = serializers.IntegerField()
-    url = serializers.URLField()
-    page = serializers.URLField()
-    export_json = serializers.URLField()
-    export_csv = serializers.URLField()
     cluster = serializers.IntegerField()
     status = serializers.CharField(help_text="pending, running, done or failed (from its variants)")
     jobs = serializers.ListField(child=serializers.IntegerField())
@@ -98,7 +91,16 @@ class ComparisonSerializer(serializers.Serializer):
     snapshot_nodes = serializers.IntegerField()
     variants = serializers.ListField(child=serializers.DictField(),
                                      help_text="index, label, settings, status, error, progress, engine_ms, metrics, "
-                                               "headroom, changed_nodes")
+                                               "headroom, changed_nodes (and in the export, nodes: per-node tables)")
+
+
+class ComparisonSerializer(ComparisonExportSerializer):
+    """A comparison as the API returns it: the export without the per-node tables, and its links."""
+
+    url = serializers.URLField()
+    page = serializers.URLField()
+    export_json = serializers.URLField()
+    export_csv = serializers.URLField()
 
 
 COMPARISON = ComparisonSerializer
@@ -113,6 +115,12 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
 
     @extend_schema(request=CreateComparisonSerializer, responses={202: COMPARISON, 400: OpenApiTypes.OBJECT,
                                                                   503: ERROR})
+    def handle_exception(self, exc: Exception) -> Response:
+        """Errors are JSON (as documented) even when the export was asked for as CSV."""
+        if getattr(self.request, "accepted_renderer", None) and self.request.accepted_renderer.format == "csv":
+            self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
+
     def create(self, request: Request) -> Response:
         """Start a comparison: 202 with its URL; the workers run its variants in parallel, poll the URL."""
         serializer = CreateComparisonSerializer(data=request.data)
@@ -142,7 +150,10 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
 
     @extend_schema(parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
                                                 description="json (default; per-node tables included) or csv")],
-                   responses={(200, "application/json"): COMPARISON, (200, "text/csv"): OpenApiTypes.STR})
+                   responses={(200, "application/json"): ComparisonExportSerializer,
+                              (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=(
+                                  "a header row, then one row per variant: settings, status, metrics, block "
+                                  "histogram"))})
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
     def export(self, request: Request, pk: str | None = None) -> Response:
         """The comparison as a download: JSON (everything) or CSV (one row per variant)."""

@@ -8,7 +8,7 @@ from datetime import tzinfo
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -37,8 +37,46 @@ from scheduler_core.topology import Topology
 JSON_OBJECT = {"type": "object", "additionalProperties": True}
 
 
-class ClusterSerializer(serializers.ModelSerializer):
-    node_count = serializers.IntegerField(read_only=True, required=False)
+class TextOnly:
+    """Text only: DRF's text fields turn a JSON number or boolean into text, where the schema says string."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(TextOnly, serializers.CharField):
+    pass
+
+
+class StrictSlugField(TextOnly, serializers.SlugField):
+    pass
+
+
+class ModelSerializer(serializers.ModelSerializer):
+    """A model serializer whose text fields take text only."""
+
+    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
+                                models.CharField: StrictCharField, models.TextField: StrictCharField,
+                                models.SlugField: StrictSlugField}
+
+
+class CountField(serializers.IntegerField):
+    """A count the list queryset annotates; an object fresh from a create or an update is counted here, so
+    the field is in every answer, as the schema says."""
+
+    def __init__(self, relation: str, **kwargs: Any) -> None:
+        self.relation = relation
+        super().__init__(read_only=True, **kwargs)
+
+    def get_attribute(self, instance: Any) -> int:
+        value = getattr(instance, self.field_name, None)
+        return getattr(instance, self.relation).count() if value is None else value
+
+
+class ClusterSerializer(ModelSerializer):
+    node_count = CountField("nodes")
     url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail")
 
     class Meta:
@@ -83,7 +121,7 @@ class Conflict(APIException):
         self.detail = {"detail": str(exc), "cpus": exc.cpus, "holders": exc.holders}
 
 
-class NodeSerializer(serializers.ModelSerializer):
+class NodeSerializer(ModelSerializer):
     """A node: the topology is the engine's JSON; kubelet settings are checked by the engine."""
 
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
@@ -95,7 +133,7 @@ class NodeSerializer(serializers.ModelSerializer):
     cpu_manager_options = ObjectField(required=False)
     topology_manager_options = ObjectField(required=False)
     reserved_memory = ObjectField(required=False)
-    allocation_count = serializers.IntegerField(read_only=True, required=False)
+    allocation_count = CountField("allocations")
 
     class Meta:
         model = Node
@@ -347,7 +385,7 @@ class KubeletConfigUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="/var/lib/kubelet/config.yaml (kind: KubeletConfiguration)")
 
 
-class AllocationSerializer(serializers.ModelSerializer):
+class AllocationSerializer(ModelSerializer):
     """An allocation is written by `inventory.services.add_allocation`: checked and saved with its node
     held, so concurrent writers cannot both succeed; a conflict answers 409 naming CPUs and holders."""
 
@@ -379,7 +417,7 @@ class AllocationSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class TaskSerializer(ModelSerializer):
     topology_policy = serializers.ChoiceField([("", "(none given)"), *TOPOLOGY_POLICY_CHOICES],
                                               required=False, allow_blank=True, default="")
     template = ObjectField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
@@ -399,7 +437,7 @@ class TaskSerializer(serializers.ModelSerializer):
         return value  # still in Kubernetes quantities: the job is built from it once, in validate()
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(ModelSerializer):
     """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
     one cluster (`cluster`; may be left out only while a single cluster exists)."""
 
@@ -476,7 +514,7 @@ class JobSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError({"name": [str(exc)]}) from exc
 
 
-class SessionSerializer(serializers.ModelSerializer):
+class SessionSerializer(ModelSerializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
                                               help_text="jobs of the cluster to schedule; omitted: every job of the "
@@ -571,11 +609,11 @@ def session_columns() -> tuple[str, ...]:
     return _session_output().columns
 
 
-class PlacementSerializer(serializers.ModelSerializer):
+class PlacementSerializer(ModelSerializer):
     """A pod's outcome; `detail` is its record in the numaweb.session form (the view passes the records
     of the page in the context as `records`, built with one query per table)."""
 
-    node = serializers.PrimaryKeyRelatedField(read_only=True)
+    node = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True, help_text="null when unplaced")
     memory = serializers.JSONField(read_only=True)
     devices = serializers.JSONField(read_only=True)
     reason = serializers.CharField(read_only=True)

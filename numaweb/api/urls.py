@@ -5,7 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from numaweb.access.views import ObtainToken
 
-from . import comparisons, views
+from . import comparisons, pods, room, views
 
 app_name = "api"
 
@@ -19,7 +19,12 @@ router.register("comparisons", comparisons.ComparisonViewSet, basename="comparis
 
 urlpatterns = [
     path("auth-token/", ObtainToken.as_view(), name="auth-token"),
+    path("pods/", pods.PodSearchView.as_view(), name="pod-search"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
+    path("clusters/<int:pk>/make-room/", room.MakeRoomView.as_view(), name="cluster-make-room"),
+    path("make-room/<int:pk>/", room.MakeRoomDetailView.as_view(), name="make-room-detail"),
+    path("make-room/<int:pk>/plan.json", room.MakeRoomPlanView.as_view(), name="make-room-plan-json"),
+    path("make-room/<int:pk>/plan.sh", room.MakeRoomPlanView.as_view(script=True), name="make-room-plan-script"),
     # the export is a file: its URL ends in .json, without the router's trailing slash
     path("sessions/<int:pk>/explanation.json", views.SessionViewSet.as_view({"get": "explanation"}),
          name="session-explanation"),

@@ -18,7 +18,6 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +37,7 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import serializers as s
+from .pagination import ResultsPagination
 
 ERROR = inline_serializer("Error", {"detail": serializers.CharField()})
 CONFLICT = inline_serializer("Conflict", {
@@ -69,7 +69,8 @@ def _bool_param(request: Request, name: str) -> bool | None:
     raise ValidationError({name: [f"must be true or false, not {raw!r}"]})
 
 
-CLUSTER_PARAM = OpenApiParameter("cluster", OpenApiTypes.INT, description="only this cluster's items")
+ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}  # what _int_param accepts
+CLUSTER_PARAM = OpenApiParameter("cluster", ID, description="only this cluster's items")
 
 
 class ClusterViewSet(viewsets.ModelViewSet):
@@ -103,7 +104,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
         return Response(report)
 
 
-@extend_schema(parameters=[CLUSTER_PARAM])
+@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class NodeViewSet(viewsets.ModelViewSet):
     serializer_class = s.NodeSerializer
     required_permissions = {"check_state": ["access.run_whatif"],  # reads only: operators, as what-if
@@ -133,8 +134,7 @@ class NodeViewSet(viewsets.ModelViewSet):
 
 
     @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},
-                   responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")},
-                   parameters=[])
+                   responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")})
     @action(detail=True, methods=["post"], url_path="check-state", parser_classes=[MultiPartParser, FormParser],
             serializer_class=s.StateCheckUploadSerializer)
     def check_state(self, request: Request, pk: str | None = None) -> Response:
@@ -181,7 +181,8 @@ class NodeViewSet(viewsets.ModelViewSet):
         return Response(s.NodeSerializer(node, context={"request": request}).data)
 
 
-@extend_schema(parameters=[OpenApiParameter("node", OpenApiTypes.INT, description="only this node's allocations")])
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("node", ID, description="only this node's allocations")]))
 class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                         mixins.ListModelMixin, viewsets.GenericViewSet):
     """Allocations are created (checked by the engine against the node) and deleted, never edited."""
@@ -204,18 +205,14 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         inventory.remove_allocation(instance)
 
 
-class ResultsPagination(PageNumberPagination):
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
-
-
 JOB_FILTERS = [
     CLUSTER_PARAM,
     OpenApiParameter("status", OpenApiTypes.STR, enum=[value for value, _label in Job.STATUS_CHOICES],
                      description="only jobs with this status"),
-    OpenApiParameter("namespace", OpenApiTypes.STR, description="only jobs in this namespace (exact)"),
-    OpenApiParameter("q", OpenApiTypes.STR, description="only jobs whose name contains this (case-insensitive)"),
+    OpenApiParameter("namespace", {"type": "string", "maxLength": 63},
+                     description="only jobs in this namespace (exact)"),
+    OpenApiParameter("q", {"type": "string", "maxLength": 253},
+                     description="only jobs whose name contains this (case-insensitive)"),
 ]
 
 
@@ -252,7 +249,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         return Response(self.get_serializer(job).data)
 
 
-@extend_schema(parameters=[CLUSTER_PARAM])
+@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin,
                      viewsets.GenericViewSet):
     serializer_class = s.SessionSerializer
@@ -311,7 +308,6 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
 
     @extend_schema(parameters=[
         OpenApiParameter("placed", OpenApiTypes.BOOL, description="only placed (true) or unplaced (false) pods"),
-        OpenApiParameter("page", OpenApiTypes.INT), OpenApiParameter("page_size", OpenApiTypes.INT),
     ], responses=s.PlacementSerializer(many=True))
     @action(detail=True, methods=["get"], pagination_class=ResultsPagination)
     def results(self, request: Request, pk: str | None = None) -> Response:

@@ -9,8 +9,10 @@ from pathlib import Path
 from django.db import transaction
 
 from numaweb.jobs import services as job_services
+from scheduler_core.admission import admit_pod
 from scheduler_core.errors import EngineError
 from scheduler_core.kubelet import KubeletConfig
+from scheduler_core.pods import GUARANTEED, Container, Pod
 from scheduler_core.topology import synthetic
 
 from . import services
@@ -38,9 +40,10 @@ SHAPES = [
 REAL = [("xml-24em64t", "24em64t-2n6c2t-pci.xml", {"topology_manager_policy": "best-effort"}),
         ("xml-96em64t", "96em64t-4n4d3ca2co-pci.xml", {"topology_manager_policy": "restricted"})]
 
-# the seed's cpu_manager_state example: two containers on node-2's shape
-SEED_ALLOCATIONS = [("srv-gpu-1", "default/fb15e10a-b6a5-4aaa-8fcd-76c1aa64e6fd", "container-1", "1-9"),
-                    ("srv-gpu-1", "default/777870b5-c64f-42f5-9296-688b9dc212ba", "container-1", "16-24")]
+# the seed's cpu_manager_state example (two 9-CPU containers) on the showcase node: the CPUs are those the
+# node's own kubelet settings (restricted, pod scope, 0 and 32 reserved) give them, admitted in this order
+SEED_ALLOCATIONS = [("srv-gpu-1", "default/fb15e10a-b6a5-4aaa-8fcd-76c1aa64e6fd", "container-1", 9),
+                    ("srv-gpu-1", "default/777870b5-c64f-42f5-9296-688b9dc212ba", "container-1", 9)]
 
 
 def _cpu(n: str, mem: str = "") -> dict:
@@ -91,9 +94,15 @@ def build_demo(cluster_name: str = "demo", stdout=None) -> Cluster:
                 services.import_node(cluster, name, (FIXTURES / file).read_bytes(), None, kubelet)
             except (ImportError, EngineError) as exc:
                 say(f"demo: skipped {file}: {exc}\n")
-        for node_name, pod, container, cpus in SEED_ALLOCATIONS:
+        for node_name, pod, container, count in SEED_ALLOCATIONS:
             node = Node.objects.get(cluster=cluster, name=node_name)
-            services.add_allocation(node, pod=pod, container=container, cpus=cpus, origin=Allocation.IMPORTED)
+            engine = services.to_engine(node, node.allocations.all())
+            res = {"cpu": count * 1000}  # as the kubelet's state check rebuilds a state file's pods
+            admitted = admit_pod(engine, Pod(pod, (Container(container, res, res),), uid=pod, qos=GUARANTEED))
+            if not admitted.admitted:
+                raise EngineError(f"demo: {node_name} refuses {pod}: {admitted.error}")
+            services.add_allocation(node, pod=pod, container=container, cpus=str(admitted.cpus),
+                                    origin=Allocation.IMPORTED)
         for data in JOBS:
             job_services.save_job(job_services.engine_job_from_data(data), cluster, source_format="json",
                                   explicit_min="min_available" in data)

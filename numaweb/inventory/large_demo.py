@@ -21,6 +21,7 @@ from django.db import transaction
 
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
+from numaweb.progress import bar_over
 from scheduler_core.cpuset import CPUSet
 from scheduler_core.kubelet import KubeletConfig
 from scheduler_core.topology import Topology
@@ -148,7 +149,7 @@ def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1, st
                  for machine, weight in shapes for _ in range(3)]
         checked: set[tuple] = set()
         rows, allocations = [], []
-        for i in range(nodes):
+        for i in bar_over(range(nodes), nodes, "nodes", enabled=stdout is not None):
             machine, kubelet = rng.choices([p[:2] for p in pools], weights=[p[2] for p in pools])[0]
             topo = machine.topology
             node = Node(cluster=cluster, name=f"{machine.short}-{i:05d}", topology=machine.data,

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
+from numaweb.progress import bar_over
 from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapshot
 from scheduler_core.node import Node as EngineNode
@@ -67,10 +68,11 @@ def _availability(node: SnapshotNode, engine: EngineNode) -> list[str]:
 
 
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
-                    dry_run: bool = False) -> dict[str, Any]:
+                    dry_run: bool = False, progress: bool = False) -> dict[str, Any]:
     """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster, unless
     `dry_run`: then nothing at all is changed). Raises EmptySnapshot for a snapshot without nodes unless
-    `allow_empty`; removes nodes the snapshot no longer lists only with `prune`."""
+    `allow_empty`; removes nodes the snapshot no longer lists only with `prune`. `progress`: a bar over the
+    nodes on a terminal (the management command)."""
     snap = parse(data)
     if not snap.nodes and not allow_empty:
         raise EmptySnapshot(EMPTY.format(cluster=cluster.name))
@@ -93,7 +95,7 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
             allocs.setdefault(a.node_id, []).append(a)
         new_rows: list[tuple[Node, list[Allocation]]] = []
         dicts: dict[int, dict] = {}  # nodes of one shape share their Topology: serialise it once
-        for name, snode in snap.nodes.items():
+        for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
             row = existing.get(name)
             is_new = row is None
             if is_new:

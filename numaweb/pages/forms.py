@@ -19,6 +19,8 @@ from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
 
+from .cluster_map import MEASURES
+
 POLICY_CHOICES = [("", "(none / from the template)"), *TOPOLOGY_POLICY_CHOICES]
 
 
@@ -322,3 +324,26 @@ class HintTableForm(forms.Form):
         data = getattr(self, "cleaned_data", {})
         return {name: default if name in self.errors or data.get(name) in (None, "") else data[name]
                 for name, default in self.DEFAULTS.items()}
+
+
+class ClusterMapForm(forms.Form):
+    """What the cluster map colours its nodes by (numaweb.pages.cluster_map.MEASURES)."""
+
+    measure = forms.ChoiceField(choices=[], initial="best", label="colour by")
+    size = forms.IntegerField(min_value=1, max_value=4096, initial=4, required=False,
+                              label="block size (CPUs)", help_text="for free single-NUMA blocks")
+    session = forms.ModelChoiceField(queryset=None, required=False, empty_label="choose a session",
+                                     help_text="for TopologyAffinityErrors")
+
+    def __init__(self, cluster: Cluster, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["measure"].choices = list(MEASURES.items())
+        self.fields["session"].queryset = SchedulingSession.objects.filter(cluster=cluster).order_by("-id")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("measure") == "errors" and not data.get("session"):
+            self.add_error("session", "choose the session whose TopologyAffinityErrors to show")
+        if data.get("measure") == "blocks" and not data.get("size"):
+            self.add_error("size", "give the block size in CPUs")
+        return data

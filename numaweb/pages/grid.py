@@ -7,6 +7,7 @@ and a template loop with per-cell tags costs several times more. Every dynamic v
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from scheduler_core.cpuset import CPUSet
@@ -33,6 +35,7 @@ class Owner:
     cpus: int = 0
     origin: str = ""
     session_id: int | None = None
+    numa: list[int] = field(default_factory=list)  # NUMA nodes holding its CPUs, memory or devices
 
     @property
     def colour(self) -> int:
@@ -56,6 +59,7 @@ class NodeState:
     error: str = ""
     owners: list[Owner] = field(default_factory=list)
     owner_of: dict[int, Owner] = field(default_factory=dict)
+    held: int = 0  # CPUs held outside the engine's node (a state file's containers): not free either
 
     @property
     def topology(self):
@@ -67,7 +71,7 @@ class NodeState:
 
     @property
     def free(self) -> int:
-        return self.engine.free_cpus if self.engine is not None else 0
+        return self.engine.free_cpus & ~self.held if self.engine is not None else 0
 
     @property
     def free_count(self) -> int:
@@ -93,13 +97,19 @@ def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> No
         return NodeState(row, None, inventory.topology_error(exc))
     state = NodeState(row, engine)
     by_pod: dict[str, Owner] = {}
+    held: dict[str, tuple[list, list]] = {}  # memory and device dicts of each pod's containers
     for a in allocs:
         owner = by_pod.get(a.pod)
         if owner is None:
             owner = by_pod[a.pod] = Owner(0, a.pod, origin=a.origin, session_id=a.session_id)
+            held[a.pod] = ([], [])
         if a.container:
             owner.containers.append(a.container)
         owner.cpus |= CPUSet.parse(a.cpus or "").mask
+        held[a.pod][0].append(a.memory)
+        held[a.pod][1].append(a.devices)
+    for pod, owner in by_pod.items():
+        owner.numa = holdings.numa_nodes(engine.topology, owner.cpus, *held[pod])
     # legend order: by first CPU held, then by name (pods holding only memory/devices last)
     owners = sorted(by_pod.values(), key=lambda o: ((o.cpus & -o.cpus).bit_length() if o.cpus else 1 << 20, o.pod))
     for i, owner in enumerate(owners, 1):
@@ -113,22 +123,55 @@ def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> No
     return state
 
 
-def layout(topology) -> list[tuple[int, list[tuple[int, list[tuple[int, list]]]]]]:
-    """[(socket, [(numa, [(core, [CPU, ...]), ...]), ...]), ...] in id order (hwloc's nesting).
-    A NUMA node spanning sockets appears inside each socket it has CPUs in."""
+def layout(topology) -> tuple[str, list[tuple[int, list[tuple[int, list[tuple[int, list]]]]]]]:
+    """The boxes nested as the hardware nests, in id order: ("package", [(socket, [(numa, [(core, [CPU, ...])
+    , ...]), ...]), ...]) when NUMA nodes sit inside packages, ("numa", [(numa, [(socket, cores), ...]), ...])
+    when packages sit inside NUMA nodes (a NUMA node spanning packages, each package in one NUMA node).
+    When neither holds, packages are outside and a NUMA node spanning packages appears in each."""
+    numa_sockets: dict[int, set[int]] = {}
+    socket_numas: dict[int, set[int]] = {}
+    for cpu in topology.cpus:
+        numa_sockets.setdefault(cpu.numa, set()).add(cpu.socket)
+        socket_numas.setdefault(cpu.socket, set()).add(cpu.numa)
+    numa_outside = (any(len(s) > 1 for s in numa_sockets.values())
+                    and all(len(n) == 1 for n in socket_numas.values()))
     tree: dict[int, dict[int, dict[int, list]]] = {}
     for cpu in topology.cpus:  # sorted by id
-        tree.setdefault(cpu.socket, {}).setdefault(cpu.numa, {}).setdefault(cpu.core, []).append(cpu)
-    return [(s, [(n, sorted(cores.items())) for n, cores in sorted(numas.items())])
-            for s, numas in sorted(tree.items())]
+        outer, inner = (cpu.numa, cpu.socket) if numa_outside else (cpu.socket, cpu.numa)
+        tree.setdefault(outer, {}).setdefault(inner, {}).setdefault(cpu.core, []).append(cpu)
+    nested = [(o, [(i, sorted(cores.items())) for i, cores in sorted(inners.items())])
+              for o, inners in sorted(tree.items())]
+    return ("numa" if numa_outside else "package"), nested
+
+
+def _span(ids: set[int]) -> str:
+    low, high = min(ids), max(ids)
+    return f"{low}–{high}" if ids == set(range(low, high + 1)) else ",".join(map(str, sorted(ids)))
+
+
+def _box(kind: str, ident: int, cpus: int, inner: bool, free: int, compact: bool, spans: dict[int, set[int]]
+         ) -> str:
+    """A package or NUMA box's opening tag and label, counting the threads of this box (`cpus`, a mask)."""
+    css, attr = ("pkg", "socket") if kind == "package" else ("numa", "numa")
+    total, nfree = cpus.bit_count(), (cpus & free).bit_count()
+    head = (f'<div class="{css}{" inner" if inner else ""}" data-{attr}="{ident}" data-cpus="{total}" '
+            f'data-free="{nfree}">')
+    if compact:
+        return head
+    name = f"Package {ident}" if kind == "package" else f"NUMA {ident}"
+    if kind == "numa" and inner and len(spans[ident]) > 1:
+        name += f" (spans packages {_span(spans[ident])})"
+    return f'{head}<span class="lbl">{name} · {nfree}/{total} free</span>'
 
 
 def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, grid_id: str = "",
                 oob: bool = False) -> SafeString:
     """The thread grid. `highlight` is a CPU mask to mark (what-if result, a pod's new CPUs).
 
-    Each cell carries data-cpu/core/numa/socket/state/owner; the state is also a pattern in CSS
-    and, in the full grid, a text mark (owner number, R for reserved) so colour is never the only cue."""
+    Boxes nest as the hardware nests (`layout`); each box's label counts the threads in that box, so a
+    NUMA node spanning packages says so rather than repeating its whole count in each package. Each cell
+    carries data-cpu/core/numa/socket/state/owner; the state is also a pattern in CSS and, in the full
+    grid, a text mark (owner number, R for reserved) so colour is never the only cue."""
     topo = state.topology
     if topo is None:
         return mark_safe(f'<p class="error">{escape(state.error)}</p>')
@@ -142,17 +185,18 @@ def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, gri
     label = f"{escape(state.row.name)}: {n_threads} CPU threads, {free.bit_count()} free"
     out = [f'<div class="{classes}"{attrs} role="img" aria-label="{label}" data-node="{escape(state.row.name)}" '
            f'data-threads="{n_threads}" data-highlighted="{highlight.bit_count()}">']
-    for socket, numas in layout(topo):
-        out.append(f'<div class="pkg" data-socket="{socket}">')
-        if not compact:
-            out.append(f'<span class="lbl">Package {socket}</span>')
-        out.append('<div class="numas">')
-        for numa, cores in numas:
-            numa_mask = topo.numa_cpus[numa]
-            out.append(f'<div class="numa" data-numa="{numa}">')
-            if not compact:
-                out.append(f'<span class="lbl">NUMA {numa} · {(numa_mask & free).bit_count()}/'
-                           f'{numa_mask.bit_count()} free</span>')
+    outer_kind, boxes = layout(topo)
+    spans: dict[int, set[int]] = {}  # NUMA node → the packages holding its CPUs
+    for cpu in topo.cpus:
+        spans.setdefault(cpu.numa, set()).add(cpu.socket)
+    box = functools.partial(_box, free=free, compact=compact, spans=spans)
+    inner_kind = "numa" if outer_kind == "package" else "package"
+    for outer, inners in boxes:
+        masks = [sum(1 << c.id for _core, cpus in cores for c in cpus) for _i, cores in inners]
+        out.append(box(outer_kind, outer, sum(masks), False))
+        out.append('<div class="boxes">')
+        for (inner, cores), mask in zip(inners, masks, strict=True):
+            out.append(box(inner_kind, inner, mask, True))
             out.append('<div class="cores">')
             for core, cpus in cores:
                 out.append(f'<div class="core" data-core="{core}">')
@@ -209,6 +253,7 @@ def render_state_check(row: Node, result) -> SafeString:
         state.owners.append(owner)
         for cpu in c.actual_cpus:
             state.owner_of[cpu] = owner
+        state.held |= c.actual_cpus.mask
         if not c.match:
             highlight |= c.actual_cpus.mask ^ c.predicted_cpus.mask
     return render_grid(state, highlight & engine.topology.all_cpus, grid_id="grid")

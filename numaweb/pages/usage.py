@@ -27,6 +27,7 @@ class Usage:
     free: int
     numa: tuple[tuple[int, int, int], ...]
     error: str = ""
+    reserved: tuple[int, ...] = ()  # reserved CPUs of each NUMA node, in the order of `numa`
 
     @property
     def best_numa_free(self) -> int:
@@ -46,7 +47,10 @@ def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
             if isinstance(node, Exception):
                 _CACHE[pk] = Usage(version, 0, (), inventory.topology_error(node))
                 continue
-            _CACHE[pk] = Usage(version, node.free_cpus.bit_count(), tuple(sorted(grid.numa_usage(node))))
+            numa = tuple(sorted(grid.numa_usage(node)))
+            mask, numa_cpus = node.reserved_cpus.mask, node.topology.numa_cpus
+            reserved = tuple((numa_cpus[n] & mask).bit_count() for n, _f, _t in numa)
+            _CACHE[pk] = Usage(version, node.free_cpus.bit_count(), numa, reserved=reserved)
     return {pk: _CACHE[pk] for pk, _g in rows if pk in _CACHE}
 
 
@@ -65,17 +69,33 @@ def by_numa_size(usages: Iterable[Usage]) -> list[dict]:
 
 
 def strip(name: str, usage: Usage) -> SafeString:
-    """A card's NUMA usage strip: one bar per NUMA node, its used share filled (the thread grid is on
-    the node page). Values are ints; the name goes through escape."""
+    """A card's NUMA usage strip: one labelled bar per NUMA node, its reserved then its used share filled
+    (the thread grid is on the node page; `LEGEND` names the colours). Values are ints; the name goes
+    through escape."""
     if usage.error:
         return mark_safe(f'<p class="error">{escape(usage.error)}</p>')
-    label = ", ".join(f"NUMA {n}: {free} of {total} free" for n, free, total in usage.numa)
+    reserved = usage.reserved
+    label = ", ".join(f"NUMA {n}: {free} of {total} free, {r} reserved"
+                      for (n, free, total), r in zip(usage.numa, reserved, strict=True))
     out = [f'<div class="strip" role="img" aria-label="{escape(name)}: {label}">']
-    for n, free, total in usage.numa:  # SVG widths, not style attributes: the CSP allows no inline style
-        used = 100 - round(100 * free / total) if total else 0
-        out.append(f'<svg class="numa-bar" data-numa="{n}" data-free="{free}" data-total="{total}" '
-                   f'viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">'
-                   f"<title>NUMA {n}: {free}/{total} CPUs free</title>"
-                   f'<rect class="used" width="{used}" height="10"/></svg>')
+    for (n, free, total), r in zip(usage.numa, reserved, strict=True):
+        # SVG widths, not style attributes: the CSP allows no inline style
+        r_pct = round(100 * r / total) if total else 0
+        used_pct = max(0, 100 - round(100 * free / total) - r_pct) if total else 0
+        out.append(f'<span class="numa-cell"><span class="numa-lbl" aria-hidden="true">N{n}</span>'
+                   f'<svg class="numa-bar" data-numa="{n}" data-free="{free}" data-total="{total}" '
+                   f'data-reserved="{r}" viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">'
+                   f"<title>NUMA {n}: {free}/{total} CPUs free, {r} reserved</title>"
+                   f'<rect class="reserved" width="{r_pct}" height="10"/>'
+                   f'<rect class="used" x="{r_pct}" width="{used_pct}" height="10"/></svg></span>')
     out.append("</div>")
     return mark_safe("".join(out))
+
+
+#: the strips' key, drawn with the strips' own classes (numaweb.css), so the two cannot drift apart
+LEGEND = mark_safe(
+    '<p class="legend-strip" aria-label="usage strip legend">Each bar is one NUMA node (N0, N1, …) of the node: '
+    + "".join(f'<span class="key"><svg class="numa-bar swatch-bar" viewBox="0 0 100 10" preserveAspectRatio="none" '
+              f'aria-hidden="true"><rect class="{cls}" width="{100 if cls else 0}" height="10"/></svg> {text}</span>'
+              for cls, text in (("", "free CPUs"), ("used", "CPUs held by pods"), ("reserved", "reserved CPUs")))
+    + "</p>")

@@ -29,9 +29,12 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job, Task
+from numaweb.links import id_link
+from numaweb.room.views import room_context
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.pod_search import find_pods
 from numaweb.scheduling.store import mask_of
 from scheduler_core.admission import admit_pod
 from scheduler_core.compare import span_histogram
@@ -40,8 +43,9 @@ from scheduler_core.errors import EngineError
 from scheduler_core.formats._common import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
-from . import grid, session_rows, tables, uploads, usage
+from . import cluster_map, grid, session_rows, tables, uploads, usage
 from .forms import (
+    ClusterMapForm,
     HintTableForm,
     JobForm,
     KubeletConfigForm,
@@ -100,10 +104,11 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
                       room["nodes"].get(pk) if room else None) for pk in page],
            "numa_sizes": usage.by_numa_size(usages[pk] for pk in ids),
            "policies": sorted(policies.items()),
-           "headroom": room, "headroom_form": room_form}
+           "headroom": room, "headroom_form": room_form, "strip_legend": usage.LEGEND}
     if request.htmx and request.htmx.target == "node-list":
         return render(request, "pages/_node_list.html", ctx)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
+    ctx["clusters"] = Cluster.objects.order_by("name").only("pk", "name")
     ctx["node_count"] = len(keys) if not filters else Node.objects.count()
     return render(request, "home.html", ctx)
 
@@ -301,6 +306,52 @@ def cpu_detail(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
+# -- cluster map -------------------------------------------------------------------------------------
+@requires("inventory.view_node")
+@require_GET
+def cluster_map_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every node of the cluster as one mark, grouped by pool and machine shape, coloured by the measure
+    chosen (`cluster_map`); a click opens the node."""
+    cluster = get_object_or_404(Cluster, pk=pk)
+    form = ClusterMapForm(cluster, request.GET or None, initial={"measure": "best", "size": 4})
+    measure, size, session = "best", 4, None
+    if form.is_bound and form.is_valid():
+        measure, size, session = (form.cleaned_data["measure"], form.cleaned_data["size"] or 4,
+                                  form.cleaned_data["session"])
+    groups, unreadable = cluster_map.measure_values(cluster.pk, measure, size, session and session.pk)
+    ctx = {"cluster": cluster, "others": Cluster.objects.exclude(pk=cluster.pk).order_by("name"), "form": form,
+           "svg": cluster_map.render(groups, measure, id_link("pages:node")), "measure": cluster_map.MEASURES[measure],
+           "legend": cluster_map.legend(measure, size), "session": session, "unreadable": unreadable,
+           "nodes": sum(len(g.nodes) for g in groups), "groups": len(groups)}
+    return render(request, "pages/cluster_map.html", ctx, status=400 if form.errors else 200)
+
+
+# -- pod search ---------------------------------------------------------------------------------------
+POD_MATCHES = 100
+
+
+@requires("inventory.view_node")
+@require_GET
+def pod_search(request: HttpRequest) -> HttpResponse:
+    """Find any pod by pod, job or namespace name (the navigation bar's search box): where each one is held,
+    on which NUMA nodes, who wrote it and its latest session placement (`scheduling.pod_search`)."""
+    query = (request.GET.get("q") or "").strip()[:512]
+    raw = request.GET.get("cluster") or ""
+    cluster = int(raw) if raw.isdigit() else None
+    ctx: dict = {"q": query, "cluster": cluster, "clusters": Cluster.objects.order_by("name"), "limit": POD_MATCHES}
+    if query:
+        ctx["count"], matches = find_pods(query, cluster, POD_MATCHES)
+        ctx["matches"] = [m.to_dict() for m in matches]
+    return render(request, "pages/pods.html", ctx)
+
+
+@requires("inventory.view_node")
+@require_GET
+def help_page(request: HttpRequest) -> HttpResponse:
+    """How to read the pages: hint notation, Volcano's predictions, usage strips (linked from each)."""
+    return render(request, "pages/help.html")
+
+
 # -- jobs --------------------------------------------------------------------------------------------
 def page_cluster(request: HttpRequest, form=None) -> Cluster | None:
     """The cluster the jobs page works in: the one a posted form names, else `?cluster=<id>`, else the
@@ -419,10 +470,11 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             mini = grid.render_grid(states[node.pk], mask, compact=True)
         pods.append({"name": name, "uid": uid, "task": task, "node": node, "cpus": str(CPUSet(mask)) if mask else "",
                      "held": bool(allocs), "placement": placement, "grid": mini})
+    sessions = job.sessions.order_by("-id")[:10]
     return render(request, "pages/job.html", {"job": job, "tasks": job.tasks.all(), "pods": pods, "page": page,
-                                              "allocations": job.allocations.count(),
-                                              "sessions": job.sessions.order_by("-id")[:10],
-                                              "history": history_rows(job.history.all())})
+                                              "allocations": job.allocations.count(), "sessions": sessions,
+                                              "history": history_rows(job.history.all()),
+                                              **room_context(job, sessions)})
 
 
 @requires("jobs.change_job")
@@ -477,9 +529,11 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     query = HintTableForm(request.GET).values()
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
-    page = Paginator(placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted",
-                                     "admitted", "message", "kubelet_reason", "session_id"), PODS_PER_PAGE).get_page(
-        query["pods_page"])
+    shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
+                            "admitted_numa", "predicted_cpus", "message", "kubelet_reason", "session_id")
+    page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
+    for p in page:  # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
+        p.differs = _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)
     ctx["pods"] = page
     chosen = None
     if query["pod"] is not None:
@@ -489,6 +543,12 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     if chosen is not None:
         ctx.update(_pod_context(request, session, chosen))
     return ctx
+
+
+def _prediction_differs(predicted: str, placement: Placement) -> bool:
+    """Whether the scheduler's predicted CPUs (list format) differ from those the kubelet admitted."""
+    return bool(predicted) and bool(placement.admitted) and CPUSet.parse(predicted) != CPUSet.parse(
+        placement.cpus or "")
 
 
 def _span_chart(session: SchedulingSession):
@@ -526,6 +586,7 @@ def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement
     ctx = {
         "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
         "predicted_order_dependent": bool(predicted.get("order_dependent")),
+        "prediction_differs": _prediction_differs(predicted.get("cpus") or "", placement),
         "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
         "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
         "omitted": detail.get("groups_omitted") or {},
@@ -549,8 +610,9 @@ def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placemen
                   .values_list("name", "num_numa_nodes"))
     rows = [tables.build_row(g, verdicts.get(g.get("verdict")),
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
+    every = len(tables.expand_groups(groups)) if expand else len(groups)  # rows before the filter, same mode
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
-            "size": size, "rows_total": len(picked), "groups_total": len(groups), "reasons": tables.reasons_of(groups),
+            "size": size, "rows_total": len(picked), "rows_every": every, "reasons": tables.reasons_of(groups),
             "expand": expand,
             "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
 

@@ -143,6 +143,7 @@ class Placement(models.Model):
     class Meta:
         ordering = ["session_id", "index"]
         constraints = [models.UniqueConstraint(fields=["session", "index"], name="placement_unique_index")]
+        indexes = [models.Index(fields=["pod"], name="placement_pod")]  # the pod search's latest placement
 
     def __str__(self) -> str:
         return f"{self.pod} → {self.node_name or '(unplaced)'}"

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -228,11 +228,13 @@ class _Progress:
     """The engine's progress callback: writes done/total and the heartbeat to the row at most every
     PROGRESS_INTERVAL, only while this run still owns it."""
 
-    def __init__(self, session: SchedulingSession) -> None:
-        self.session_id, self.run = session.pk, session.runs
+    def __init__(self, session: SchedulingSession, also: Callable[[int, int], None] | None = None) -> None:
+        self.session_id, self.run, self.also = session.pk, session.runs, also
         self.last = 0.0
 
     def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
+        if self.also is not None:
+            self.also(done, total)
         now = time.monotonic()
         if done < total and now - self.last < PROGRESS_INTERVAL:
             return
@@ -246,8 +248,9 @@ def _beat(session: SchedulingSession) -> None:
         heartbeat_at=timezone.now())
 
 
-def execute_session(session_id: int) -> SchedulingSession:
+def execute_session(session_id: int, progress: Callable[[int, int], None] | None = None) -> SchedulingSession:
     """Run the session now (in the worker). Never raises for a session-level failure: the row says it.
+    `progress(done, total)` also hears the engine's progress (a command's progress bar).
 
     A done session, or one running on a live worker, is left alone (e.g. a duplicate delivery); one
     whose worker is lost is run again from scratch, up to NUMAWEB_SESSION_MAX_RUNS starts."""
@@ -280,7 +283,7 @@ def execute_session(session_id: int) -> SchedulingSession:
     started = time.perf_counter()
     try:
         with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
-            _run_with_retries(session)
+            _run_with_retries(session, progress)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
     except Exception as exc:
@@ -299,7 +302,7 @@ def execute_session(session_id: int) -> SchedulingSession:
     return session
 
 
-def _run_with_retries(session: SchedulingSession) -> None:
+def _run_with_retries(session: SchedulingSession, progress: Callable[[int, int], None] | None = None) -> None:
     from scheduler_core.session import Cluster as EngineCluster
     from scheduler_core.session import run_session
 
@@ -309,7 +312,7 @@ def _run_with_retries(session: SchedulingSession) -> None:
         job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
-        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session),
+        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session, progress),
                              held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)

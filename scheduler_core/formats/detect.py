@@ -11,7 +11,9 @@
 6. `CPU(s):` / `NUMA node…CPU(s):` / `Socket(s):` summary lines → `lscpu-text`;
 7. `#` comment lines ending in a header naming a CPU column, then comma rows → `lscpu-parse`;
    a whitespace table whose header starts with CPU and names NODE/SOCKET/CORE → `lscpu-parse` (-e);
-8. a line of `type:N` / bare `N` tokens → `synthetic`.
+8. a line of `type:N` / bare `N` tokens (at least one with a number) → `synthetic`.
+
+Anything else: "format not recognised", naming the formats tried.
 """
 
 from __future__ import annotations
@@ -83,9 +85,10 @@ def detect_source(src: Source) -> str:
     if _looks_lscpu_parse(text):
         return "lscpu-parse"
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    if len(lines) == 1 and all(_SYNTH_TOKEN.match(t) for t in lines[0].split()):
+    tokens = lines[0].split() if len(lines) == 1 else []
+    if tokens and all(_SYNTH_TOKEN.match(t) for t in tokens) and any(re.search(r"\d", t) for t in tokens):
         return "synthetic"
-    raise FormatError(f"{src.name}: cannot tell the format; supported formats: {', '.join(FORMATS)}")
+    raise FormatError(f"{src.name}: format not recognised (tried: {', '.join(FORMATS)})")
 
 
 def _detect_json(text: str, name: str) -> str:

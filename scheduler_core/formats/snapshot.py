@@ -105,11 +105,16 @@ def objects(data: object, name: str = "snapshot") -> list[dict]:
     if src.text is None:
         raise FormatError(f"{src.name}: a snapshot must be YAML or JSON text")
     text = src.text
+    expected = "expected the YAML or JSON that `kubectl get ... -A -o yaml` prints"
+    if text.lstrip().startswith("<"):
+        raise FormatError(f"{name}: XML is not a kubectl snapshot; {expected}")
     docs = load_documents(text, name, max(MAX_YAML_NODES, len(text)))
     out: list[dict] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:
             continue
+        if not isinstance(doc, dict | list):
+            raise FormatError(f"{name}: document {i} is plain text, not Kubernetes objects; {expected}")
         items = doc if isinstance(doc, list) else (doc.get("items") if isinstance(doc, dict) and
                                                    str(doc.get("kind", "")).endswith("List") else [doc])
         if not isinstance(items, list):

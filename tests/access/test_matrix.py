@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 from numaweb.access.roles import ADMIN, OPERATOR, ROLES, VIEWER
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Allocation, Cluster
+from numaweb.room.models import RoomPlan
 from numaweb.scheduling import services
 from tests.web.helpers import make_job, make_node
 
@@ -36,6 +37,11 @@ API = {
     ("GET", "/api/clusters/"): VIEWER,
     ("POST", "/api/clusters/"): ADMIN,
     ("GET", "/api/clusters/{id}/headroom/"): VIEWER,
+    ("GET", "/api/pods/"): VIEWER,
+    ("POST", "/api/clusters/{id}/make-room/"): OPERATOR,
+    ("GET", "/api/make-room/{id}/"): VIEWER,
+    ("GET", "/api/make-room/{id}/plan.json"): VIEWER,
+    ("GET", "/api/make-room/{id}/plan.sh"): VIEWER,
     ("POST", "/api/clusters/{id}/import/"): ADMIN,
     ("GET", "/api/clusters/{id}/"): VIEWER,
     ("PUT", "/api/clusters/{id}/"): ADMIN,
@@ -82,6 +88,9 @@ PAGES = {
     "pages:node-check-state": (OPERATOR, OPERATOR),
     "pages:node-kubelet-config": (VIEWER, ADMIN),
     "pages:cluster-import": (ADMIN, ADMIN),
+    "pages:cluster-map": (VIEWER, None),
+    "pages:pods": (VIEWER, None),
+    "pages:help": (VIEWER, None),
     "pages:jobs": (VIEWER, OPERATOR),
     "pages:job": (VIEWER, None),
     "pages:job-finish": (OPERATOR, OPERATOR),
@@ -94,6 +103,8 @@ PAGES = {
     "comparisons:list": (VIEWER, None),
     "comparisons:start": (OPERATOR, OPERATOR),
     "comparisons:detail": (VIEWER, None),
+    "room:start": (OPERATOR, OPERATOR),
+    "room:detail": (VIEWER, None),
 }
 PERSONAS = (ANYONE, *ROLES)
 
@@ -125,8 +136,9 @@ def objects(db):
     job = make_job("j1")
     session = services.start_session(cluster, "volcano", True, [job])
     comparison = Comparison.objects.create(cluster=cluster)
+    room = RoomPlan.objects.create(cluster=cluster, job=job)
     return {"clusters": cluster.pk, "nodes": node.pk, "allocations": allocation.pk, "jobs": job.pk,
-            "sessions": session.pk, "comparisons": comparison.pk}
+            "sessions": session.pk, "comparisons": comparison.pk, "make-room": room.pk}
 
 
 def _client(make_user, persona: str) -> APIClient:
@@ -146,7 +158,7 @@ def _url(path: str, ids: dict[str, int]) -> str:
 def test_api_matrix(operation, objects, make_user):
     method, path = operation
     least = API[operation]
-    url = _url(path, objects)
+    url = _url(path, objects) + ("?q=default" if path == "/api/pods/" else "")  # the search needs its query
     seen = {}
     for persona in PERSONAS:  # admin last: a delete it is allowed to make does not hide the others' refusals
         response = getattr(_client(make_user, persona), method.lower())(url, {}, format="json")
@@ -183,7 +195,8 @@ def page_routes() -> dict[str, URLPattern]:
             if isinstance(p, URLResolver):
                 if p.namespace not in skip:
                     walk(p.url_patterns, p.namespace or namespace)
-            elif p.name and not p.name.startswith("api-") and p.name not in ("login", "logout", "healthz"):
+            elif p.name and not p.name.startswith("api-") and p.name not in ("login", "logout", "healthz",
+                                                                                  "metrics"):  # own access rule
                 routes[f"{namespace}:{p.name}" if namespace else p.name] = p
 
     walk(get_resolver().url_patterns, None)
@@ -202,7 +215,8 @@ def _page_url(name: str, objects: dict[str, int]) -> str:
     from django.urls import reverse
 
     route = page_routes()[name]
-    resource = next((r for r in ("session", "job", "comparison") if r in name), "node")
+    resource = next((r for r in ("session", "job", "comparison", "cluster-map") if r in name), "node")
+    resource = "cluster" if resource == "cluster-map" else resource
     kwargs = {key: 0 if key == "index" else objects[f"{resource}s"] for key in route.pattern.converters}
     return reverse(name, kwargs=kwargs)
 

@@ -1,59 +1,114 @@
-"""Schemathesis against the OpenAPI schema, in process (WSGI), with a token: no request makes a 500,
-and responses match the schema's status codes. Examples are bounded to keep the suite fast."""
+"""The schema is the contract: Schemathesis, in process (WSGI), with every one of its checks (no 500, status
+codes, content types, response schemas and headers, auth that is not ignored, ...) over every operation the
+schema lists, as a viewer, an operator and an admin; then the stateful phase, following the links it infers
+(create → read → finish → delete, sessions → results → rerun). No finding is allowed.
 
+The operations come from the schema itself (drf-spectacular's generator, as `/api/schema/` serves it), so an
+endpoint added later is tested without touching this file. Derandomized and bounded (a few examples per
+operation): every run sends the same requests, so a red run is reproducible."""
+
+from __future__ import annotations
+
+import io
 import json
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
+from rest_framework.authtoken.models import Token
+from schemathesis.config import SchemathesisConfig
 
 from numaweb.wsgi import application
 
-# the schema endpoint needs a login now: the same document straight from drf-spectacular's generator
-schema = schemathesis.openapi.from_dict(json.loads(json.dumps(SchemaGenerator().get_schema(public=True))))
-schema.app = application
+# One setting differs from Schemathesis' defaults: data valid by the schema may still be refused with 400 (the
+# documented answer naming the field) for what a schema cannot say: a referenced id that does not exist, a job
+# with neither tasks nor a manifest, a topology the engine cannot read. Every other check runs as shipped.
+CONFIG = SchemathesisConfig.from_dict({"checks": {"positive_data_acceptance": {
+    "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "429", "503"]}}})
+schema = schemathesis.openapi.from_dict(json.loads(json.dumps(SchemaGenerator().get_schema(public=True))),
+                                        config=CONFIG)
+
+
+def wsgi(environ, start_response):
+    """The product's WSGI application, behind one repair of the test transport: werkzeug's client (Schemathesis'
+    WSGI transport) writes an empty form field with no line break before the next boundary, which Django's
+    parser reads as no field at all, so the server would never see it. Over HTTP (curl, requests) the field
+    arrives; the repair makes the in-process request the same."""
+    content_type = environ.get("CONTENT_TYPE", "")
+    if content_type.startswith("multipart/form-data") and "boundary=" in content_type:
+        boundary = content_type.split("boundary=", 1)[1].strip('"').encode()
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        body = body.replace(b"\r\n\r\n--" + boundary, b"\r\n\r\n\r\n--" + boundary)
+        environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))})
+    return application(environ, start_response)
+
+
+schema.app = wsgi
+ROLES = ("viewer", "operator", "admin")
+BOUNDED = {"deadline": None, "derandomize": True, "database": None, "suppress_health_check": list(HealthCheck)}
 
 
 @pytest.fixture
-def seeded(db, token):
-    """A cluster with a node, an allocation and a job, so ids 1 exist and reads return data. Requests
-    go through the real WSGI handler, so (as Django's test client does) keep it from closing the
-    test's database connection at the end of each request."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
+def eager(settings):
+    from numaweb.celery import app
 
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def seeded(db, eager, django_capture_on_commit_callbacks):
+    """Data behind every kind of answer: a cluster with nodes and an allocation, jobs, a done session with
+    placed and unplaced pods, a done comparison. Requests go through the real WSGI handler, so (as Django's
+    test client does) it must not close the test's database connection at the end of each request."""
+    from numaweb.comparisons import services as comparisons
     from numaweb.inventory.models import Allocation, Cluster
+    from numaweb.scheduling import services as scheduling
     from tests.web.helpers import make_job, make_node
 
-    node = make_node(Cluster.objects.create(name="fuzz"), "n1")
+    cluster = Cluster.objects.create(name="fuzz")
+    node = make_node(cluster, "n1")
+    make_node(cluster, "n2", (1, 1, 2, 1))
     Allocation.objects.create(node=node, pod="default/a", cpus="0")
     make_job("j1")
+    make_job("too-big", cpus="64")
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduling.start_session(cluster, "volcano", dry_run=True)
+        comparisons.start_comparison(cluster, comparisons.parse_variants(cluster, [{"profile": "aligned"}]),
+                                     shape=comparisons.parse_shape({"cpu": "2"}))
+    make_job("j2")  # pending: a session or comparison started by a request has something to place
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    yield token
+    yield cluster
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
 
 
+@pytest.fixture(params=ROLES)
+def auth(request, seeded, make_user) -> dict[str, str]:
+    user = make_user(f"fuzz-{request.param}", request.param)
+    return {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+
+
 @schema.parametrize()
-@settings(max_examples=6, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-def test_api_never_errors(case, seeded):
-    """Derandomized, like the stateful test: every run tries the same examples, so a red run is reproducible."""
-    response = case.call(headers={"Authorization": f"Token {seeded.key}"})
-    case.validate_response(response, checks=[not_a_server_error])
+@settings(max_examples=5, **BOUNDED)
+def test_every_operation_answers_as_documented(case, auth):
+    response = case.call(headers=auth)
+    case.validate_response(response, headers=auth)
 
 
-def test_stateful_links_never_error(seeded):
-    """Stateful: Schemathesis chains calls through the links it infers from the schema (POST /api/jobs/ →
-    GET/DELETE /api/jobs/{id}, finish; clusters → nodes → allocations; sessions → results, rerun), using
-    ids from real responses, so sequences such as create, finish, delete, read reach the code paths a
-    single random call cannot. No step may answer 500."""
+@pytest.mark.parametrize("role", ROLES)
+def test_stateful_links_answer_as_documented(role, seeded, make_user):
+    """Schemathesis chains calls through the links it infers from the schema, with ids from real answers, so
+    sequences (create, finish, delete, read) reach what a single call cannot; every step is checked fully."""
     machine = schema.as_state_machine()
     assert machine.bundles, "no links were found in the schema: the stateful phase would test nothing"
-
-    from django.db import transaction
+    auth = {"Authorization": f"Token {Token.objects.create(user=make_user(f'fuzz-{role}', role)).key}"}
 
     class Machine(machine):
         """Each scenario starts from the seeded database (a savepoint rolled back after it), so a replayed
@@ -66,10 +121,11 @@ def test_stateful_links_never_error(seeded):
             transaction.savepoint_rollback(self.savepoint)
 
         def get_call_kwargs(self, case):
-            return {"headers": {"Authorization": f"Token {seeded.key}"}}
+            return {"headers": auth}
 
-        def validate_response(self, response, case, additional_checks=(), **kwargs):
-            case.validate_response(response, checks=[not_a_server_error])
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            """As Schemathesis does, with the credentials named, so its auth check knows what to leave out."""
+            case.validate_response(response, additional_checks=additional_checks, headers=auth,
+                                   transport_kwargs=kwargs, recorder=self.recorder)
 
-    Machine.run(settings=settings(max_examples=12, stateful_step_count=6, deadline=None, derandomize=True,
-                                  database=None, suppress_health_check=list(HealthCheck)))
+    Machine.run(settings=settings(max_examples=10, stateful_step_count=5, **BOUNDED))

@@ -1,4 +1,4 @@
-"""The screenshots command's capture step against the live server: five real PNGs."""
+"""The screenshots command's capture step against the live server: seven real PNGs."""
 
 import struct
 
@@ -22,7 +22,8 @@ def test_take_screenshots_writes_pngs(browser, live_server, demo, tmp_path, make
     assert comparison.status == "done"
     written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots", comparison=comparison,
                                user=make_user("pat", "viewer"))
-    assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png", "comparison.png", "headroom.png"]
+    assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png", "cluster-map.png",
+                                         "pod-search.png", "comparison.png", "headroom.png"]
     for path in written:
         head = path.read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,8 @@
 """Dashboard and node page through the test client: every demo node, the grid's cells against the
 engine's topology, owners and reserved CPUs, the what-if box against the engine's admission."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -29,10 +31,19 @@ def test_dashboard_lists_every_node_with_a_numa_usage_strip(client, demo):
         start = html.index(f'data-node-id="{node.pk}"')
         end = html.find("</li>", start)
         bars = [a for tag, a in parse(html[start:end]).elements if tag == "svg" and "data-total" in a]
-        expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count()) for n, m in state.topology.numa_cpus.items()}
-        assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"])) for b in bars} == expected
+        reserved = state.reserved_cpus.mask
+        expected = {n: ((m & state.free_cpus).bit_count(), m.bit_count(), (m & reserved).bit_count())
+                    for n, m in state.topology.numa_cpus.items()}
+        assert {int(b["data-numa"]): (int(b["data-free"]), int(b["data-total"]), int(b["data-reserved"]))
+                for b in bars} == expected
+        assert [f"N{n}" for n in sorted(expected)] == re.findall(r'class="numa-lbl"[^>]*>(N\d+)<', html[start:end])
         assert not parse(html[start:end]).cells  # the thread grid is on the node page, not on the card
     assert "imported" in html and "ago" in html  # freshness
+    # the legend is drawn with the strips' own classes: free (background), used, reserved
+    legend = html[html.index('class="legend-strip"'):]
+    legend = legend[:legend.index("</p>")]
+    assert re.findall(r'<rect class="(\w*)"', legend) == ["", "used", "reserved"]
+    assert {"used", "reserved"} <= set(re.findall(r'<rect class="(\w+)"', html[html.index('class="cards"'):]))
 
 
 def test_dashboard_filters_by_policy_and_free_capacity(client, demo):
@@ -74,9 +85,10 @@ def test_node_page_marks_reserved_and_seed_owners(client, demo):
     html = client.get(reverse("pages:node", args=[node.pk])).content.decode()
     cells = {int(c["data-cpu"]): c for c in grid_cells(html, "grid")}
     assert cells[0]["data-state"] == cells[32]["data-state"] == "reserved"
-    for node_name, pod, _container, cpus in SEED_ALLOCATIONS:
+    for node_name, pod, container, count in SEED_ALLOCATIONS:
         assert node_name == "srv-gpu-1"
-        assert {cells[c]["data-owner"] for c in CPUSet.parse(cpus)} == {pod}
+        cpus = node.allocations.get(pod=pod, container=container).cpus
+        assert {cells[c]["data-owner"] for c in CPUSet.parse(cpus)} == {pod} and len(CPUSet.parse(cpus)) == count
     assert html.count('<tr data-owner="') == 2  # legend: the two seed pods
     assert "NUMA distances" in html and "Kubelet settings" in html and "nvidia.com/gpu" in html
 
@@ -108,6 +120,7 @@ def test_whatif_shows_hints_and_highlights_the_engines_cpus(client, demo):
     assert sorted(lit) == list(expected.cpus) and len(lit) == 4
     assert 'hx-swap-oob="true"' in html
     assert "{01: T}" in html  # NUMA 0 alone, in the seeds' notation
+    assert html.index('class="hint-key"') < html.index("whatif-hints")  # the notation's key beside the table
     assert node.allocations.count() == 0  # commit=False: nothing held
 
 

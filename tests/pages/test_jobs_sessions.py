@@ -1,12 +1,15 @@
 """Jobs (submit with inline errors, job page) and sessions (progress fragment that stops polling,
 results with the hint table, seed 001's outcome, filters, sorting, per-node rows)."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
+from scheduler_core.cpuset import CPUSet
 from tests.pages.helpers import grid_cells, parse
 
 pytestmark = pytest.mark.django_db
@@ -128,6 +131,36 @@ def test_hint_table_filters_sorts_and_expands(client, demo):
     rows = lambda h: [a for t, a in parse(h).elements if t == "tr" and "data-outcome" in a]  # noqa: E731
     assert sum(int(a["data-count"]) for a in rows(grouped)) == session.nodes_total
     assert len(rows(expanded)) == session.nodes_total and len(rows(grouped)) < session.nodes_total
+    # captions count rows of the mode shown ("46 of 5 rows" was the per-node count over the classes)
+    caption = lambda h: re.search(r'<caption id="hint-caption">(.*?)</caption>', h).group(1)  # noqa: E731
+    assert caption(expanded) == f"Hint table: {session.nodes_total} rows (one per node)"
+    assert caption(grouped) == f"Hint table: {len(rows(grouped))} rows (one per node class)"
+    failed = client.get(url, {"expand": "1", "show": "failed"}).content.decode()
+    assert caption(failed) == f"Hint table: {len(rows(failed))} of {session.nodes_total} rows (one per node)"
+    for html in (grouped, expanded):  # the notation's key beside every hint table
+        assert 'class="hint-key"' in html and reverse("pages:help") + "#hint-notation" in html
+
+
+def test_every_prediction_that_differs_from_the_admission_carries_a_badge(client, demo):
+    _s, session = _run(demo, list(Job.objects.all()), profile="volcano")
+    differs = set()
+    for p in session.placements.all():
+        predicted = CPUSet(int(p.predicted_cpus, 16)) if p.predicted_cpus else None
+        if predicted and p.admitted and predicted != CPUSet.parse(p.cpus):
+            differs.add(p.index)
+    html = client.get(reverse("pages:session", args=[session.pk])).content.decode()
+    badged = set()
+    for row in re.findall(r'<tr data-pod="[^"]*" data-index="(\d+)".*?</tr>', html, re.S):
+        badged.add(int(row))
+    marked = {int(i) for i in re.findall(r'data-index="(\d+)"[^>]*>(?:(?!</tr>).)*data-differs', html, re.S)}
+    assert badged and differs and marked == differs
+    for index in sorted(differs)[:1] or [session.placements.first().index]:
+        pod = client.get(reverse("pages:session", args=[session.pk]), {"pod": index}).content.decode()
+        assert ("data-differs" in pod) == (index in differs)
+        if index in differs:
+            assert "Volcano predicts with its own copy" in pod and reverse("pages:help") + "#volcano-prediction" in pod
+    help_page = client.get(reverse("pages:help")).content.decode()
+    assert 'id="volcano-prediction"' in help_page and 'id="hint-notation"' in help_page
 
 
 def test_start_session_over_htmx_returns_the_polling_panel(client, demo):

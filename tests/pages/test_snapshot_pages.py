@@ -1,6 +1,7 @@
 """The snapshot import form, the pages after an import (replayed allocations, a session scheduling
 the pending jobs), and the node page's kubelet state check (grid with mismatches highlighted)."""
 
+import json
 import pathlib
 
 import pytest
@@ -11,7 +12,7 @@ from django.urls import reverse
 from numaweb.inventory import services
 from numaweb.inventory.models import Allocation, Cluster, Node
 from scheduler_core.cpuset import CPUSet
-from tests.pages.helpers import grid_cells
+from tests.pages.helpers import grid_cells, parse
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +62,8 @@ def test_session_schedules_the_pending_jobs_around_the_replayed_pods(client, cap
     call_command("run_session", "--cluster", "prod", "--job", "numa-job", "--job", "lonely", "--dry-run")
     out = capsys.readouterr().out
     assert "0/4 pods placed" in out and "numa info is empty" in out
-    call_command("run_session", "--cluster", "prod", "--profile", "aligned", "--job", "numa-job", "--job", "lonely")
+    call_command("run_session", "--cluster", "prod", "--profile", "aligned", "--job", "numa-job", "--job", "lonely",
+                 "--all")
     out = capsys.readouterr().out
     assert "4/4 pods placed, 2/2 jobs, 3 nodes" in out, out
     assert Allocation.objects.filter(origin="scheduled").count() == 4
@@ -119,3 +121,42 @@ def test_state_check_page_bad_file_inline_error(client, seed_node):
     response = client.post(reverse("pages:node-check-state", args=[seed_node.pk]),
                            {"cpu_state": _upload(b"{nope", "cpu_manager_state")})
     assert response.status_code == 400 and "invalid JSON" in response.content.decode()
+
+
+def test_state_check_grid_headers_count_the_files_containers(client, seed_node):
+    state = (SEED / "seed001-cpu_manager_state.json").read_bytes()
+    html = client.post(reverse("pages:node-check-state", args=[seed_node.pk]),
+                       {"cpu_state": _upload(state, "cpu_manager_state")}).content.decode()
+    grid = html[html.index('id="grid"'):]
+    boxes = [a for t, a in parse(grid).elements if t == "div" and "data-free" in a and "data-numa" in a]
+    cells = grid_cells(html, "grid")
+    assert boxes and sum(int(b["data-cpus"]) for b in boxes) == len(cells)
+    for b in boxes:
+        mine = [c for c in cells if c["data-numa"] == b["data-numa"]]
+        assert int(b["data-free"]) == sum(c["data-state"] == "free" for c in mine) < len(mine)
+        assert f'NUMA {b["data-numa"]} · {b["data-free"]}/{b["data-cpus"]} free' in grid
+
+
+def test_state_check_of_an_empty_file_has_nothing_to_compare(client, seed_node):
+    html = client.post(reverse("pages:node-check-state", args=[seed_node.pk]),
+                       {"cpu_state": _upload(b'{"policyName": "static", "defaultCpuSet": "0-31"}',
+                                             "cpu_manager_state")}).content.decode()
+    assert "Nothing to compare" in html and 'data-match="empty"' in html and "containers match" not in html
+
+
+def test_demo_showcase_node_agrees_with_its_own_policy(demo):
+    """srv-gpu-1 (restricted, pod scope) holds the seed's two containers where its own kubelet puts them:
+    its state file, written from what it holds, matches the model's replay."""
+    from numaweb.inventory import checks
+
+    node = Node.objects.get(cluster=demo, name="srv-gpu-1")
+    held = list(node.allocations.all())
+    assert len(held) == 2
+    topo = services.topology_of(node)
+    for a in held:  # each fits one NUMA node, as restricted with pod scope demands of a 9-CPU pod
+        assert len({topo.cpu_info[c].numa for c in CPUSet.parse(a.cpus)}) == 1
+    assigned = CPUSet.parse(",".join(a.cpus for a in held))
+    state = {"policyName": "static", "defaultCpuSet": str(CPUSet(topo.all_cpus & ~assigned.mask)),
+             "entries": {a.pod.split("/")[1]: {a.container: a.cpus} for a in held}}
+    result = checks.check_node_state(node, json.dumps(state))
+    assert not result.mismatches and not result.reasons and result.verdict == "all 2 containers match"

@@ -1,4 +1,5 @@
-"""docker-compose's stack without Docker: the commands of docker-compose.yml, read from the file, run against a
+"""docker-compose's stack without Docker: the commands of docker-compose.yml, as `docker compose config` resolves
+them (tests.deploy: Docker Compose's own reading, no daemon, no .env), run against a
 throwaway PostgreSQL and a Redis started with compose's own arguments (append-only file), with .env.example as
 the env file (DEBUG off). Only the addresses differ: free ports of 127.0.0.1 and a scratch data folder.
 
@@ -19,7 +20,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -31,16 +31,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import yaml
 from playwright.sync_api import Page, expect
 
 from benchmarks.api_latency import Api
+from tests.deploy import resolved_compose
 from tests.servers import RedisServer, free_port, throwaway_postgres
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+COMPOSE = resolved_compose()
 WORKER_TIMEOUT = 6  # NUMAWEB_WORKER_TIMEOUT of this stack: heartbeats every 2 s
 REQUEUE_SECONDS = 3
 ADMIN_PASSWORD = "stack-admin-pw-4711"
@@ -77,7 +77,7 @@ class Stack:
         """compose's worker service command."""
         log = self.folder / f"worker-{len(self.workers) + 1}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen(shlex.split(COMPOSE["services"]["worker"]["command"]), cwd=ROOT, env=self.env,
+            proc = subprocess.Popen(COMPOSE["services"]["worker"]["command"], cwd=ROOT, env=self.env,
                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         proc.log = log  # type: ignore[attr-defined]
         self.workers.append(proc)
@@ -145,7 +145,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 def compose_stack(folder: Path) -> Iterator[Stack]:
     """PostgreSQL, Redis and the web service up (migrated, static files collected, gunicorn serving); no worker."""
     web_command = COMPOSE["services"]["web"]["command"]
-    assert "0.0.0.0:8000" in web_command
+    assert "0.0.0.0:8000" in " ".join(web_command)
     port = free_port()
     with throwaway_postgres() as admin_url, contextlib.ExitStack() as cleanup:
         with psycopg.connect(admin_url, autocommit=True) as conn:
@@ -156,14 +156,15 @@ def compose_stack(folder: Path) -> Iterator[Stack]:
         env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL",
                                                                    "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
         env.update(env_file(ROOT / ".env.example"))
-        env.update({**COMPOSE["x-app"]["environment"], "DATABASE_URL": admin_url.rsplit("/", 1)[0] + "/numaweb",
+        env.update({**COMPOSE["services"]["web"]["environment"],
+                    "DATABASE_URL": admin_url.rsplit("/", 1)[0] + "/numaweb",
                     "REDIS_URL": redis.url, "NUMAWEB_DATA_DIR": str(folder / "data")})
         env.update(NUMAWEB_WORKER_TIMEOUT=str(WORKER_TIMEOUT), NUMAWEB_REQUEUE_SECONDS=str(REQUEUE_SECONDS),
                    DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD, PYTHONUNBUFFERED="1",
                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
         with open(folder / "web.log", "wb") as out:
-            web = subprocess.Popen(shlex.split(web_command.replace("0.0.0.0:8000", f"127.0.0.1:{port}")), cwd=ROOT,
-                                   env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            web = subprocess.Popen([part.replace("0.0.0.0:8000", f"127.0.0.1:{port}") for part in web_command],
+                                   cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         cleanup.callback(stop, web)
         stack = Stack(folder, env, f"http://127.0.0.1:{port}", redis)
         cleanup.callback(lambda: [stop(w, signal.SIGKILL) for w in stack.workers])

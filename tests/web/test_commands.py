@@ -1,6 +1,7 @@
 """Management commands: demo, import_topology (all-or-nothing, engine errors → non-zero exit),
 run_session; and the health check."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -53,13 +54,72 @@ def test_import_topology_all_or_nothing(db, tmp_path):
 
 
 def test_run_session_command(db, capsys, _private_queue):
+    """A summary (counts, busiest nodes, reasons for the unplaced); --all adds every pod, --json is a document;
+    piped (as here), no progress bar is drawn."""
     call_command("demo")
-    call_command("run_session", "--cluster", "demo", "--job", "numa-test", "--job", "vj-test")
+    capsys.readouterr()
+    call_command("run_session", "--cluster", "demo", "--job", "numa-test", "--job", "vj-test", "--dry-run")
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert "done; 2/2 pods placed, 2/2 jobs" in out[0]
+    assert out[1] == "  placed on 2 nodes: node-1 1 pod, node-3 1 pod"
+    assert out[-1] == "(--all lists every pod, --json prints everything as JSON)"
+    assert "numa-test-web-0" not in captured.out and captured.err == ""
+    call_command("run_session", "--cluster", "demo", "--job", "numa-test", "--job", "vj-test", "--dry-run", "--all")
     out = capsys.readouterr().out
-    assert "done; 2/2 pods placed" in out
     assert "numa-test-web-0: node-1" in out and "vj-test-test-0: node-3" in out
+    from tests.web.helpers import make_job
+
+    make_job("too-big", cpus="4096")  # fits no node: the summary groups why
+    call_command("run_session", "--cluster", "demo", "--dry-run", "--json")
+    data = json.loads(capsys.readouterr().out)
+    assert data["session"]["status"] == "done" and len(data["placements"]) == data["session"]["pods_total"]
+    unplaced = [p for p in data["placements"] if p["node"] is None]
+    assert unplaced and all(p["reason"] for p in unplaced)
+    call_command("run_session", "--cluster", "demo", "--dry-run")
+    out = capsys.readouterr().out
+    assert f"  not placed: {len(unplaced)} pod" in out and " × " in out
     with pytest.raises(CommandError, match="unknown job"):
         call_command("run_session", "--job", "nope")
+
+
+def test_import_messages_name_the_file_not_internal_labels(db, tmp_path, capsys):
+    """No `<bytes>` or parser names: an unknown format says so and lists the formats tried; an XML file given
+    as a cluster snapshot says what was expected; counts are singular or plural as they should be."""
+    empty, text, snap = tmp_path / "empty.xml", tmp_path / "notes.txt", tmp_path / "snap.yaml"
+    empty.write_text("")
+    text.write_text("this is not a topology\n")
+    snap.write_text((FIXTURES / "24em64t-2n6c2t-pci.xml").read_text())
+    with pytest.raises(CommandError) as err:
+        call_command("import_topology", str(empty))
+    assert str(err.value) == "empty.xml: empty input".replace("empty.xml", str(empty))
+    with pytest.raises(CommandError) as err:
+        call_command("import_topology", str(text))
+    assert str(err.value).startswith(f"{text}: format not recognised (tried: hwloc-xml, lscpu-text, ")
+    with pytest.raises(CommandError) as err:
+        call_command("import_cluster", str(snap))
+    assert str(err.value).startswith(f"{snap}: XML is not a kubectl snapshot; expected the YAML or JSON")
+    single = tmp_path / "one.txt"
+    single.write_text("pack:1 core:2 pu:1\n")
+    call_command("import_topology", str(single))
+    assert capsys.readouterr().out.strip() == "default/one: 2 CPUs, 1 NUMA node (synthetic)"
+
+
+def test_long_commands_show_progress_on_a_terminal_only(db, monkeypatch, capsys):
+    import io
+    import sys
+
+    call_command("demo", "--nodes", "20", "--cluster", "piped")
+    assert capsys.readouterr().err == ""  # captured, not a terminal: no bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    call_command("demo", "--nodes", "20", "--cluster", "tty")
+    assert "nodes:" in terminal.getvalue() and "/20 [" in terminal.getvalue()
 
 
 def test_commands_on_a_database_never_migrated_say_what_to_do(tmp_path):

@@ -44,6 +44,8 @@ def test_healthz_503_without_a_worker_then_200_once_one_beats(client, db, queue,
     settings.NUMAWEB_WORKER_TIMEOUT = 5
     r = client.get("/healthz")
     assert r.status_code == 503
+    # the liveness probe asks only whether this process serves requests
+    assert client.get("/healthz?live").status_code == 200 and client.get("/healthz?live").json() == {"status": "ok"}
     body = r.json()
     assert body["status"] == "unavailable" and body["database"] == "ok" and body["broker"] == "ok"
     assert body["workers"] == {"status": "no worker seen for 5 s", "alive": 0, "last_seen_seconds": None,

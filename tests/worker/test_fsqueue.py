@@ -2,6 +2,7 @@
 (kombu's own file-system transport can hand a reader an empty file and lose that message)."""
 
 import multiprocessing
+from pathlib import Path
 
 from kombu import Connection
 
@@ -11,8 +12,10 @@ MESSAGES = 1500
 
 
 def _options(folder) -> dict:
+    """The test's folders only: kombu's default control folder is `control/` in the working directory (a
+    committed `control/race.exchange` came from there)."""
     return {"data_folder_in": str(folder), "data_folder_out": str(folder), "store_processed": False,
-            "polling_interval": 0.001}
+            "control_folder": str(Path(folder) / "control"), "polling_interval": 0.001}
 
 
 def _write(folder, start: int, count: int) -> None:

@@ -43,7 +43,7 @@ def test_migrate_and_session_on_postgres(postgres_url, tmp_path):
 
     manage("migrate", "-v0")
     manage("demo")
-    out = manage("run_session", "--cluster", "demo", "--profile", "aligned")
+    out = manage("run_session", "--cluster", "demo", "--profile", "aligned", "--all")
     assert "done;" in out and "numa-test-web-0: node-1" in out
     with psycopg.connect(f"{base}/numaweb") as conn:
         vendor = conn.execute("SELECT version()").fetchone()[0]
@@ -82,8 +82,9 @@ def test_integrity_under_concurrency_on_postgres(postgres_url, tmp_path, scenari
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{scenario}"')
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    # the scenarios drive the API with Django's test client, whose requests name the host `testserver`
     env.update(DATABASE_URL=f"{base}/{scenario}", NUMAWEB_DATA_DIR=str(tmp_path),
-               DJANGO_SETTINGS_MODULE="numaweb.settings")
+               DJANGO_SETTINGS_MODULE="numaweb.settings", DJANGO_ALLOWED_HOSTS="testserver")
     for args in (["manage.py", "migrate", "-v0"], ["-m", "tests.worker.integrity_scenarios", scenario]):
         done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=300)

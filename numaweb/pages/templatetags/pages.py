@@ -31,3 +31,23 @@ def cpu_count(value: str) -> int:
 @register.filter
 def join_ids(values) -> str:
     return ",".join(str(v) for v in values or ())
+
+
+@register.filter
+def mask_ids(value: int | None) -> str:
+    """A stored NUMA mask (scheduling.store's signed form) as its ids, "0,2"; empty for none."""
+    from numaweb.scheduling.store import mask_of
+    from scheduler_core.bitmask import bits_of
+
+    mask = mask_of(value)
+    return ",".join(map(str, bits_of(mask))) if mask else ""
+
+
+@register.filter
+def cpu_list(value: str | None):
+    """A CPU list ("8-12,40-43") that breaks only after a comma, never inside a range."""
+    from django.utils.html import format_html_join
+    from django.utils.safestring import mark_safe
+
+    parts = [p for p in (value or "").split(",") if p]
+    return mark_safe(",<wbr>".join(format_html_join("", '<span class="nowrap">{}</span>', [(p,)]) for p in parts))

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from numaweb.commands import require_migrated_database
+from numaweb.commands import engine_message, require_migrated_database
 from numaweb.inventory import snapshot
 from numaweb.inventory.models import Cluster
 from scheduler_core.errors import EngineError
@@ -68,11 +68,11 @@ class Command(BaseCommand):
             with transaction.atomic():  # a new cluster is only kept if its import succeeds (and not on a dry run)
                 target, _ = Cluster.objects.get_or_create(name=cluster)
                 report = snapshot.import_snapshot(target, path.read_bytes(), prune=prune, allow_empty=allow_empty,
-                                                  dry_run=dry_run)
+                                                  dry_run=dry_run, progress=True)
                 if dry_run:
                     transaction.set_rollback(True)
         except (EngineError, snapshot.EmptySnapshot) as exc:
-            raise CommandError(f"{file}: {exc}") from exc
+            raise CommandError(f"{file}: {engine_message(exc)}") from exc
         for line in report_lines(report):
             self.stdout.write(line)
         verb = "previewed (dry run)" if dry_run else "imported"

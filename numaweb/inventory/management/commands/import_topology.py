@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from numaweb.commands import require_migrated_database
+from numaweb.commands import engine_message, plural, require_migrated_database
 from numaweb.inventory import kubelet_config as settings
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster
@@ -53,8 +53,8 @@ class Command(BaseCommand):
                 try:
                     node = services.import_node(target, node_name, path.read_bytes(), format, kubelet)
                 except (EngineError, UnicodeDecodeError) as exc:
-                    raise CommandError(f"{file}: {exc}") from exc
-                self.stdout.write(f"{target.name}/{node.name}: {node.num_cpus} CPUs, {node.num_numa_nodes} "
-                                  f"NUMA nodes ({node.source_format})")
+                    raise CommandError(f"{file}: {engine_message(exc)}") from exc
+                self.stdout.write(f"{target.name}/{node.name}: {plural(node.num_cpus, 'CPU')}, "
+                                  f"{plural(node.num_numa_nodes, 'NUMA node')} ({node.source_format})")
                 for note in node.import_notes:
                     self.stdout.write(f"  note: {note}")

@@ -2,7 +2,8 @@
 
 Serves the pages from this process on a free loopback port, drives Debian's Chromium through
 Playwright (never a downloaded browser) and writes PNGs of the dashboard, a node page, a session
-page, a comparison page and the dashboard answering a headroom question. Builds the demo cluster
+page, the cluster map (`--map-cluster`, e.g. a `demo --nodes 5000` one), a pod search, a comparison page
+and the dashboard answering a headroom question. Builds the demo cluster
 when it is missing, and runs a dry-run session and a comparison of the three profiles in-process
 when the cluster has none, so `manage.py migrate && manage.py screenshots` is enough."""
 
@@ -37,16 +38,20 @@ HEADROOM_QUERY = "?hr-cpu=4&hr-memory=8Gi&hr-devices=nvidia.com%2Fgpu%3D1&hr-pol
 
 
 def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSession, output: Path,
-                     width: int = 1366, comparison: Comparison | None = None, *, user) -> list[Path]:
+                     width: int = 1366, comparison: Comparison | None = None, *, user,
+                     map_cluster: Cluster | None = None) -> list[Path]:
     """Open the pages in `browser` (a Playwright Browser) logged in as `user` and write dashboard/node/session
-    PNGs, and with a finished `comparison` its page and the dashboard answering a headroom question."""
+    PNGs, the cluster map (of `map_cluster`, else the node's cluster) and a pod search, and with a finished
+    `comparison` its page and the dashboard answering a headroom question."""
     output.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
     context.add_cookies([session_cookie(user, base_url)])
     page = context.new_page()
     pod = session.placements.filter(job="vj-test").first() or session.placements.order_by("index").first()
     shots = [("dashboard.png", "/", None), ("node.png", f"/nodes/{node.pk}/", "#grid"),
-             ("session.png", f"/sessions/{session.pk}/" + (f"?pod={pod.index}" if pod else ""), "#hint-table")]
+             ("session.png", f"/sessions/{session.pk}/" + (f"?pod={pod.index}" if pod else ""), "#hint-table"),
+             ("cluster-map.png", f"/clusters/{map_cluster.pk if map_cluster else node.cluster_id}/map", "#cluster-map"),
+             ("pod-search.png", "/pods/?q=default", "table.pod-matches")]
     if comparison is not None:
         shots += [("comparison.png", f"/comparisons/{comparison.pk}/", "svg[data-chart=heat]"),
                   ("headroom.png", "/" + HEADROOM_QUERY, "[data-headroom]")]
@@ -101,8 +106,9 @@ class Command(BaseCommand):
         parser.add_argument("--node", default="srv-gpu-1", help="node for node.png (default: srv-gpu-1)")
         parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
         parser.add_argument("--width", type=int, default=1366)
+        parser.add_argument("--map-cluster", default="", help="cluster for cluster-map.png (default: --cluster)")
 
-    def handle(self, *args, output, cluster, node, chromium, width, **options):
+    def handle(self, *args, output, cluster, node, chromium, width, map_cluster, **options):
         if not Path(chromium).exists():
             raise CommandError(f"{chromium} not found: install Debian's chromium (apt-get install chromium)")
         target = Cluster.objects.filter(name=cluster).first() or build_demo(cluster, self.stdout)
@@ -129,7 +135,7 @@ class Command(BaseCommand):
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
             try:
                 written = take_screenshots(browser, base_url, row, session, Path(output), width, comparison,
-                                           user=user)
+                                           user=user, map_cluster=Cluster.objects.filter(name=map_cluster).first())
             finally:
                 browser.close()
         for path in written:

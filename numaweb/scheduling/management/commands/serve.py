@@ -1,11 +1,13 @@
 """`manage.py serve [ADDR:PORT]`: run the product in one command, the way docker-compose runs it.
 
-Applies migrations, collects the static files, loads the demo data when the database has no cluster, makes sure
-an admin account and its API token exist, then starts and watches two children:
+Applies migrations, collects the static files (unless they did not change since the last run), loads the demo
+data when the database has no cluster, makes sure an admin account and its API token exist, then starts and
+watches two children:
 
 - gunicorn with numaweb.gunicorn_conf, the compose web service's server (WhiteNoise serves the static files,
   DEBUG stays off);
-- a Celery worker (on the embedded file-system queue unless REDIS_URL is set). A worker that exits is started
+- a Celery worker, one pool process per CPU core (on the embedded file-system queue unless REDIS_URL is set),
+  so a comparison's variants run in parallel. A worker that exits is started
   again after a backoff (1 s, doubling up to 60 s, back to 1 s once one has run for a minute), and the sessions
   it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts.
 
@@ -13,14 +15,17 @@ The web server exiting, Ctrl-C or SIGTERM stop both."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -40,10 +45,43 @@ STEADY_SECONDS = 60.0  # a worker that ran this long resets the backoff
 STOP_TIMEOUT = 20.0
 
 
-def worker_command(loglevel: str = "INFO") -> list[str]:
-    """The worker the product runs: one process, sessions one at a time (SQLite-friendly)."""
-    return [sys.executable, "-m", "celery", "-A", "numaweb", "worker", "--pool=solo", f"--loglevel={loglevel}",
+def worker_command(loglevel: str = "INFO", concurrency: int | None = None) -> list[str]:
+    """The worker the product runs: a prefork pool of one process per CPU core (NUMAWEB_WORKER_CONCURRENCY
+    overrides), so the variants of a comparison, or several sessions, run side by side. SQLite copes: its
+    writes are short IMMEDIATE transactions with a busy timeout (settings)."""
+    if concurrency is None:
+        concurrency = int(os.environ.get("NUMAWEB_WORKER_CONCURRENCY") or os.cpu_count() or 1)
+    return [sys.executable, "-m", "celery", "-A", "numaweb", "worker", "--pool=prefork",
+            f"--concurrency={max(1, concurrency)}", f"--loglevel={loglevel}",
             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"numaweb-{os.getpid()}@%h"]
+
+
+def static_fingerprint() -> str:
+    """Every static source file's path, size and modification time, hashed: collectstatic runs only when this
+    changed since the last run (its manifest is there too), which saves most of a warm start."""
+    from django.contrib.staticfiles import finders
+
+    digest = hashlib.sha256()
+    for finder in finders.get_finders():
+        for path, storage in finder.list([]):
+            stat = os.stat(storage.path(path))
+            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def collect_static() -> bool:
+    """collectstatic unless the sources are those of the last run; True when it ran."""
+    from django.contrib.staticfiles.storage import staticfiles_storage
+
+    root = Path(settings.STATIC_ROOT)
+    stamp = root / ".sources"  # written after a collectstatic: the sources it collected
+    manifest = getattr(staticfiles_storage, "manifest_name", None)  # hashed names need their manifest too
+    fingerprint = static_fingerprint()
+    if stamp.exists() and stamp.read_text() == fingerprint and (manifest is None or (root / manifest).exists()):
+        return False
+    call_command("collectstatic", interactive=False, verbosity=0)
+    stamp.write_text(fingerprint)
+    return True
 
 
 def web_command(bind: str) -> list[str]:
@@ -81,7 +119,7 @@ class Command(BaseCommand):
     def handle(self, *args, addrport: str, no_worker: bool, no_demo: bool, **options):
         bind = parse_addrport(addrport)
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("collectstatic", interactive=False, verbosity=0)
+        collect_static()
         if not no_demo and not Cluster.objects.exists():
             build_demo("demo", self.stdout)
         self._admin()
@@ -94,7 +132,7 @@ class Command(BaseCommand):
         # Ctrl-C and SIGTERM (docker stop, systemd, kill) end the loop below, which stops both children
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        web = subprocess.Popen(web_command(bind), env=os.environ.copy())
+        web = subprocess.Popen(web_command(bind), env=self._web_env())
         self.stdout.write(f"web server (gunicorn) pid {web.pid} at http://{bind}/")
         self.worker: subprocess.Popen | None = None
         try:
@@ -106,6 +144,18 @@ class Command(BaseCommand):
             _stop(self.worker)
         if code:
             raise CommandError(f"the web server exited with code {code}", returncode=code)
+
+    @staticmethod
+    def _web_env() -> dict[str, str]:
+        """The web server's environment: its processes share one metrics folder, emptied now, so /metrics sums
+        their request latencies (prometheus_client's multiprocess mode; numaweb.metrics)."""
+        env = os.environ.copy()
+        if not env.get("PROMETHEUS_MULTIPROC_DIR"):
+            folder = Path(settings.DATA_DIR) / "metrics"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+        return env
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())

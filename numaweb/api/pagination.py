@@ -1,0 +1,47 @@
+"""Page numbers as the schema documents them: `page` is a whole number from 1 (400 naming it otherwise), a
+page past the last answers 404; `page_size`, where a list offers it, is 1 to its maximum (400 otherwise)."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+
+
+def _whole(raw: str, name: str, top: int | None = None) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1 or (top is not None and value > top):
+        bounds = f"from 1 to {top}" if top is not None else "from 1"
+        raise ValidationError({name: [f"must be a whole number {bounds}, not {raw!r}"]})
+    return value
+
+
+class Pagination(PageNumberPagination):
+    invalid_page_message = "no page {page_number}: {message}"
+
+    def get_page_number(self, request, paginator) -> int:
+        raw = request.query_params.get(self.page_query_param)
+        return 1 if raw in (None, "") else _whole(raw, self.page_query_param)
+
+    def get_page_size(self, request) -> int:
+        raw = request.query_params.get(self.page_size_query_param) if self.page_size_query_param else None
+        return self.page_size if raw in (None, "") else _whole(raw, self.page_size_query_param, self.max_page_size)
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        params = super().get_schema_operation_parameters(view)
+        for param in params:
+            if param["name"] == self.page_query_param:
+                param["schema"]["minimum"] = 1
+            elif param["name"] == self.page_size_query_param:
+                param["schema"].update(minimum=1, maximum=self.max_page_size)
+        return params
+
+
+class ResultsPagination(Pagination):
+    """Lists a client reads in pages of its choosing (sessions, a session's results)."""
+
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000

@@ -1,0 +1,151 @@
+"""API for make room (`POST /api/clusters/<id>/make-room/`, `GET /api/make-room/<id>/` and its plan as
+JSON or a kubectl script): the fewest pod moves after which a pending job, or a shape × count, fits.
+The question runs on a worker; the answer comes from `scheduler_core.room` (docs/MAKE_ROOM.md)."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from numaweb.inventory.models import Cluster
+from numaweb.room import services, tasks
+from numaweb.room.export import kubectl_script, plan_json, room_dict
+from numaweb.room.models import RoomPlan
+from numaweb.scheduling.services import BrokerUnavailable
+
+ERROR = inline_serializer("MakeRoomError", {"detail": serializers.CharField()})
+FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="{field: [reason]} for the field at fault")
+
+
+class MakeRoomRequestSerializer(serializers.Serializer):
+    """The question (documentation; checked by room.services.parse_request, which names the field)."""
+
+    job = serializers.IntegerField(required=False, help_text="a pending job's id (or shape + count)")
+    shape = serializers.JSONField(required=False, help_text='{"cpu": "16", "memory": "32Gi", "devices": {...}, '
+                                                            '"policy": "single-numa-node"}')
+    count = serializers.IntegerField(required=False, help_text="pods of the shape, a gang of all of them")
+    policy = serializers.CharField(required=False, help_text="the shape's task topology policy")
+    profile = serializers.ChoiceField(choices=["volcano", "aligned", "unaware"], required=False,
+                                      help_text="default aligned")
+    allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
+                                                                         "alone cannot make room (default false)")
+    protected_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
+                                                 help_text="pods here never move (default: the setting)")
+    max_priority = serializers.IntegerField(required=False, help_text="pods at or above this priority never move")
+    pinned = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="namespace/name patterns (shell wildcards) that never move")
+    max_moves = serializers.IntegerField(required=False, help_text="the most moves looked for")
+
+
+class MoveSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    pod = serializers.CharField()
+    from_node = serializers.CharField()
+    from_numa = serializers.ListField(child=serializers.IntegerField())
+    from_cpus = serializers.CharField()
+    to_node = serializers.CharField(required=False)
+    to_numa = serializers.ListField(child=serializers.IntegerField(), required=False)
+    to_cpus = serializers.CharField(required=False)
+    cpus = serializers.IntegerField()
+    priority = serializers.IntegerField()
+
+
+class MakeRoomSerializer(serializers.Serializer):
+    """A make-room question as the API returns it (documentation; built by room.export.room_dict)."""
+
+    id = serializers.IntegerField()
+    url = serializers.URLField()
+    page = serializers.URLField()
+    plan_json = serializers.URLField()
+    plan_script = serializers.URLField()
+    cluster = serializers.IntegerField()
+    job = serializers.IntegerField(allow_null=True)
+    target = serializers.CharField()
+    status = serializers.CharField(help_text="pending, running, done or failed")
+    error = serializers.CharField()
+    progress = serializers.DictField()
+    fits_now = serializers.BooleanField(allow_null=True)
+    found = serializers.BooleanField(allow_null=True, help_text="a verified plan (false: none within the bounds)")
+    moves = MoveSerializer(many=True, allow_null=True)
+    evictions = MoveSerializer(many=True, allow_null=True)
+    moved_cpus = serializers.IntegerField(allow_null=True)
+    minimal = serializers.BooleanField(allow_null=True, help_text="proven the fewest pods moved, then CPUs")
+    lower_bound = serializers.IntegerField(allow_null=True, help_text="the fewest moves any plan needs, as proven")
+    reason = serializers.CharField(allow_null=True, help_text="why there is no plan")
+    after = inline_serializer("MakeRoomAfter", {
+        "pods_placed": serializers.IntegerField(), "topology_affinity_errors": serializers.IntegerField(),
+        "admission_errors": serializers.IntegerField(),
+        "session": serializers.IntegerField(allow_null=True, help_text="the dry-run session that verified it")},
+        allow_null=True)
+
+
+def _body(row: RoomPlan, request: Request) -> dict:
+    data = room_dict(row)
+    data["url"] = reverse("api:make-room-detail", args=[row.pk], request=request)
+    data["plan_json"] = reverse("api:make-room-plan-json", args=[row.pk], request=request)
+    data["plan_script"] = reverse("api:make-room-plan-script", args=[row.pk], request=request)
+    data["page"] = request.build_absolute_uri(reverse("room:detail", args=[row.pk]))
+    return data
+
+
+class MakeRoomView(APIView):
+    """Ask for the fewest moves after which a job (or a shape × count) fits on the cluster."""
+
+    required_permissions = {"post": ["room.add_roomplan"]}  # operators (numaweb.access.drf)
+
+    @extend_schema(request=MakeRoomRequestSerializer, responses={
+        202: MakeRoomSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 503: ERROR})
+    def post(self, request: Request, pk: int) -> Response:
+        """202 with the question's URL; a worker answers it (progress on the URL), then the plan is there."""
+        cluster = get_object_or_404(Cluster, pk=pk)
+        try:
+            fields = services.parse_request(cluster, request.data)
+        except services.RoomError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        try:
+            row = tasks.start(fields)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        row.refresh_from_db()
+        body = _body(row, request)
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+class MakeRoomDetailView(APIView):
+    queryset = RoomPlan.objects.all()
+
+    @extend_schema(responses={200: MakeRoomSerializer, 401: ERROR, 403: ERROR, 404: ERROR})
+    def get(self, request: Request, pk: int) -> Response:
+        """The question's status and progress and, once answered, its plan."""
+        return Response(_body(get_object_or_404(RoomPlan, pk=pk), request))
+
+
+class MakeRoomPlanView(APIView):
+    queryset = RoomPlan.objects.all()
+    script = False
+
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "text/x-shellscript"):
+                              OpenApiTypes.STR, 401: ERROR, 403: ERROR, 404: ERROR,
+                              409: OpenApiResponse(ERROR, description="not answered yet, or no plan")})
+    def get(self, request: Request, pk: int):
+        """The plan as a download: JSON, or a shell script of kubectl commands to review (it runs nothing
+        unless given --run)."""
+        row = get_object_or_404(RoomPlan.objects.select_related("cluster", "job"), pk=pk)
+        if row.status != RoomPlan.DONE or not (row.result or {}).get("found"):
+            return Response({"detail": f"make room {row.pk} has no plan ({row.status}"
+                                       f"{': ' + row.result['reason'] if row.result else ''})"},
+                            status=status.HTTP_409_CONFLICT)
+        if self.script:
+            response = HttpResponse(kubectl_script(row), content_type="text/x-shellscript; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="make-room-{row.pk}.sh"'
+            return response
+        return Response(plan_json(row), headers={
+            "Content-Disposition": f'attachment; filename="make-room-{row.pk}.json"'})

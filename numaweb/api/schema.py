@@ -1,0 +1,67 @@
+"""The OpenAPI schema states every answer an operation can give, not only its success.
+
+drf-spectacular documents what a view declares; the answers that come from the framework around the view
+are the same for every operation, so one postprocessing hook (SPECTACULAR_SETTINGS) adds them from what
+each operation is: 401 and 403 wherever a login is needed (numaweb.access.drf), 404 for a path with an id
+or a page past the last (ids in paths are whole numbers from 1), 400 for a body or query parameters, 413
+for a body (numaweb.limits), 429 for a write (numaweb.access.throttles). A response a view declared keeps
+its schema; one declared with a description only gets the generic body.
+New endpoints are covered without a change here."""
+
+from __future__ import annotations
+
+ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
+         "description": "the reason, in words"}
+INVALID = {"type": "object", "additionalProperties": {},
+           "description": "each field or parameter refused, with its reasons (`non_field_errors` for the whole "
+                          "input); `detail` when the reason is not tied to one field"}
+WRITES = {"post", "put", "patch", "delete"}
+
+GENERIC = {
+    "400": ("the input was refused: each field or parameter named with its reasons", "InvalidInput"),
+    "401": ("no credentials, or an unknown token (`Authorization: Token <key>` or a login session)", "Error"),
+    "403": ("the user's role lacks the permission this operation needs", "Error"),
+    "404": ("no object with this id, or a page past the last", "Error"),
+    "413": ("the request body is larger than NUMAWEB_MAX_UPLOAD_BYTES (refused before it is read)", "Error"),
+    "429": ("too many requests: the write rate (NUMAWEB_API_WRITE_RATE) or, for a token, failed logins "
+            "(django-axes) or NUMAWEB_TOKEN_RATE; `Retry-After` says when to try again", "Error"),
+}
+RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}
+
+
+def statuses(method: str, path: str, operation: dict) -> list[str]:
+    """The framework's answers this operation can give, from its method, path, parameters and security."""
+    query = [p for p in operation.get("parameters", []) if p.get("in") == "query"]
+    out = []
+    if operation.get("requestBody") or query:
+        out.append("400")
+    if any(operation.get("security") or ()):  # none, [] and [{}] all say: open
+        out += ["401", "403"]
+    if "{" in path or any(p["name"] == "page" for p in query):
+        out.append("404")
+    if operation.get("requestBody"):
+        out.append("413")
+    if method in WRITES:
+        out.append("429")
+    return out
+
+
+def document_statuses(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: add every framework answer, with its body, to each operation."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", ERROR)
+    schemas.setdefault("InvalidInput", INVALID)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            for param in operation.get("parameters", []):
+                if param["in"] == "path" and param.get("schema", {}).get("type") == "integer":
+                    param["schema"].setdefault("minimum", 1)  # database ids start at 1
+            responses = operation.setdefault("responses", {})
+            for code in statuses(method, path, operation):
+                description, component = GENERIC[code]
+                response = responses.setdefault(code, {"description": description})
+                response.setdefault("content", {"application/json": {
+                    "schema": {"$ref": f"#/components/schemas/{component}"}}})
+                if code == "429":
+                    response.setdefault("headers", RETRY_AFTER)
+    return result

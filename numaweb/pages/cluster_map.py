@@ -1,0 +1,122 @@
+"""The cluster map: every node of a cluster as one mark of a server-rendered SVG, grouped by node pool (its
+pool label, when the snapshot gave one) and machine shape, coloured by one measure in six bins.
+
+Measures: free CPUs on the node's best NUMA node, free single-NUMA blocks of a size (how many pods of that
+many CPUs fit each on one NUMA node), reserved CPUs, or a session's TopologyAffinityErrors on the node.
+Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples
+and writes one short <rect> per node; sizes are CSS, clicks a static script (no inline style or script)."""
+
+from __future__ import annotations
+
+import bisect
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.db.models import Count
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from numaweb.inventory.models import Node
+from numaweb.scheduling.models import Placement
+
+from . import usage
+
+#: pool labels of the managed Kubernetes services and the usual hand-made one, first found wins
+POOL_LABELS = ("cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool",
+               "node.kubernetes.io/pool", "pool")
+MEASURES = {"best": "free CPUs on the best NUMA node", "blocks": "free single-NUMA blocks of a size",
+            "reserved": "reserved CPUs", "errors": "TopologyAffinityErrors of a session"}
+#: lower bounds of bins 1..5 (bin 0 is below the first)
+BINS = {"best": (1, 4, 8, 16, 32), "blocks": (1, 2, 4, 8, 16), "reserved": (1, 2, 4, 8, 16),
+        "errors": (1, 2, 5, 10, 20)}
+CELL, GAP, COLUMNS, LABEL_W, ROW_GAP = 8, 1, 130, 190, 6
+_PLAIN = frozenset(string.ascii_letters + string.digits + "-._")
+
+
+@dataclass
+class Group:
+    title: str
+    nodes: list[tuple[int, str, int]]  # (id, name, value)
+
+
+def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int | None = None
+                   ) -> tuple[list[Group], int]:
+    """The cluster's nodes grouped (pool, then shape, then name) with the measure's value each, and how many
+    nodes the engine could not read (they are left out: the node page says why)."""
+    pool = Coalesce(*(KT(f"labels__{key}") for key in POOL_LABELS))
+    rows = list(Node.objects.filter(cluster_id=cluster_id).annotate(pool=pool).values_list(
+        "pk", "name", "generation", "updated_at", "pool", "num_sockets", "num_numa_nodes", "num_cpus"))
+    usages = usage.usage_of([(pk, (generation, updated)) for pk, _n, generation, updated, *_rest in rows])
+    errors: Mapping[int, int] = {}
+    if measure == "errors" and session_id is not None:
+        errors = dict(Placement.objects.filter(session_id=session_id, kubelet_reason="TopologyAffinityError")
+                      .values_list("node_id").annotate(n=Count("id")).values_list("node_id", "n"))
+    groups: dict[tuple, Group] = {}
+    unreadable = 0
+    for pk, name, _g, _u, pool_name, sockets, numa, cpus in rows:
+        use = usages.get(pk)
+        if use is None or use.error:
+            unreadable += 1
+            continue
+        if measure == "best":
+            value = use.best_numa_free
+        elif measure == "blocks":
+            value = sum(free // size for _n, free, _t in use.numa)
+        elif measure == "reserved":
+            value = sum(use.reserved)
+        else:
+            value = errors.get(pk, 0)
+        shape = f"{cpus} CPUs · {numa} NUMA · {sockets} pkg"
+        key = (pool_name or "", cpus, numa, sockets)
+        if key not in groups:
+            groups[key] = Group(f"{pool_name} · {shape}" if pool_name else shape, [])
+        groups[key].nodes.append((pk, name, value))
+    ordered = [groups[k] for k in sorted(groups)]
+    for g in ordered:
+        g.nodes.sort(key=lambda n: n[1])
+    return ordered, unreadable
+
+
+def bin_of(measure: str, value: int) -> int:
+    return bisect.bisect_right(BINS[measure], value)
+
+
+def legend(measure: str, size: int = 1) -> list[tuple[int, str]]:
+    """(bin, label) for the six bins of the measure."""
+    lows = BINS[measure]
+    unit = {"best": "free CPUs", "blocks": f"blocks of {size} CPUs", "reserved": "reserved CPUs",
+            "errors": "errors"}[measure]
+    out = [(0, f"0 {unit}")]
+    for i, low in enumerate(lows, 1):
+        high = lows[i] - 1 if i < len(lows) else None
+        text = f"{low}" if high == low else f"{low}–{high}" if high is not None else f"{low} or more"
+        out.append((i, f"{text} {unit}"))
+    return out
+
+
+def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> SafeString:
+    """The map: per group a label, then its nodes in rows of COLUMNS marks (a <rect> each, class m0..m5 by
+    bin, its id for the click script, its name and value as a tooltip)."""
+    out, y = [], 0
+    step, lows = CELL + GAP, BINS[measure]
+    for g in groups:
+        rows = -(-len(g.nodes) // COLUMNS)
+        out.append(f'<g class="map-group" data-group="{escape(g.title)}" data-nodes="{len(g.nodes)}">'
+                   f'<text class="map-label" x="0" y="{y + CELL}">{escape(g.title)} ({len(g.nodes)})</text>')
+        for i, (pk, name, value) in enumerate(g.nodes):
+            x, row_y = LABEL_W + (i % COLUMNS) * step, y + (i // COLUMNS) * step
+            if not _PLAIN.issuperset(name):  # node names are DNS names: escaping is for the odd imported one
+                name = escape(name)
+            out.append(f'<rect x="{x}" y="{row_y}" class="m{bisect.bisect_right(lows, value)}" data-id="{pk}" '
+                       f'data-value="{value}"><title>{name}: {value}</title></rect>')
+        out.append("</g>")
+        y += max(rows * step, CELL + 4) + ROW_GAP
+    width = LABEL_W + COLUMNS * step
+    head = (f'<svg class="cluster-map" id="cluster-map" viewBox="0 0 {width} {max(y, 1)}" role="img" '
+            f'aria-label="{sum(len(g.nodes) for g in groups)} nodes, coloured by {escape(MEASURES[measure])}" '
+            f'data-url-head="{escape(node_url[0])}" data-url-tail="{escape(node_url[1])}" '
+            f'xmlns="http://www.w3.org/2000/svg">')
+    return mark_safe(head + "".join(out) + "</svg>")  # every dynamic value above is escaped or plain

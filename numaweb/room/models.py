@@ -1,0 +1,55 @@
+"""Make-room questions: "what is the least I must move so that this job (or shape × count) fits?"
+A row is the question (target, profile, what may not move) and, once a worker has answered it, the
+verified plan (`result`) and the dry-run session that verified it (`session`)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from numaweb.inventory.models import Cluster
+from numaweb.jobs.models import Job
+from numaweb.scheduling.models import SchedulingSession
+
+
+class RoomPlan(models.Model):
+    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+    STATUS_CHOICES = [(s, s) for s in (PENDING, RUNNING, DONE, FAILED)]
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="room_plans")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="room_plans",
+                            help_text="the pending job to make room for (or a shape × count)")
+    shape = models.JSONField(null=True, blank=True, help_text="pod shape (compare.Shape.to_dict) when no job")
+    count = models.PositiveIntegerField(default=0, help_text="pods of the shape (a gang of all of them)")
+    profile = models.CharField(max_length=16, default="aligned")
+    options = models.JSONField(default=dict, blank=True,
+                               help_text="allow_evictions, protected_namespaces, max_priority, pinned, max_moves")
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING, db_index=True)
+    error = models.TextField(blank=True, default="")
+    worker = models.CharField(max_length=255, blank=True, default="")
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    engine_ms = models.FloatField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="the plan (room.RoomPlan.to_dict) and node grids")
+    session = models.ForeignKey(SchedulingSession, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="room_plans", help_text="the dry run that verified the plan")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"make room {self.pk} ({self.cluster_id}, {self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED)
+
+    @property
+    def target_label(self) -> str:
+        if self.job_id is not None:
+            return str(self.job)
+        shape = self.shape or {}
+        return f"{self.count} × {shape.get('cpu')} CPU {shape.get('memory') or ''} {shape.get('policy') or ''}".strip()

@@ -1,0 +1,281 @@
+"""Make room: rows → engine (`scheduler_core.room.make_room`) → rows (MAKE_ROOM.md).
+
+`parse_request` checks a question (naming the field at fault) and the bounds from settings;
+`tasks.start` records it and, once committed, queues it for a worker; `execute` (the worker) reads the
+cluster, the target and the priorities of the running pods, runs the search with progress, and writes
+the verified plan, the node grids before and after, and the dry-run session that verified it (a
+`SchedulingSession` row with its placements, so the session page shows it like any other)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from numaweb.comparisons.services import ComparisonError, parse_shape
+from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.inventory.services import cluster_nodes
+from numaweb.jobs import services as job_services
+from numaweb.jobs.models import Job
+from numaweb.scheduling import store
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.scheduling.services import worker_id
+from scheduler_core.compare import Shape
+from scheduler_core.cpuset import CPUSet
+from scheduler_core.errors import EngineError
+from scheduler_core.jobs import Job as EngineJob
+from scheduler_core.node import Allocation as EngineAllocation
+from scheduler_core.profiles import PROFILES
+from scheduler_core.room import RoomPlan as EnginePlan
+from scheduler_core.room import make_room
+from scheduler_core.room_moves import Rules, shape_job
+from scheduler_core.session import Cluster as EngineCluster
+
+from .models import RoomPlan
+
+log = logging.getLogger("numaweb.room")
+
+FIELDS = ("job", "shape", "count", "policy", "profile", "allow_evictions", "protected_namespaces", "max_priority",
+          "pinned", "max_moves")
+PROGRESS_INTERVAL = 0.5
+
+
+class RoomError(ValueError):
+    """Bad input for a make-room question; `field` names what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _strings(data: Mapping, field: str) -> list[str]:
+    value = data.get(field)
+    if value in (None, ""):
+        return []
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and len(v) <= 253 for v in value):
+        raise RoomError(field, "a list of names (or one comma-separated string)")
+    return [v for v in value if v]
+
+
+def _int(data: Mapping, field: str, low: int, high: int | None) -> int | None:
+    value = data.get(field)
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise RoomError(field, f"must be an integer, not {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise RoomError(field, f"must be an integer, not {value!r}") from None
+    if number < low or (high is not None and number > high):
+        raise RoomError(field, f"must be from {low} to {high}, not {number}" if high is not None
+                        else f"must be at least {low}, not {number}")
+    return number
+
+
+def parse_request(cluster: Cluster, data: object) -> dict:
+    """The row's fields for a question `{"job": id}` or `{"shape", "count", "policy"}` plus options;
+    RoomError names the field. Bounds: the cluster's nodes (NUMAWEB_MAKE_ROOM_MAX_NODES), the target's
+    pods (NUMAWEB_MAKE_ROOM_MAX_PODS) and the moves looked for (NUMAWEB_MAKE_ROOM_MAX_MOVES)."""
+    if not isinstance(data, Mapping):
+        raise RoomError("job", 'an object: {"job": id} or {"shape": {...}, "count": n, "policy": ...}')
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise RoomError(unknown[0], f"unknown field; expected: {', '.join(FIELDS)}")
+    max_pods = settings.NUMAWEB_MAKE_ROOM_MAX_PODS
+    nodes = Node.objects.filter(cluster=cluster, removed_at__isnull=True).count()
+    if nodes > settings.NUMAWEB_MAKE_ROOM_MAX_NODES:
+        raise RoomError("cluster", f"{nodes} nodes; make room answers for at most "
+                                   f"{settings.NUMAWEB_MAKE_ROOM_MAX_NODES} (NUMAWEB_MAKE_ROOM_MAX_NODES)")
+    fields: dict = {"cluster": cluster, "job": None, "shape": None, "count": 0}
+    has_job, has_shape = data.get("job") not in (None, ""), data.get("shape") not in (None, "", {})
+    if has_job == has_shape:
+        raise RoomError("job", 'give either "job" (a pending job\'s id) or "shape" with "count", not both or neither')
+    if has_job:
+        for field in ("count", "policy"):
+            if data.get(field) not in (None, ""):
+                raise RoomError(field, 'only with "shape"')
+        job_id = _int(data, "job", 1, None)
+        job = Job.objects.filter(pk=job_id).prefetch_related("tasks").first()
+        if job is None:
+            raise RoomError("job", f"no job {job_id}")
+        try:
+            job_services.check_cluster([job], cluster)
+        except job_services.NotSchedulable as exc:
+            raise RoomError("job", str(exc)) from None
+        if job.finished_at is not None:
+            raise RoomError("job", f"job {job} is finished")
+        if job.replicas > max_pods:
+            raise RoomError("job", f"job {job} has {job.replicas} pods; make room answers for at most {max_pods} "
+                                   "(NUMAWEB_MAKE_ROOM_MAX_PODS)")
+        fields["job"] = job
+    else:
+        shape_data = data["shape"]
+        if isinstance(shape_data, Mapping) and data.get("policy") not in (None, ""):
+            if shape_data.get("policy") not in (None, "", data["policy"]):
+                raise RoomError("policy", "given twice, differently (top level and in shape)")
+            shape_data = {**shape_data, "policy": data["policy"]}
+        try:
+            shape = parse_shape(shape_data)
+        except ComparisonError as exc:
+            raise RoomError("shape", str(exc)) from None
+        count = _int(data, "count", 1, max_pods)
+        if count is None:
+            raise RoomError("count", f'how many pods of the shape (1 to {max_pods}) with "shape"')
+        fields.update(shape=shape.to_dict(), count=count)
+    profile = data.get("profile") or "aligned"
+    if profile not in PROFILES:
+        raise RoomError("profile", f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}")
+    evictions = data.get("allow_evictions", False)
+    if not isinstance(evictions, bool):
+        raise RoomError("allow_evictions", f"must be true or false, not {evictions!r}")
+    protected = _strings(data, "protected_namespaces") if "protected_namespaces" in data \
+        else list(settings.NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES)
+    fields["profile"] = profile
+    fields["options"] = {
+        "allow_evictions": evictions, "protected_namespaces": protected,
+        "max_priority": _int(data, "max_priority", -(2**31), 2**31 - 1),
+        "pinned": _strings(data, "pinned"),
+        "max_moves": _int(data, "max_moves", 1, settings.NUMAWEB_MAKE_ROOM_MAX_MOVES)
+        or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
+    }
+    return fields
+
+
+def mark_failed(pk: int, error: str) -> None:
+    RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.FAILED, error=error, finished_at=timezone.now())
+
+
+# -- running ----------------------------------------------------------------------------------------------
+class _Progress:
+    def __init__(self, pk: int) -> None:
+        self.pk, self.last = pk, 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        RoomPlan.objects.filter(pk=self.pk, status=RoomPlan.RUNNING).update(progress_done=done, progress_total=total)
+
+
+def target_of(row: RoomPlan) -> tuple[EngineJob, set[str]]:
+    """The engine job to make room for and the uids of its pods already holding resources."""
+    if row.job_id is None:
+        shape = Shape.parse(**{k: v for k, v in (row.shape or {}).items() if k in ("cpu", "memory", "devices",
+                                                                                   "policy")})
+        return shape_job(shape.pod(), row.count, shape.policy), set()
+    _rows, jobs = job_services.engine_jobs(Job.objects.filter(pk=row.job_id))
+    return jobs[0], job_services.held_pods([row.job_id]).get(row.job_id, set())
+
+
+def priorities(cluster: Cluster) -> dict[str, int]:
+    """Running pods' priorities: their job's (pods without a known job count as 0)."""
+    return dict(Allocation.objects.filter(cluster=cluster, job__isnull=False).values_list("pod", "job__priority"))
+
+
+def execute(pk: int) -> RoomPlan:
+    """Answer the question now (in a worker). Never raises for a question-level failure: the row says it.
+    A done question is left alone (a duplicate delivery)."""
+    row = RoomPlan.objects.select_related("cluster", "job").get(pk=pk)
+    if row.status == RoomPlan.DONE:
+        return row
+    RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.RUNNING, started_at=timezone.now(), worker=worker_id(),
+                                          error="", progress_done=0)
+    started = time.perf_counter()
+    try:
+        nodes, seen = cluster_nodes(row.cluster)
+        cluster = EngineCluster(nodes)
+        job, held = target_of(row)
+        options = row.options or {}
+        rules = Rules(protected_namespaces=options.get("protected_namespaces", ()),
+                      max_priority=options.get("max_priority"),
+                      pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
+                      allow_evictions=bool(options.get("allow_evictions")))
+        plan = make_room(cluster, job, row.profile, rules, priorities(row.cluster), held,
+                         max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
+                         time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=_Progress(pk))
+        result = plan.to_dict(cluster)
+        result["nodes"] = node_grids(cluster, plan)
+        engine_ms = (time.perf_counter() - started) * 1000
+        with transaction.atomic():
+            session = _save_session(row, plan, {name: nid for name, (nid, _g) in seen.items()}) if plan.found \
+                else None
+            if result["after"] is not None:
+                result["after"]["session"] = session.pk if session else None
+            RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.DONE, finished_at=timezone.now(), result=result,
+                                                  session=session, engine_ms=engine_ms, error="",
+                                                  progress_done=plan.stats.get("checks", 0),
+                                                  progress_total=plan.stats.get("checks", 0))
+        log.info("make room %s: %s in %.0f ms", pk, "fits now" if plan.fits_now else
+                 f"{len(plan.moves)} moves" if plan.found else plan.reason, engine_ms)
+    except Exception as exc:
+        reason = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+        log.exception("make room %s failed", pk)
+        mark_failed(pk, reason)
+    row.refresh_from_db()
+    return row
+
+
+def _save_session(row: RoomPlan, plan: EnginePlan, node_ids: Mapping[str, int]) -> SchedulingSession:
+    """The verifying dry run as a session row with its placements (on the cluster after the moves)."""
+    result = plan.check.result
+    counts = result.counts
+    now = timezone.now()
+    session = SchedulingSession.objects.create(
+        cluster_id=row.cluster_id, profile=row.profile, dry_run=True, status=SchedulingSession.DONE,
+        started_at=row.started_at or now, finished_at=now, worker=worker_id(), runs=1, attempts=1,
+        engine_ms=result.timings["total_s"] * 1000, pods_total=counts["pods"], pods_placed=counts["placed"],
+        pods_admitted=counts["admitted"], jobs_total=len(result.jobs), job_count=1 if row.job_id else 0,
+        jobs_placed=sum(1 for j in result.jobs if j["committed"]), nodes_total=result.nodes_total,
+        progress_done=counts["pods"], progress_total=counts["pods"], weight=result.weight,
+        explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
+        timings=dict(result.timings))
+    if row.job_id:
+        session.jobs.add(row.job_id)
+    store.ResultWriter(session, result, node_ids).save()
+    return session
+
+
+def _mask(allocations: Iterable[EngineAllocation]) -> int:
+    mask = 0
+    for a in allocations:
+        mask |= a.cpus.mask
+    return mask
+
+
+def node_grids(cluster: EngineCluster, plan: EnginePlan) -> list[dict]:
+    """Every node a plan touches (pods taken off or put on, target pods placed), before and after: per
+    NUMA node its CPUs, and the CPUs held, moved (off before, on after) and taken by the target after."""
+    if plan.check is None or plan.fits_now:
+        return []
+    after = plan.check.cluster
+    moved_uids = {m.pod.uid for m in [*plan.moves, *plan.evictions]}
+    target: dict[str, int] = {}
+    for p in plan.check.result.pods:
+        if p.status == "admitted":
+            target[p.node] = target.get(p.node, 0) | p.admitted_cpus()
+    names = sorted({m.pod.node for m in [*plan.moves, *plan.evictions]} | {m.to_node for m in plan.moves}
+                   | set(target))
+    out = []
+    for name in names:
+        before_node, after_node = cluster.nodes[name], after.nodes[name]
+        moved_off = _mask(a for a in before_node.allocations if a.pod in moved_uids)
+        moved_on = _mask(a for a in after_node.allocations if a.pod in moved_uids)
+        held_before, held_after = _mask(before_node.allocations), _mask(after_node.allocations)
+        topo = before_node.topology
+        out.append({
+            "node": name,
+            "numa": [{"id": nid, "cpus": str(CPUSet(mask))} for nid, mask in sorted(topo.numa_cpus.items())],
+            "reserved": str(before_node.reserved_cpus),
+            "before": {"held": str(CPUSet(held_before & ~moved_off)), "moved": str(CPUSet(moved_off))},
+            "after": {"held": str(CPUSet(held_after & ~moved_on & ~target.get(name, 0))),
+                      "moved": str(CPUSet(moved_on)), "target": str(CPUSet(target.get(name, 0)))},
+        })
+    return out

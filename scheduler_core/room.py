@@ -1,0 +1,498 @@
+"""Make room (MAKE_ROOM.md): the fewest pod moves after which a pending target fits, NUMA-aligned.
+
+`make_room(cluster, job, profile="aligned", rules=None, priorities=None, held=(), max_moves=8,
+time_limit=8.0, max_checks=200, progress=None) -> RoomPlan`
+
+A plan takes pods off nodes, places the target, then re-admits the moved pods (room_moves.py says
+exactly how a plan is carried out and when it is valid). The cost is (pods moved, CPUs moved),
+compared in that order; evictions, when allowed, are only looked for when no move-only plan exists.
+
+The search, and why it is exact:
+1. *Capacity per node.* The target's pods that a dry-run session over one node alone places there
+   (`cap(n, X)` with the pods X taken off it), as headroom counts it. For a target whose pods are
+   all alike, a session over the cluster places exactly the sum of these (compare.headroom), so a
+   set of pods taken off works only if the node gains add up to the target's shortfall.
+2. *Options per node.* Subsets X of a node's movable pods (up to `max_moves` of them) on which the
+   target can still place a pod, with their gain `cap(n, X) - cap(n, ∅)`: evaluated in increasing
+   (pods, CPUs) over all nodes (a kubelet admission first, a one-node session only where it admits,
+   memoised on the node state left); before that, one greedy option on each of the nodes with the
+   fewest movable CPUs (`seeds`), for an early plan when no single move gains anything.
+3. *Combinations in cost order.* A best-first search over nodes with an exact cost-to-go (a
+   knapsack table over the shortfall) yields combinations of options in increasing cost, and after
+   a failed one its supersets (gainless options included: chains of moves). Each is carried out on
+   a copy: the target's session, then a depth-first search for where the moved pods are admitted
+   again (their own node first, then every other node by name), then the whole plan once more from
+   scratch (`carry_out`) — a plan that fails is never returned.
+4. *Proof and bounds.* Options are evaluated in batches, combinations checked between them. Any plan
+   costs at least the first combination not yet checked, or uses an option not yet evaluated and so
+   costs at least the next one: a verified plan that costs no more is the minimum (`minimal`, when
+   no subset was left out and the target's pods are alike), and the smaller of the two is the
+   proven `lower_bound` otherwise. Evaluation stops at EVALUATION_SHARE of `time_limit`; checks stop
+   at `time_limit` or `max_checks`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+
+from .admission import admit_pod
+from .errors import RequestError, check_int
+from .gc_pause import paused_gc
+from .jobs import Job
+from .profiles import Profile, get_profile
+from .room_moves import (
+    Check,
+    Move,
+    Rules,
+    RunningPod,
+    carry_out,
+    order_moves,
+    put_on,
+    running_pods,
+    session_ok,
+    take_off,
+    target_session,
+)
+from .session import Cluster, Request, _pod_signature
+
+INF = (1 << 60, 0)
+MAX_MOVES = 64
+MAX_DESTINATION_TRIES = 2000  # admissions one combination may try to re-home its moved pods
+EVALUATION_SHARE = 0.5  # of the time left, spent evaluating options before checking combinations
+SEED_SHARE = 0.25  # of it at most, spent finding a first option per node greedily
+MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smallest ones only
+
+
+@dataclass
+class RoomPlan:
+    """The answer. `found`: a verified plan (`check` is its carrying out, with the target's session);
+    `moves` and `evictions` in the order they are carried out; `minimal`: proven the fewest pods moved,
+    then CPUs; `lower_bound`: the fewest pods any plan must move, as proven; `reason`: why none."""
+
+    fits_now: bool
+    found: bool
+    moves: list[Move] = field(default_factory=list)
+    evictions: list[Move] = field(default_factory=list)
+    minimal: bool = False
+    lower_bound: int = 0
+    check: Check | None = None
+    reason: str = ""
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def moved_cpus(self) -> int:
+        return sum(m.pod.cpu_count for m in self.moves)
+
+    def to_dict(self, cluster: Cluster) -> dict:
+        counts = self.check.result.counts if self.check is not None and self.check.result is not None else None
+        return {
+            "fits_now": self.fits_now, "found": self.found, "minimal": self.minimal,
+            "lower_bound": self.lower_bound, "reason": self.reason,
+            "moves": [m.to_dict(cluster) for m in self.moves],
+            "evictions": [m.to_dict(cluster) for m in self.evictions],
+            "moved_cpus": self.moved_cpus,
+            "after": None if counts is None else {"pods_placed": counts["placed"],
+                                                  "topology_affinity_errors": counts["topology_affinity_errors"],
+                                                  "admission_errors": counts["admission_errors"]},
+            "stats": self.stats,
+        }
+
+
+@dataclass(frozen=True)
+class _Option:
+    """Taking `pods` off node `node` lets `gain` more target pods onto it."""
+
+    node: str
+    pods: tuple[RunningPod, ...]
+    gain: int
+
+    @property
+    def cost(self) -> tuple[int, int]:
+        return (len(self.pods), sum(p.cpu_count for p in self.pods))
+
+
+def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def combo_key(options: Iterable[_Option]) -> frozenset:
+    return frozenset((o.node, *(p.uid for p in o.pods)) for o in options)
+
+
+class _Search:
+    """One make-room question: the options found so far, the combinations tried and the best plan."""
+
+    def __init__(self, cluster: Cluster, job: Job, profile: Profile, rules: Rules, held: frozenset[str],
+                 pods: list[RunningPod], max_moves: int, deadline: float, max_checks: int,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.cluster, self.job, self.profile, self.rules, self.held = cluster, job, profile, rules, held
+        self.max_moves, self.deadline, self.max_checks, self.progress = max_moves, deadline, max_checks, progress
+        todo = [pod for _t, pod in job.pods() if pod.uid not in held]
+        self.shapes = list({_pod_signature(p): p for p in todo}.values())
+        self.requests = {Request.of(p) for p in todo}
+        self.alike = len(self.shapes) <= 1
+        self.need = job.min_available - (len(job.pods()) - len(todo))
+        self.probe = replace(job, min_available=1)
+        target = {pod.uid for _t, pod in job.pods()} | held
+        self.movable: dict[str, list[RunningPod]] = {}
+        self.refused: dict[str, int] = {}
+        for pod in pods:
+            why = rules.refusal(pod, target)
+            if why is None:
+                self.movable.setdefault(pod.node, []).append(pod)
+            else:
+                key = why.split(" ")[0] if why.startswith(("namespace", "priority")) else why
+                self.refused[key] = self.refused.get(key, 0) + 1
+        self.memo: dict[tuple, int] = {}
+        self.base: dict[str, int] = {}
+        self.sessions = 0
+        self.evaluated = 0
+        self.truncated = False  # subsets (of 2 pods or more) of a node with too many movable pods were left out
+        self.gave_up = False  # a re-homing search stopped at its budget: a combination may have failed wrongly
+        self.checks = 0
+        self.failed: set[frozenset] = set()
+        self.failures: dict[str, int] = {}
+
+    def expired(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    @property
+    def complete(self) -> bool:
+        return not (self.truncated or self.gave_up)
+
+    def lower_bound(self, bound: int) -> int:
+        """The fewest moves any plan needs, from the search's bound: a subset left out has 2 pods or
+        more; a combination given up on may have been a plan."""
+        if self.gave_up or not self.alike:
+            return 1
+        return min(bound, 2) if self.truncated else bound
+
+    def fail(self, reason: str) -> None:
+        self.failures[reason] = self.failures.get(reason, 0) + 1
+
+    # -- capacity ---------------------------------------------------------------------------------
+    def cap(self, name: str, off: tuple[RunningPod, ...] = ()) -> int:
+        """Target pods a session over node `name` alone places and the kubelet admits, with `off`
+        taken off it first (0 when any is refused: such a node breaks every plan it is part of)."""
+        one = self.cluster.copy([name])
+        for pod in off:
+            take_off(one, pod)
+        node = one.nodes[name]
+        if all(one.fit(name, r) is not None for r in self.requests):
+            return 0
+        key = (one.static_id(name), node.state_key(), one.tally[name].key())
+        found = self.memo.get(key)
+        if found is None:
+            if not any(admit_pod(node, shape, commit=False).admitted for shape in self.shapes):
+                found = 0  # the kubelet takes none of the target's pods here: no session can place one
+            else:
+                self.sessions += 1
+                counts = target_session(one, self.probe, self.profile, self.held).counts
+                found = counts["admitted"] if not counts["topology_affinity_errors"] else 0
+            self.memo[key] = found
+        return found
+
+    # -- options, in increasing cost ----------------------------------------------------------------
+    def candidates(self) -> Iterator[tuple[tuple[int, int], str, tuple[RunningPod, ...]]]:
+        """Every (node, pods taken off it) in increasing (pods, CPUs): size by size over all nodes. A
+        node with more than MAX_NODE_PODS movable pods offers subsets of its smallest ones only."""
+        for size in range(1, self.max_moves + 1):
+            level = []
+            for name, pods in self.movable.items():
+                pods = sorted(pods, key=lambda p: (p.cpu_count, p.uid))
+                if len(pods) > MAX_NODE_PODS and size > 1:
+                    self.truncated = True
+                    pods = pods[:MAX_NODE_PODS]
+                level += [((size, sum(p.cpu_count for p in sub)), name, sub) for sub in combinations(pods, size)]
+            level.sort(key=lambda c: (c[0], c[1], [p.uid for p in c[2]]))
+            yield from level
+
+    def evaluate(self, name: str, pods: tuple[RunningPod, ...]) -> _Option | None:
+        self.evaluated += 1
+        base = self.base.get(name)
+        if base is None:
+            base = self.base[name] = self.cap(name)
+        cap = self.cap(name, pods)
+        return _Option(name, pods, cap - base) if cap else None
+
+    # -- combinations -------------------------------------------------------------------------------
+    def combinations(self, found: dict[str, list[_Option]], short: int
+                     ) -> Iterator[tuple[tuple[int, int], list[_Option]]]:
+        """Combinations of at most one option per node whose gains cover `short`, in increasing cost
+        (best-first, with the exact cost-to-go of a knapsack table over the shortfall). Once one is
+        yielded (and so failed, if the caller asks for more), its supersets are queued too — one more
+        option on another node, gainless ones included — so a combination whose check fails does not
+        hide the dearer ones that contain it (a pod moved off a node the target uses anyway may be
+        what lets another moved pod be admitted again)."""
+        names = sorted(n for n, opts in found.items() if opts)
+        nodes = [sorted(found[n], key=lambda o: o.cost) for n in names]
+        gaining = [[o for o in opts if o.gain > 0] for opts in nodes]
+        n = len(nodes)
+        best = [[INF] * (short + 1) for _ in range(n + 1)]
+        best[n][0] = (0, 0)
+        for i in range(n - 1, -1, -1):
+            row, nxt = best[i], best[i + 1]
+            for d in range(short + 1):
+                b = nxt[d]
+                for opt in gaining[i]:
+                    rest = nxt[max(0, d - opt.gain)]
+                    if rest is not INF:
+                        c = _add(opt.cost, rest)
+                        if c[0] <= self.max_moves and c < b:
+                            b = c
+                row[d] = b
+        heap: list = []
+        seq = 0
+        seen: set[frozenset] = set()
+
+        def push(cost: tuple[int, int], i: int, d: int, path: tuple[tuple[int, _Option], ...]) -> None:
+            nonlocal seq
+            rest = best[i][d] if d else (0, 0)
+            if rest is INF:
+                return
+            f = _add(cost, rest)
+            if f[0] > self.max_moves:
+                return
+            seq += 1
+            heapq.heappush(heap, (f, d, -i, seq, cost, i, path))
+
+        push((0, 0), 0, short, ())
+        while heap:
+            _f, d, _mi, _s, cost, i, path = heapq.heappop(heap)
+            if d == 0:
+                key = combo_key(o for _j, o in path)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield cost, [o for _j, o in path]
+                used = {j for j, _o in path}
+                for j in range(n):
+                    if j not in used:
+                        for opt in nodes[j]:
+                            push(_add(cost, opt.cost), i, 0, (*path, (j, opt)))
+                continue
+            if i == n:
+                continue
+            push(cost, i + 1, d, path)
+            for opt in gaining[i]:
+                push(_add(cost, opt.cost), i + 1, max(0, d - opt.gain), (*path, (i, opt)))
+
+    # -- one combination ----------------------------------------------------------------------------
+    def try_plan(self, pods: list[RunningPod], evict: int) -> list[tuple[RunningPod, str | None]] | None:
+        """Where the pods taken off go again (at most `evict` of them evicted instead), or None."""
+        work = self.cluster.copy()
+        for pod in pods:
+            take_off(work, pod)
+        result = target_session(work, self.job, self.profile, self.held)
+        reason = session_ok(result, self.job)
+        if not reason:
+            used = {p.node for p in result.pods if p.status == "admitted"}
+            if {p.node for p in pods} - used:
+                reason = "a node freed is not used by the target"
+        if reason:
+            self.fail(reason)
+            return None
+        order = order_moves(pods)
+        names = sorted(work.nodes)
+        tries = [0]
+        chosen: list[str | None] = []
+
+        def place(k: int, evicted: int) -> bool:
+            if k == len(order):
+                return True
+            pod = order[k]
+            for name in [pod.node, *(n for n in names if n != pod.node)]:
+                if tries[0] >= MAX_DESTINATION_TRIES:
+                    return False
+                tries[0] += 1
+                snap = work.snapshot(name)
+                if put_on(work, pod, name) is not None:
+                    chosen.append(name)
+                    if place(k + 1, evicted):
+                        return True
+                    chosen.pop()
+                    work.restore(name, snap)
+            if evicted < evict and self.rules.evictable(pod, self.job.priority):
+                chosen.append(None)
+                if place(k + 1, evicted + 1):
+                    return True
+                chosen.pop()
+            return False
+
+        if place(0, 0):
+            return list(zip(order, chosen, strict=True))
+        if tries[0] >= MAX_DESTINATION_TRIES:
+            self.gave_up = True
+        self.fail("the moved pods cannot all be admitted again")
+        return None
+
+    def check(self, combo: list[_Option], evictions: bool) -> tuple[list[tuple[RunningPod, str | None]], Check] | None:
+        """Carry a combination out (fewest evictions first) and verify the plan from scratch."""
+        self.checks += 1
+        if self.progress is not None:
+            self.progress(min(self.checks, self.max_checks), self.max_checks)
+        pods = [p for opt in combo for p in opt.pods]
+        for evict in range(len(pods) + 1) if evictions else (0,):
+            moves = self.try_plan(pods, evict)
+            if moves is not None:
+                check = carry_out(self.cluster, self.job, self.profile, self.held, moves, explain=True)
+                if check.ok:
+                    return moves, check
+                self.fail(f"verification: {check.reason}")
+                return None
+        return None
+
+    def seeds(self, short: int, until: float) -> Iterator[_Option]:
+        """A first option on the nodes most likely to give one cheaply (fewest movable CPUs first), found
+        greedily: take the node's smallest pods off one by one until it gains, then put back every pod
+        it gains without. Not the cheapest options, but a plan early when single moves gain nothing
+        (big pods over several small ones); the search in cost order stays what proves a plan cheapest."""
+        gained = 0
+        for name in sorted(self.movable, key=lambda n: (sum(p.cpu_count for p in self.movable[n]), n)):
+            if gained >= 2 * short or time.monotonic() > until:
+                return
+            pods = sorted(self.movable[name], key=lambda p: (p.cpu_count, p.uid))
+            base = self.base.get(name)
+            if base is None:
+                base = self.base[name] = self.cap(name)
+            if self.cap(name, tuple(pods)) <= base:
+                continue
+            chosen: list[RunningPod] = []
+            for pod in pods:
+                chosen.append(pod)
+                if self.cap(name, tuple(chosen)) > base:
+                    break
+            for pod in list(chosen):
+                trial = tuple(p for p in chosen if p is not pod)
+                if trial and self.cap(name, trial) > base:
+                    chosen = list(trial)
+            option = self.evaluate(name, tuple(sorted(chosen, key=lambda p: (p.cpu_count, p.uid))))
+            if option is not None and option.gain > 0:
+                gained += option.gain
+                yield option
+
+    # -- the whole search -----------------------------------------------------------------------------
+    def search(self, short: int, evictions: bool) -> tuple[Check | None, bool, tuple[int, int]]:
+        """(the cheapest verified plan found, whether it is proven the cheapest, a lower bound on the
+        cost of any plan). Options are evaluated in increasing cost, in batches; after each batch the
+        combinations of the options known are checked in increasing cost. Any plan costs at least the
+        first combination not yet checked, or uses an option not yet evaluated and costs at least the
+        next one: the smaller of the two is the bound, and a plan that costs no more is the cheapest.
+        Option evaluation stops at EVALUATION_SHARE of the time, leaving the rest to checks."""
+        now = time.monotonic()
+        self.evaluation_deadline = now + EVALUATION_SHARE * max(0.0, self.deadline - now)
+        self.failed = set()
+        found: dict[str, list[_Option]] = {}
+        gain_left = 0
+
+        def add(option: _Option | None) -> None:
+            nonlocal gain_left
+            if option is None:
+                return
+            known = found.setdefault(option.node, [])
+            if any(o.pods == option.pods for o in known):
+                return
+            before = max((o.gain for o in known), default=0)
+            known.append(option)
+            gain_left += max(0, option.gain - before)
+
+        for option in self.seeds(short, now + SEED_SHARE * max(0.0, self.deadline - now)):
+            add(option)
+        stream = self.candidates()
+        pending = next(stream, None)
+        best: tuple[tuple[int, int], Check] | None = None
+        batch = 1
+        while True:
+            evaluated = 0
+            while pending is not None and time.monotonic() < self.evaluation_deadline and (
+                    gain_left < short or evaluated < batch):
+                _cost, name, pods = pending
+                add(self.evaluate(name, pods))
+                evaluated += 1
+                pending = next(stream, None)
+            batch = min(batch * 2, 4096)
+            frontier = pending[0] if pending is not None else None
+            evaluating = pending is not None and time.monotonic() < self.evaluation_deadline
+            stop: tuple[int, int] | None = None  # the first combination not checked (None: all were)
+            early = False  # one combination dearer than the frontier is checked per batch while no plan is known
+            for cost, combo in self.combinations(found, short) if gain_left >= short else ():
+                if (best is not None and cost >= best[0]) or self.expired() or self.checks >= self.max_checks:
+                    stop = cost
+                    break
+                if evaluating and frontier is not None and cost > frontier:
+                    if best is not None or early:
+                        stop = cost
+                        break
+                    early = True
+                key = combo_key(combo)
+                if key in self.failed:
+                    continue
+                done = self.check(combo, evictions)
+                if done is None:
+                    self.failed.add(key)
+                    continue
+                best = (cost, done[1])
+                stop = cost
+                break
+            bound = min([c for c in (stop, frontier) if c is not None], default=(self.max_moves + 1, 0))
+            if best is not None and best[0] <= bound:
+                return best[1], self.complete, best[0]
+            if not evaluating or self.expired() or self.checks >= self.max_checks:
+                return (best[1] if best else None), False, bound
+
+@paused_gc()
+def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", rules: Rules | None = None,
+              priorities: Mapping[str, int] | None = None, held: Collection[str] = (), max_moves: int = 8,
+              time_limit: float = 8.0, max_checks: int = 200,
+              progress: Callable[[int, int], None] | None = None) -> RoomPlan:
+    """The fewest moves after which `job` places on `cluster` (left unchanged); see the module docstring.
+    `priorities`: pod uid → priority (0 when absent); `held`: uids of the job's pods already running."""
+    started = time.monotonic()
+    if not isinstance(cluster, Cluster):
+        raise RequestError(f"make_room needs a Cluster, not {type(cluster).__name__}")
+    if not isinstance(job, Job):
+        raise RequestError(f"make_room needs a Job, not {type(job).__name__}")
+    if check_int(max_moves, "max_moves", 1, field="max_moves") > MAX_MOVES:
+        raise RequestError(f"max_moves: at most {MAX_MOVES}, not {max_moves}", "max_moves")
+    check_int(max_checks, "max_checks", 1, field="max_checks")
+    profile = get_profile(profile)
+    rules = rules or Rules()
+    held = frozenset(held)
+    now = carry_out(cluster, job, profile, held, [], explain=True)
+    if now.ok:
+        return RoomPlan(True, True, minimal=True, lower_bound=0, check=now,
+                        stats={"engine_s": round(time.monotonic() - started, 3)})
+    s = _Search(cluster, job, profile, rules, held, running_pods(cluster, priorities), max_moves,
+                started + time_limit, max_checks, progress)
+    placed_now = target_session(cluster.copy(), s.probe, profile, held).counts["admitted"]
+    short = s.need - placed_now
+    check = None
+    proven, bound = False, (1, 0)
+    if short > 0:
+        check, proven, bound = s.search(short, evictions=False)
+        if check is None and rules.allow_evictions and proven is False and bound[0] > max_moves and s.complete:
+            check, proven, bound = s.search(short, evictions=True)
+    proven = proven and s.alike
+    stats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
+             "sessions": s.sessions, "checks": s.checks, "target_pods_now": placed_now, "shortfall": max(short, 0),
+             "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items()))}
+    lower = s.lower_bound(bound[0]) if short > 0 else 1
+    if check is None:
+        if short <= 0:
+            reason = ("the target's pods fit one node at a time but not together "
+                      f"({now.reason}); no plan of moves was searched")
+        elif s.alike and s.complete and bound[0] > max_moves:
+            reason = f"no plan of at most {max_moves} moves makes room"
+        else:
+            reason = "no plan within the bounds (time, checks or size)"
+        return RoomPlan(False, False, lower_bound=min(lower, max_moves + 1), reason=reason, stats=stats)
+    moves = [m for m in check.moves if m.to_node is not None]
+    evicted = [m for m in check.moves if m.to_node is None]
+    return RoomPlan(False, True, moves, evicted, minimal=proven, lower_bound=lower, check=check, stats=stats)
+
+
+__all__ = ["RoomPlan", "make_room"]

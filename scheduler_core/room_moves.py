@@ -1,0 +1,252 @@
+"""Moves, for making room (MAKE_ROOM.md): the pods running on a cluster as the kubelet holds them,
+which of them may move, and a plan carried out on a copy of the cluster and checked by a real session.
+
+A plan is carried out the way an operator would: every moved or evicted pod is taken off its node,
+the target's session runs (it must place its gang's `min_available` with no admission error), then
+each moved pod is re-admitted, in the plan's order, on its destination node — a real kubelet
+admission there, so it gets the CPUs that node's policies give it. A plan is *valid* when all of
+that succeeds and every node a pod was taken off receives a pod of the target (a move frees room
+the target takes, or it is not worth making).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from .admission import admit_pod
+from .cpuset import CPUSet
+from .errors import RequestError
+from .explain import SessionResult
+from .jobs import Job
+from .node import Allocation
+from .pods import GUARANTEED, Container, Pod
+from .profiles import Profile
+from .session import Cluster, Request, run_session
+
+DEFAULT_PROTECTED = ("kube-system",)
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A pod holding resources on a node: its allocations (one per container, or one for the pod)
+    and its priority (0 when unknown)."""
+
+    uid: str
+    node: str
+    allocations: tuple[Allocation, ...]
+    priority: int = 0
+
+    @property
+    def namespace(self) -> str:
+        return self.uid.partition("/")[0] if "/" in self.uid else "default"
+
+    @property
+    def name(self) -> str:
+        return self.uid.partition("/")[2] if "/" in self.uid else self.uid
+
+    @property
+    def cpus(self) -> CPUSet:
+        mask = 0
+        for a in self.allocations:
+            mask |= a.cpus.mask
+        return CPUSet(mask)
+
+    @property
+    def cpu_count(self) -> int:
+        return len(self.cpus)
+
+    def pod(self) -> Pod:
+        """The pod as the kubelet would admit it again: per allocation a Guaranteed container asking
+        for exactly what it holds (CPUs, memory and hugepages summed over NUMA nodes, device counts)."""
+        containers = []
+        for i, a in enumerate(self.allocations):
+            res: dict[str, int] = {}
+            if a.cpus:
+                res["cpu"] = len(a.cpus) * 1000
+            for amounts in a.memory.values():
+                for r, b in amounts.items():
+                    res[r] = res.get(r, 0) + b
+            for r, ids in a.devices.items():
+                res[r] = len(ids)
+            containers.append(Container(a.container or f"container-{i}", res, dict(res)))
+        return Pod(self.name, tuple(containers), namespace=self.namespace, uid=self.uid, qos=GUARANTEED)
+
+    def numa(self, cluster: Cluster) -> list[int]:
+        mask = cluster.nodes[self.node].numa_mask_of(self.allocations)
+        return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def running_pods(cluster: Cluster, priorities: Mapping[str, int] | None = None) -> list[RunningPod]:
+    """Every pod holding an allocation, by node then uid."""
+    priorities = priorities or {}
+    out = []
+    for name in sorted(cluster.nodes):
+        by_pod: dict[str, list[Allocation]] = {}
+        for a in cluster.nodes[name].allocations:
+            by_pod.setdefault(a.pod, []).append(a)
+        out += [RunningPod(uid, name, tuple(allocs), priorities.get(uid, 0)) for uid, allocs in sorted(by_pod.items())]
+    return out
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What may not move: pods of the target, pods in `protected_namespaces`, pods at or above
+    `max_priority` (None: no limit), pods matching a `pinned` pattern (`namespace/name`, shell
+    wildcards). With `allow_evictions`, movable pods of lower priority than the target may be
+    evicted (stopped, not placed again) when moves alone cannot make room."""
+
+    protected_namespaces: frozenset[str] = frozenset(DEFAULT_PROTECTED)
+    max_priority: int | None = None
+    pinned: tuple[str, ...] = ()
+    allow_evictions: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protected_namespaces", frozenset(self.protected_namespaces))
+        object.__setattr__(self, "pinned", tuple(self.pinned))
+        if self.max_priority is not None and (isinstance(self.max_priority, bool)
+                                              or not isinstance(self.max_priority, int)):
+            raise RequestError(f"max_priority: must be an integer, not {self.max_priority!r}", "max_priority")
+
+    def refusal(self, pod: RunningPod, target: Collection[str]) -> str | None:
+        """Why `pod` may not move (None: it may)."""
+        if pod.uid in target:
+            return "a pod of the target"
+        if pod.namespace in self.protected_namespaces:
+            return f"namespace {pod.namespace} is protected"
+        if self.max_priority is not None and pod.priority >= self.max_priority:
+            return f"priority {pod.priority} is at or above {self.max_priority}"
+        if any(fnmatch.fnmatchcase(pod.uid, p) for p in self.pinned):
+            return "pinned"
+        return None
+
+    def evictable(self, pod: RunningPod, target_priority: int) -> bool:
+        return self.allow_evictions and pod.priority < target_priority
+
+
+@dataclass(frozen=True)
+class Move:
+    """A pod taken off `pod.node` and re-admitted on `to_node` with `to_cpus`; `to_node` None: evicted."""
+
+    pod: RunningPod
+    to_node: str | None
+    to_cpus: CPUSet = field(default_factory=CPUSet)
+    to_numa: tuple[int, ...] = ()
+
+    def to_dict(self, cluster: Cluster) -> dict:
+        out = {"namespace": self.pod.namespace, "pod": self.pod.name, "from_node": self.pod.node,
+               "from_numa": self.pod.numa(cluster), "from_cpus": str(self.pod.cpus), "cpus": self.pod.cpu_count,
+               "priority": self.pod.priority}
+        if self.to_node is not None:
+            out.update(to_node=self.to_node, to_numa=list(self.to_numa), to_cpus=str(self.to_cpus))
+        return out
+
+
+@dataclass
+class Check:
+    """A plan carried out on a copy: `ok`, the target's session and the cluster it left (moved pods
+    re-admitted), the moves with the CPUs they got, and why it failed."""
+
+    ok: bool
+    result: SessionResult | None
+    cluster: Cluster
+    moves: list[Move]
+    reason: str = ""
+
+
+def take_off(cluster: Cluster, pod: RunningPod) -> None:
+    """Release `pod` on its node, with its share of the scheduler's tally."""
+    cluster.release(pod.node, pod.uid)
+    t = cluster.tally[pod.node]
+    req = Request.of(pod.pod())
+    t.cpu_milli -= req.cpu_milli
+    t.memory -= req.memory
+    for r, n in req.devices:
+        t.devices[r] = t.devices.get(r, 0) - n
+
+
+def put_on(cluster: Cluster, pod: RunningPod, node: str) -> Move | None:
+    """Admit `pod` on `node` as its kubelet would (None: refused by resource fit or the kubelet, or
+    given back exactly what it held: not a move)."""
+    spec = pod.pod()
+    req = Request.of(spec)
+    if cluster.fit(node, req) is not None:
+        return None
+    target = cluster.nodes[node]
+    res = admit_pod(target, spec, commit=False)
+    if not res.admitted:
+        return None
+    cpus = res.cpus
+    if node == pod.node and cpus == pod.cpus:
+        return None
+    for a in res.allocations:
+        target.allocate(a)
+    cluster.add_request(node, req)
+    cluster.refresh(node)
+    mask = target.numa_mask_of(res.allocations)
+    return Move(pod, node, cpus, tuple(i for i in range(mask.bit_length()) if mask >> i & 1))
+
+
+def session_ok(result: SessionResult, job: Job) -> str:
+    """Why the target's session does not count as a fit ('' when it does): its gang committed and
+    no pod was refused by a kubelet."""
+    counts = result.counts
+    if counts["topology_affinity_errors"]:
+        return f"{counts['topology_affinity_errors']} TopologyAffinityErrors"
+    if counts["admission_errors"]:
+        return f"{counts['admission_errors']} admission errors"
+    if not all(j["committed"] for j in result.jobs):
+        return f"job {job.name}: fewer than minAvailable ({job.min_available}) pods placed"
+    return ""
+
+
+def target_session(cluster: Cluster, job: Job, profile: str | Profile, held: Collection[str],
+                   explain: bool = False) -> SessionResult:
+    """The target's dry run on `cluster` (mutated)."""
+    if explain:
+        return run_session(cluster, [job], profile=profile, held=held)
+    return run_session(cluster, [job], profile=profile, held=held, explain_names=0, explain_groups=0)
+
+
+def carry_out(cluster: Cluster, job: Job, profile: str | Profile, held: Collection[str],
+              moves: Sequence[tuple[RunningPod, str | None]], explain: bool = False) -> Check:
+    """Carry out a plan on a copy of `cluster` (left unchanged) and check it (module docstring).
+    `moves`: (pod, destination node or None to evict), in order."""
+    work = cluster.copy()
+    for pod, _dest in moves:
+        take_off(work, pod)
+    result = target_session(work, job, profile, held, explain)
+    reason = session_ok(result, job)
+    if reason:
+        return Check(False, result, work, [], reason)
+    used = {p.node for p in result.pods if p.status == "admitted"}
+    idle = sorted({pod.node for pod, _d in moves} - used)
+    if idle:
+        return Check(False, result, work, [], f"no pod of the target goes to {idle[0]}, which a move frees")
+    done = []
+    for pod, dest in moves:
+        if dest is None:
+            done.append(Move(pod, None))
+            continue
+        move = put_on(work, pod, dest)
+        if move is None:
+            return Check(False, result, work, done, f"{pod.uid} cannot be admitted on {dest}")
+        done.append(move)
+    return Check(True, result, work, done)
+
+
+def shape_job(pod: Pod, count: int, policy: str | None, namespace: str = "numaweb-make-room") -> Job:
+    """A target given as a pod shape × count with a task topology policy: a gang of all of them."""
+    from .jobs import Task
+
+    return Job("make-room", (Task("pod", replace(pod, namespace=namespace), count, policy),), namespace=namespace)
+
+
+def order_moves(pods: Iterable[RunningPod]) -> list[RunningPod]:
+    """The order moved pods are placed again in: the largest first (harder to place), then by uid."""
+    return sorted(pods, key=lambda p: (-p.cpu_count, p.uid))
+
+
+__all__ = ["DEFAULT_PROTECTED", "Check", "Move", "Rules", "RunningPod", "carry_out", "order_moves", "put_on",
+           "running_pods", "session_ok", "shape_job", "take_off", "target_session"]
