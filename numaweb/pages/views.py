@@ -377,7 +377,7 @@ def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_for
 def _job_list_context(request: HttpRequest, cluster: Cluster | None) -> dict:
     """One page of the cluster's jobs as filtered, newest first; the filter's values for the forms that
     take "the jobs matching the filter"; the query without the page for the pager's links."""
-    filter_form = JobFilterForm(request.GET)
+    filter_form = JobFilterForm(request.GET, auto_id="job-filter-%s")  # ids apart from the job form's
     filters = filter_form.filters()
     jobs = job_services.filter_jobs(Job.objects.filter(cluster=cluster), **filters)
     page = Paginator(jobs.defer("manifest").order_by("-id"), JOBS_PER_PAGE).get_page(request.GET.get("page"))
