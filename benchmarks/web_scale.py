@@ -206,7 +206,7 @@ def main() -> None:
         print(f"demo: {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - start:.1f} s")
         cluster = Cluster.objects.get(name="scale")
         user = get_user_model().objects.create_superuser("bench", password="bench-pw-1")
-        client = Client()
+        client = Client(HTTP_HOST="localhost")  # a host the settings allow (testserver is not one)
         client.force_login(user)
         if args.jobs_only:
             jobs_pages(client, cluster, reference_session(cluster, args.session_jobs), args.repeat)
