@@ -23,4 +23,4 @@ RUN DJANGO_SECRET_KEY=build-only NUMAWEB_DATA_DIR=/tmp/build python manage.py co
     && rm -rf /tmp/build
 
 EXPOSE 8000
-CMD ["gunicorn", "-c", "python:numaweb.gunicorn_conf", "numaweb.wsgi", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "-c", "python:numaweb.gunicorn_conf", "numaweb.asgi", "--bind", "0.0.0.0:8000"]

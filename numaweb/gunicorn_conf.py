@@ -1,17 +1,23 @@
 """gunicorn settings for both ways of serving numaweb: `manage.py serve` and docker-compose's web service run
-`gunicorn -c python:numaweb.gunicorn_conf numaweb.wsgi`.
+`gunicorn -c python:numaweb.gunicorn_conf numaweb.asgi`.
 
-Sized to the machine: one process per CPU (at least two, so one stuck request never stops the site), each with
-threads, because a request mostly waits on the database. WEB_CONCURRENCY and GUNICORN_THREADS override.
+Each process runs uvicorn's event loop (ASGI, numaweb/asgi.py): requests are parsed and their bodies read without
+a thread, so slow clients (headers or a body trickled a byte at a time) cost a coroutine each and never hold what
+other users need; a view then runs in a thread of its own. With gunicorn's threads facing the clients, 8 slow
+connections stalled the site; with the event loop, 200 held for 60 s leave other requests at p99 < 1 s
+(benchmarks/README.md, benchmarks/slow_clients.py). Sized to the machine: one process per CPU (at least two, so
+one stuck process never stops the site); WEB_CONCURRENCY overrides.
 Access log on stdout, server errors on stderr (application logs: numaweb.settings.LOGGING), both as JSON lines
 when NUMAWEB_LOG_FORMAT=json, like the application's."""
 
 import os
 
 workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, os.cpu_count() or 1))
-worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS") or 4)
+worker_class = "uvicorn_worker.UvicornWorker"
 timeout = 60
+# uvicorn would otherwise take X-Forwarded-For from local clients as the client's address: the one rule for which
+# address counts is numaweb.access.clients (NUMAWEB_TRUSTED_PROXIES)
+forwarded_allow_ips = ""
 graceful_timeout = 20
 accesslog = "-"
 errorlog = "-"

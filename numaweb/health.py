@@ -1,8 +1,11 @@
 """What /healthz reports and the pages' banner reads: can the database and the broker be reached, and has a
-worker sent a heartbeat within NUMAWEB_WORKER_TIMEOUT seconds. Each check answers "ok" or what is wrong."""
+worker sent a heartbeat within NUMAWEB_WORKER_TIMEOUT seconds. Each check answers "ok" or "<state>: <detail>";
+anonymous callers see the state only (the detail names internal hosts, ports and folders), signed-in users and
+the log see it whole."""
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 OK = "ok"
+log = logging.getLogger("numaweb.health")
 
 
 def database() -> str:
@@ -31,7 +35,7 @@ def broker() -> str:
     url = app.conf.broker_url or ""
     if url.startswith("numaweb-fs://"):
         folder = Path(app.conf.broker_transport_options.get("data_folder_in") or "")
-        return OK if folder.is_dir() and os.access(folder, os.W_OK) else f"queue folder {folder} is not writable"
+        return OK if folder.is_dir() and os.access(folder, os.W_OK) else f"not writable: queue folder {folder}"
     timeout = settings.CELERY_BROKER_CONNECTION_TIMEOUT
     try:
         if url.startswith(("redis://", "rediss://", "unix://")):
@@ -73,10 +77,16 @@ def workers_alive() -> bool:
         return True
 
 
-def report() -> tuple[bool, dict[str, Any]]:
-    """(healthy, body) for /healthz."""
-    db = database()
-    body: dict[str, Any] = {"database": db, "broker": broker(),
+def report(detailed: bool = True) -> tuple[bool, dict[str, Any]]:
+    """(healthy, body) for /healthz; without `detailed`, each failing part says its state only (and the log
+    has the whole text)."""
+    db, queue = database(), broker()
+    body: dict[str, Any] = {"database": db, "broker": queue,
                             "workers": workers() if db == OK else {"status": "unknown: the database is unreachable"}}
-    healthy = db == OK and body["broker"] == OK and body["workers"]["status"] == OK
+    healthy = db == OK and queue == OK and body["workers"]["status"] == OK
+    for part, text in (("database", db), ("broker", queue)):
+        if text != OK:
+            log.warning("health: %s %s", part, text)
+            if not detailed:
+                body[part] = text.partition(":")[0]
     return healthy, {"status": "ok" if healthy else "unavailable", **body}

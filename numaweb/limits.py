@@ -1,8 +1,15 @@
-"""Request bodies larger than NUMAWEB_MAX_UPLOAD_BYTES are refused with 413 before any byte is read.
+"""Bounds on what a request may send.
+
+Request bodies larger than NUMAWEB_MAX_UPLOAD_BYTES are refused with 413 before any byte is read, and chunked
+ones (no Content-Length) with 411: Django reads a body by its declared length, so it would see an empty one.
 
 Django bounds form fields (DATA_UPLOAD_MAX_MEMORY_SIZE) but not file parts, and DRF's JSON parser reads
 whatever the client sends; checking the declared length first keeps a 500 MB upload from costing the
-server 500 MB (the WSGI input stream never yields more than Content-Length, so the check is enough)."""
+server 500 MB (the WSGI input stream never yields more than Content-Length, so the check is enough).
+
+JSON bodies nest at most NUMAWEB_MAX_JSON_DEPTH levels (DepthLimitedJSONParser, every JSON endpoint of the API):
+Python's decoder recurses once per level, so a body nested 100,000 deep was a RecursionError (500); now it is a
+400 naming the limit, whether the decoder gives up first or the parsed value is merely deeper than the limit."""
 
 from __future__ import annotations
 
@@ -10,6 +17,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
 
 
 def too_large_message(length: int, limit: int) -> str:
@@ -18,20 +27,58 @@ def too_large_message(length: int, limit: int) -> str:
 
 
 class RequestSizeLimit:
-    """Middleware: 413 (JSON under /api/, text elsewhere) for a declared body over the limit."""
+    """Middleware: 413 (JSON under /api/, text elsewhere) for a declared body over the limit, 411 for a chunked one."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return _refuse(request, 411, "a chunked request body is not accepted: send it with a Content-Length")
         limit = settings.NUMAWEB_MAX_UPLOAD_BYTES
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         if length > limit:
-            message = too_large_message(length, limit)
-            if request.path.startswith("/api/"):
-                return JsonResponse({"detail": message}, status=413)
-            return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+            return _refuse(request, 413, too_large_message(length, limit))
         return self.get_response(request)
+
+
+def _refuse(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def too_deep_message(limit: int) -> str:
+    return f"JSON parse error - nested deeper than {limit} levels (NUMAWEB_MAX_JSON_DEPTH)"
+
+
+def deeper_than(value: object, limit: int) -> bool:
+    """True when `value` nests lists or objects more than `limit` levels deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
+
+
+class DepthLimitedJSONParser(JSONParser):
+    """JSONParser refusing bodies nested deeper than NUMAWEB_MAX_JSON_DEPTH with a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.NUMAWEB_MAX_JSON_DEPTH
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError(too_deep_message(limit)) from None
+        if deeper_than(data, limit):
+            raise ParseError(too_deep_message(limit))
+        return data

@@ -105,6 +105,8 @@ MIDDLEWARE = [
     # request latency by view for /metrics (numaweb.metrics), around everything else
     "numaweb.metrics.RequestTimer",
     "numaweb.limits.RequestSizeLimit",
+    # a full disk or database answers 503 with Retry-After, not 500 (numaweb.faults)
+    "numaweb.faults.StorageFaults",
     "django.middleware.security.SecurityMiddleware",
     # the Content-Security-Policy on every response, static files included (numaweb.access; CONTENT_SECURITY_POLICY)
     "csp.middleware.CSPMiddleware",
@@ -150,6 +152,8 @@ TEMPLATES = [
 # never receive the test run. (The PostgreSQL test starts a throwaway server and runs manage.py against it in
 # subprocesses, which do honour DATABASE_URL.)
 UNDER_PYTEST = "pytest" in sys.modules
+# SQLite: how long a writer waits for another's commit before it fails
+NUMAWEB_SQLITE_BUSY_SECONDS = envint("NUMAWEB_SQLITE_BUSY_SECONDS", "120")
 DATABASE_URL = "" if UNDER_PYTEST else os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"))}
@@ -159,9 +163,12 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("DATABASE_PATH", str(DATA_DIR / "numaweb.sqlite3")),
             # web and worker write at the same time: WAL lets readers run during a write, the busy
-            # timeout waits for the lock instead of failing, IMMEDIATE takes it at BEGIN (no upgrade deadlock)
+            # timeout waits for the lock instead of failing, IMMEDIATE takes it at BEGIN (no upgrade deadlock).
+            # The timeout outlasts the longest commit (a 50,000-pod session holds the lock about 12 s, the
+            # 100,000 pods a session may schedule twice that): writers wait, they never answer "database is locked"
             "OPTIONS": {
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=10000; PRAGMA synchronous=NORMAL;",
+                "init_command": f"PRAGMA journal_mode=WAL; PRAGMA busy_timeout={NUMAWEB_SQLITE_BUSY_SECONDS * 1000}; "
+                                "PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
             },
             # tests use a file too (not shared-cache memory, whose table locks ignore the busy timeout),
@@ -209,6 +216,10 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# the client address throttles and lock-outs count: the socket's, unless this many proxies of ours stand in front
+# and append to X-Forwarded-For (numaweb.access.clients)
+NUMAWEB_TRUSTED_PROXIES = envint("NUMAWEB_TRUSTED_PROXIES", "0")
+AXES_CLIENT_IP_CALLABLE = "numaweb.access.clients.client_ip"
 # HTTPS deployments: HSTS, and cookies only over HTTPS
 NUMAWEB_HTTPS = envbool("NUMAWEB_HTTPS", "false")
 SECURE_HSTS_SECONDS = envint("NUMAWEB_HSTS_SECONDS", "31536000") if NUMAWEB_HTTPS else 0
@@ -259,16 +270,38 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-CELERY_TASK_TIME_LIMIT = envint("NUMAWEB_SESSION_TIME_LIMIT", "3600")
+# every task (a session, a comparison variant) has two time limits: past the soft one the run stops between pods
+# and fails with a message naming it (nothing written); past the hard one Celery's prefork pool ends the process
+# and the session fails naming that limit
+NUMAWEB_TASK_TIME_LIMIT = envint("NUMAWEB_TASK_TIME_LIMIT", "3600")
+NUMAWEB_TASK_SOFT_TIME_LIMIT = envint("NUMAWEB_TASK_SOFT_TIME_LIMIT", str(max(1, NUMAWEB_TASK_TIME_LIMIT - 60)))
+if not 0 < NUMAWEB_TASK_SOFT_TIME_LIMIT < NUMAWEB_TASK_TIME_LIMIT:
+    raise ValueError(f"NUMAWEB_TASK_SOFT_TIME_LIMIT={NUMAWEB_TASK_SOFT_TIME_LIMIT} must be above 0 and below "
+                     f"NUMAWEB_TASK_TIME_LIMIT={NUMAWEB_TASK_TIME_LIMIT}")
+CELERY_TASK_TIME_LIMIT = NUMAWEB_TASK_TIME_LIMIT
+CELERY_TASK_SOFT_TIME_LIMIT = NUMAWEB_TASK_SOFT_TIME_LIMIT
 # a pool child that dies mid-session: the session task's message is put back (acks_late,
 # reject_on_worker_lost) after this wait for a result (default 10 s); results live on the session row
 CELERY_WORKER_LOST_WAIT = 1.0
 CELERY_TASK_ALWAYS_EAGER = envbool("NUMAWEB_EAGER", "false")
 
+# -- cache: what every web process must agree on (the API's throttle counts) --------------------------------
+# Redis when configured, else a table in the database (created by the access app's migrations); never the
+# default per-process memory, which let two gunicorn processes each accept the whole rate. A pytest run keeps
+# each test's counts in its own process memory (tests/access/test_shared_counts.py runs two real servers)
+if UNDER_PYTEST:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "numaweb"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "numaweb_cache",
+                          "OPTIONS": {"MAX_ENTRIES": 100_000}}}
+
 # -- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "numaweb.access.drf.LockoutAwareTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],
@@ -277,11 +310,15 @@ REST_FRAMEWORK = {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
     },
+    # DRF's browsable pages need inline styles and scripts the Content-Security-Policy refuses: only under DEBUG
+    # (where a developer may want them); otherwise a browser gets the JSON itself
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+                                 *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else [])],
     "DEFAULT_PAGINATION_CLASS": "numaweb.api.pagination.Pagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "numaweb.limits.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -312,10 +349,16 @@ SPECTACULAR_SETTINGS = {
 NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(16 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# a JSON body nested deeper than this is a 400 naming the limit (numaweb.limits)
+NUMAWEB_MAX_JSON_DEPTH = envint("NUMAWEB_MAX_JSON_DEPTH", "64")
 # jobs: replicas of one task, pods of one job, pods one session schedules
 NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
 NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
+# headroom (the API, the dashboard's box, a comparison's shape) places at most this many pods in its dry-run
+# sessions and starts none after this many seconds; past either the answer says "at least N"
+NUMAWEB_HEADROOM_MAX_PODS = envint("NUMAWEB_HEADROOM_MAX_PODS", "10000")
+NUMAWEB_HEADROOM_SECONDS = envint("NUMAWEB_HEADROOM_SECONDS", "10")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 # Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
 # and what may never move whatever a request says (protected namespaces: the default; pinned: always)

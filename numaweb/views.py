@@ -15,12 +15,13 @@ from . import health
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the database and broker answer and a worker was seen within NUMAWEB_WORKER_TIMEOUT, else 503;
-    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}.
-    `/healthz?live` checks nothing else: 200 once this process serves requests (a liveness probe, which must not
-    restart the web server because the database or the workers are away)."""
+    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}, with
+    the details of a failure (internal addresses) for signed-in users only. `/healthz?live` checks nothing else:
+    200 once this process serves requests (a liveness probe, which must not restart the web server because the
+    database or the workers are away)."""
     if "live" in request.GET:
         return JsonResponse({"status": "ok"})
-    healthy, body = health.report()
+    healthy, body = health.report(detailed=request.user.is_authenticated)
     return JsonResponse(body, status=200 if healthy else 503)
 
 

@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn numaweb.wsgi)."""
+"""WSGI entry point, for tools and tests that speak WSGI; the product serves numaweb.asgi (see its docstring)."""
 
 import os
 

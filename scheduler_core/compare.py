@@ -9,9 +9,10 @@ a pod shape. Every figure is computed from the engine's own inputs and results; 
 - `Shape.parse(cpu="4", memory="8Gi", devices={"nvidia.com/gpu": "1"}, policy="single-numa-node")`:
   one pod's requests (limits equal to requests, so Guaranteed when cpu and memory are set) and the
   task topology policy it carries.
-- `headroom(cluster, shape, profile)` → `{"total", "rejected", "nodes": [{"node", "count",
-  "rejected"}]}`: how many more pods of `shape` a session of `profile` places on `cluster` as it is
-  (real `run_session`s on copies, so exactly what a session would do; see `headroom`). Placed pods
+- `headroom(cluster, shape, profile, max_pods=None, seconds=None)` → `{"total", "rejected", "at_least",
+  "nodes": [{"node", "count", "rejected", "at_least"}]}`: how many more pods of `shape` a session of `profile`
+  places on `cluster` as it is (real `run_session`s on copies, so exactly what a session would do; see
+  `headroom`), at most `max_pods` of them tried and within `seconds` (beyond: "at least" the total). Placed pods
   always form a prefix of the job: once one pod of a shape finds no node, the state is unchanged and
   so does every later one; hence a session of `headroom + k` such pods places exactly `headroom`.
 - `run_variant(nodes, jobs, variant, shape=None)` → `{"metrics", "nodes"}`; `metrics(result,
@@ -39,6 +40,10 @@ BLOCK_BINS: tuple[tuple[str, int, int], ...] = (
     ("32-63", 32, 63), ("64+", 64, 1 << 62),
 )
 HEADROOM_NAMESPACE = "numaweb-headroom"  # its pods' uids never collide with real pods'
+#: the smallest CPU request of a shape: one whole CPU, the least the static CPU Manager pins. Below it a pod only
+#: takes a slice of the shared pool and its headroom is a division (a 1m shape "fits" 1,000 times per CPU), not
+#: a question of placement worth hundreds of thousands of simulated pods.
+MIN_SHAPE_CPU_MILLI = 1000
 
 
 # ------------------------------------------------------------------------------------------------
@@ -180,6 +185,9 @@ class Shape:
     def __post_init__(self) -> None:
         if self.cpu_milli <= 0:
             raise RequestError("cpu: a pod shape needs a CPU request above zero")
+        if self.cpu_milli < MIN_SHAPE_CPU_MILLI:
+            raise RequestError(f"cpu: a pod shape asks for at least one whole CPU (1, the smallest request the "
+                               f"kubelet's static CPU Manager pins), not {self.cpu_milli}m")
         if self.policy is not None and self.policy not in TOPOLOGY_POLICIES:
             raise PolicyError(f"policy: unknown topology policy {self.policy!r}; expected one of: "
                               f"{', '.join(TOPOLOGY_POLICIES)}")
@@ -220,7 +228,8 @@ class Shape:
                 "devices": dict(self.devices), "policy": self.policy}
 
 
-def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned") -> dict:
+def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned", *, max_pods: int | None = None,
+             seconds: float | None = None) -> dict:
     """Pods of `shape` a session of `profile` (a name or a Profile with its options) would still place
     on `cluster` (left unchanged), per node.
 
@@ -230,7 +239,11 @@ def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned")
     one real session each, over one of them: a job of as many replicas as resource fit allows there.
     The sum is what one session over the whole cluster places (tests/core/test_compare.py checks it
     against such a session, for every profile). `rejected` counts those the kubelet would then refuse
-    (placed by the scheduler, as a session counts them, but holding nothing); always 0 for `aligned`."""
+    (placed by the scheduler, as a session counts them, but holding nothing); always 0 for `aligned`.
+
+    The work is bounded: the sessions try at most `max_pods` pods in all, and no new session starts
+    after `seconds`. A node whose session was cut short (or never run) counts what was placed and says
+    `at_least`; so does the answer, with `stopped` naming the bound that was reached."""
     try:
         profile = get_profile(profile)
     except PolicyError as exc:
@@ -241,26 +254,43 @@ def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned")
     groups: dict[tuple, list[str]] = {}
     for name in sorted(cluster.nodes):
         groups.setdefault((cluster.nodes[name].state_key(), cluster.tally[name].key()), []).append(name)
-    per_node: dict[str, tuple[int, int]] = {}
+    per_node: dict[str, tuple[int, int, bool]] = {}
     bound = sessions = 0
+    left = max_pods
+    stopped = None
     for members in groups.values():
         fits = cluster.fit_count(members[0], request)
         bound += fits * len(members)
         placed = rejected = 0
-        if fits:
+        if fits and stopped is None and seconds is not None and time.perf_counter() - started > seconds:
+            stopped = f"time budget of {seconds:g} s"
+        if fits and stopped is None and left is not None and left <= 0:
+            stopped = f"limit of {max_pods} pods tried"
+        cut = bool(fits) and stopped is not None
+        if fits and stopped is None:
+            replicas = fits if left is None else min(fits, left)
+            cut = replicas < fits
+            if cut:
+                stopped = f"limit of {max_pods} pods tried"
             sessions += 1
-            job = Job("headroom", (Task("pod", pod, fits, shape.policy),), min_available=1,
+            job = Job("headroom", (Task("pod", pod, replicas, shape.policy),), min_available=1,
                       namespace=HEADROOM_NAMESPACE)
             result = run_session(cluster.copy(members[:1]), [job], profile=profile, explain_names=0,
                                  explain_groups=0)
             counts = result.counts
             placed, rejected = counts["placed"], counts["topology_affinity_errors"] + counts["admission_errors"]
+            cut = cut and placed == replicas  # fewer placed than tried: the node is full, the count exact
+            if left is not None:
+                left -= replicas
         for name in members:
-            per_node[name] = (placed, rejected)
-    return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r in per_node.values()),
-            "rejected": sum(r for _c, r in per_node.values()), "bound": bound, "sessions": sessions,
+            per_node[name] = (placed, rejected, cut)
+    at_least = any(cut for _c, _r, cut in per_node.values())
+    return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r, _a in per_node.values()),
+            "rejected": sum(r for _c, r, _a in per_node.values()), "at_least": at_least,
+            "stopped": stopped if at_least else None, "bound": bound, "sessions": sessions,
             "engine_s": time.perf_counter() - started,
-            "nodes": [{"node": name, "count": c, "rejected": r} for name, (c, r) in sorted(per_node.items())]}
+            "nodes": [{"node": name, "count": c, "rejected": r, "at_least": a}
+                      for name, (c, r, a) in sorted(per_node.items())]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -357,10 +387,11 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
 
 
 def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, shape: Shape | None = None,
-                progress=None) -> dict:
+                progress=None, headroom_pods: int | None = None, headroom_seconds: float | None = None) -> dict:
     """One variant as a dry run over `nodes` (left unchanged): `{"variant", "metrics", "nodes",
     "headroom"}`; `headroom` (for `shape`, on what the variant's placement leaves, with its profile)
-    is None without a shape, and its total is also `metrics["headroom"]`."""
+    is None without a shape, and its total is also `metrics["headroom"]`; `headroom_pods` and `headroom_seconds`
+    bound it as `headroom`'s `max_pods` and `seconds` do."""
     cluster = Cluster(variant.apply(nodes))
     profile = variant.engine_profile()
     result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0)
@@ -368,7 +399,7 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     out = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
            "headroom": None}
     if shape is not None:
-        room = headroom(cluster, shape, profile)
+        room = headroom(cluster, shape, profile, max_pods=headroom_pods, seconds=headroom_seconds)
         counts = {n["node"]: n["count"] for n in room["nodes"]}
         for row in table:
             row["headroom"] = counts[row["node"]]

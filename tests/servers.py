@@ -130,3 +130,38 @@ def redis_server(folder: Path, args: Sequence[str] = ("--save", "", "--appendonl
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def product_web_server(env: dict[str, str], log: Path) -> Iterator[str]:
+    """The web server `manage.py serve` starts (its `web_command`: gunicorn with numaweb.gunicorn_conf, uvicorn's
+    event loop in each process) on a free port, with `env` (a migrated database); yields its base URL."""
+    import urllib.error
+    import urllib.request
+
+    from numaweb.scheduling.management.commands.serve import web_command
+
+    root = Path(__file__).resolve().parents[1]
+    base = f"http://127.0.0.1:{free_port()}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(web_command(base.removeprefix("http://")), cwd=root, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=5).close()
+                break
+            except urllib.error.HTTPError:  # 503: no worker, which a web server alone does not need
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

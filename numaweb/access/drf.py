@@ -10,6 +10,11 @@ superusers). Anonymous requests get 401 (the token scheme is announced), users l
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
 from .roles import READ_METHODS, may
@@ -43,3 +48,26 @@ def _model(view):
 class RolePermission(BasePermission):
     def has_permission(self, request, view) -> bool:
         return may(request, required_permissions(request, view))
+
+
+def locked_out(username: str) -> bool:
+    """The account has as many failed logins within the lock-out time as django-axes locks at (counted as axes
+    counts them: its attempt rows for that name, whatever the address)."""
+    from axes.models import AccessAttempt
+
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    failures = AccessAttempt.objects.filter(username=username, attempt_time__gte=since).aggregate(
+        n=Sum("failures_since_start"))["n"] or 0
+    return failures >= settings.AXES_FAILURE_LIMIT
+
+
+class LockoutAwareTokenAuthentication(TokenAuthentication):
+    """DRF's token scheme, refusing (401) the tokens of an account locked out for failed logins until it is
+    unlocked: a guessed password must not be worked around by a token obtained earlier."""
+
+    def authenticate_credentials(self, key):
+        user, token = super().authenticate_credentials(key)
+        if locked_out(user.get_username()):
+            raise AuthenticationFailed("this account is locked out after too many failed logins; its tokens work "
+                                       "again once it is unlocked (manage.py axes_reset_username)")
+        return user, token

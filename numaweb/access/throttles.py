@@ -1,17 +1,23 @@
 """API rate limits (DRF throttles): writes per user, and the token endpoint per client address.
 
 Rates come from REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] when a request arrives (not when the class is
-imported), so settings changed at run time apply. Failed logins are counted by django-axes on top."""
+imported), so settings changed at run time apply. The counts live in Django's cache, which every web process
+shares (the database's cache table, or Redis with REDIS_URL: settings.CACHES); the client address is
+`clients.client_ip`'s. Failed logins are counted by django-axes on top."""
 
 from __future__ import annotations
 
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
+from .clients import client_ip
 from .roles import READ_METHODS
 
 
 class _LiveRate:
+    def get_ident(self, request) -> str:
+        return client_ip(request)
+
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
 

@@ -7,8 +7,11 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from numaweb.limits import DepthLimitedJSONParser
 
 from .throttles import TokenRateThrottle
 
@@ -17,6 +20,7 @@ LOCKED_OUT = "too many failed logins: this account or client is locked out for a
 
 class ObtainToken(ObtainAuthToken):
     throttle_classes = [TokenRateThrottle]
+    parser_classes = [FormParser, MultiPartParser, DepthLimitedJSONParser]
 
     @extend_schema(auth=[], responses={200: inline_serializer("Token", {"token": serializers.CharField()})})
     def post(self, request: Request, *args, **kwargs) -> Response:

@@ -5,6 +5,10 @@ Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEW
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import AsyncIterator, Iterator
+
+from asgiref.sync import sync_to_async
 from django.db.models import Count
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -18,7 +22,7 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -30,6 +34,7 @@ from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job
+from numaweb.limits import DepthLimitedJSONParser
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
@@ -223,7 +228,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     transaction. The list is paged (?page=, ?page_size=) and filtered on the server like the jobs page."""
 
     serializer_class = s.JobSerializer
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [DepthLimitedJSONParser, FormParser, MultiPartParser]
     pagination_class = ResultsPagination
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
@@ -329,6 +334,22 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         if session.status != SchedulingSession.DONE:
             return Response({"detail": f"session {session.pk} is {session.status}; its explanation exists once "
                                        "it is done"}, status=status.HTTP_409_CONFLICT)
-        response = StreamingHttpResponse(results.export_chunks(session), content_type="application/json")
+        response = StreamingHttpResponse(streamed(request, results.export_chunks(session)),
+                                         content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="session-{session.pk}.json"'
         return response
+
+
+def streamed(request: Request, chunks: Iterator[str]) -> Iterator[str] | AsyncIterator[str]:
+    """`chunks` as the server can stream them: under ASGI (the product's server) an async iterator that pulls
+    a batch at a time in the request's own thread (Django reads a plain iterator whole into memory there first);
+    under WSGI (tests, tools) the iterator itself."""
+    if "wsgi.input" in request.META:
+        return chunks
+    return _pulled(chunks)
+
+
+async def _pulled(chunks: Iterator[str], batch: int = 256) -> AsyncIterator[str]:
+    take = sync_to_async(lambda: list(itertools.islice(chunks, batch)), thread_sensitive=True)
+    while parts := await take():
+        yield "".join(parts)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,7 +23,14 @@ from numaweb.inventory.models import Cluster, Node
 from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
-from numaweb.scheduling.services import BrokerUnavailable, worker_gone, worker_id
+from numaweb.scheduling.services import (
+    BrokerUnavailable,
+    TimeLimit,
+    run_deadline,
+    time_limit_reason,
+    worker_gone,
+    worker_id,
+)
 from scheduler_core.compare import Shape, Variant, headroom, run_variant
 from scheduler_core.errors import EngineError
 from scheduler_core.kubelet import KubeletConfig
@@ -176,12 +184,21 @@ def enqueue(variant_ids: Sequence[int]) -> None:
 def requeue_pending(older_than: float) -> list[int]:
     """Send again every variant still pending `older_than` seconds after it was last sent, and every
     running one whose worker process is gone from this host (a lost message or a killed worker only
-    delays a comparison). The conditional update of `queued_at` lets one of several workers send it."""
+    delays a comparison), unless it ran past the hard time limit: that one fails, naming the limit. The
+    conditional update of `queued_at` lets one of several workers send it."""
     cutoff = timezone.now() - timedelta(seconds=older_than)
     stale = list(ComparisonVariant.objects.filter(status=Comparison.PENDING, queued_at__lte=cutoff)
                  .values_list("pk", "queued_at"))
-    stale += [(pk, queued) for pk, queued, worker in ComparisonVariant.objects.filter(status=Comparison.RUNNING)
-              .values_list("pk", "queued_at", "worker") if worker and worker_gone(worker)]
+    hard = settings.NUMAWEB_TASK_TIME_LIMIT
+    for pk, queued, worker, started in ComparisonVariant.objects.filter(status=Comparison.RUNNING).values_list(
+            "pk", "queued_at", "worker", "started_at"):
+        if not (worker and worker_gone(worker)):
+            continue
+        if started and (timezone.now() - started).total_seconds() >= hard:  # ended by the hard limit: not again
+            _finish(ComparisonVariant.objects.get(pk=pk), status=Comparison.FAILED,
+                    error=f"stopped at the hard time limit of {hard} s (NUMAWEB_TASK_TIME_LIMIT): {worker} was ended")
+        else:
+            stale.append((pk, queued))
     sent = [pk for pk, queued in stale
             if ComparisonVariant.objects.filter(pk=pk, queued_at=queued).update(queued_at=timezone.now())]
     if sent:
@@ -192,11 +209,15 @@ def requeue_pending(older_than: float) -> list[int]:
 
 # -- running --------------------------------------------------------------------------------------------
 class _Progress:
-    def __init__(self, pk: int) -> None:
-        self.pk, self.last = pk, 0.0
+    """Writes done/total to the variant's row at most every PROGRESS_INTERVAL; raises TimeLimit past `deadline`."""
+
+    def __init__(self, pk: int, deadline: float) -> None:
+        self.pk, self.last, self.deadline = pk, 0.0, deadline
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
+        if now > self.deadline:
+            raise TimeLimit("soft time limit")
         if done < total and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
@@ -214,16 +235,20 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
     ComparisonVariant.objects.filter(pk=row.pk).update(
         status=Comparison.RUNNING, started_at=timezone.now(), worker=worker_id(), error="", progress_done=0)
     comparison = row.comparison
+    deadline = run_deadline()
     try:
         nodes, seen = cluster_nodes(comparison.cluster)
         changed = _changed(comparison.snapshot, {name: gen for name, (_id, gen) in seen.items()})
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
-        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk))
+        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk, deadline),
+                          headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
+                          headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS)
         engine_ms = (time.perf_counter() - started) * 1000
     except Exception as exc:
-        reason = str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}"
+        reason = time_limit_reason(exc) or (
+            str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}")
         log.exception("comparison %s variant %s failed", comparison.pk, row.index)
         _finish(row, status=Comparison.FAILED, error=reason)
     else:
@@ -259,6 +284,8 @@ def close_if_finished(comparison: Comparison) -> bool:
 
 # -- headroom --------------------------------------------------------------------------------------------
 def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> dict:
-    """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now."""
+    """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now, within
+    NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least")."""
     nodes, _seen = cluster_nodes(cluster)
-    return headroom(EngineCluster(nodes), shape, profile)
+    return headroom(EngineCluster(nodes), shape, profile, max_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
+                    seconds=settings.NUMAWEB_HEADROOM_SECONDS)

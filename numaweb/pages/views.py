@@ -130,7 +130,8 @@ def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, Head
             form.add_error(None, f"cluster {cluster.name}: {exc}")
             continue
         ids = dict(Node.objects.filter(cluster=cluster).values_list("name", "pk"))
-        room["clusters"].append({"cluster": cluster, "total": result["total"], "rejected": result["rejected"]})
+        room["clusters"].append({"cluster": cluster, "total": result["total"], "rejected": result["rejected"],
+                                 "at_least": result["at_least"], "stopped": result["stopped"]})
         room["nodes"].update({ids[n["node"]]: n for n in result["nodes"]})
     return room, form
 

@@ -42,6 +42,13 @@ def beat(name: str, started_at=None) -> None:
             "host": socket.gethostname(), "pid": os.getpid(), "started_at": started_at or now, "seen_at": now})
 
 
+def heartbeat_age(host: str, pid: int) -> float | None:
+    """Seconds since the worker process `pid` on `host` last beat (None: it never did, or stopped cleanly)."""
+    seen = WorkerHeartbeat.objects.filter(host=host, pid=pid).order_by("-seen_at").values_list("seen_at", flat=True)
+    last = seen.first()
+    return None if last is None else (timezone.now() - last).total_seconds()
+
+
 def forget(name: str | None = None, host: str | None = None, pid: int | None = None) -> int:
     """Delete a worker's heartbeat (it stopped, or its supervisor saw it die): health turns at once."""
     rows = WorkerHeartbeat.objects.all()

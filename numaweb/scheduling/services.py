@@ -11,7 +11,8 @@ marked failed and its reason; a failed session can be run again.
 A worker that dies mid-session (killed, out of memory) never commits, so it too leaves nothing. Each
 run claims the row (status running, `runs` + 1, `worker` = host:pid) with a conditional update, and
 its progress writes are its heartbeat. A running session counts as lost when its worker process is
-gone from this host or its heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
+gone from this host, every worker on its host stopped beating for NUMAWEB_WORKER_TIMEOUT (hung: stopped or
+cut off), or its own heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
 failed ("worker lost") and can be re-run; a re-delivered message (acks_late, reject_on_worker_lost)
 runs it again from scratch. The commit only lands if its run still owns the row."""
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from numaweb.inventory import services as inventory
@@ -40,7 +41,7 @@ from scheduler_core.explain import PodRecord, SessionResult
 from scheduler_core.gc_pause import paused_gc
 
 from . import store
-from .models import PodStatus, SchedulingSession
+from .models import PodStatus, SchedulingSession, WorkerHeartbeat
 
 log = logging.getLogger("numaweb.scheduling")
 
@@ -64,6 +65,26 @@ class SessionNotRunnable(RuntimeError):
 
 class Superseded(RuntimeError):
     """This run no longer owns the session row (it was declared lost and run again): write nothing."""
+
+
+class TimeLimit(RuntimeError):
+    """A run went past NUMAWEB_TASK_SOFT_TIME_LIMIT: raised by its progress callback between pods (whatever the
+    pool), or by Celery's prefork pool as SoftTimeLimitExceeded; `time_limit_reason` words either."""
+
+
+def run_deadline() -> float:
+    """The monotonic time at which a run starting now passes the soft time limit."""
+    return time.monotonic() + settings.NUMAWEB_TASK_SOFT_TIME_LIMIT
+
+
+def time_limit_reason(exc: BaseException) -> str:
+    """The failure message of a run stopped by the soft time limit ("" for any other exception)."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    if not isinstance(exc, TimeLimit | SoftTimeLimitExceeded):
+        return ""
+    return (f"stopped at the soft time limit of {settings.NUMAWEB_TASK_SOFT_TIME_LIMIT} s "
+            "(NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
 
 
 def checkpoint(stage: str, session: SchedulingSession) -> None:
@@ -191,7 +212,16 @@ def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
     if session.status != SchedulingSession.RUNNING:
         return ""
     if session.worker and worker_gone(session.worker):
+        hard = settings.NUMAWEB_TASK_TIME_LIMIT
+        if session.started_at and ((now or timezone.now()) - session.started_at).total_seconds() >= hard:
+            return (f"stopped at the hard time limit of {hard} s (NUMAWEB_TASK_TIME_LIMIT): {session.worker} was "
+                    "ended; nothing was written")
         return (f"worker lost: {session.worker} died during the session (killed or crashed); nothing was "
+                "written, run it again")
+    silent = _worker_silence(session.worker.rpartition(":")[0], now) if session.worker else None
+    if silent is not None and silent > settings.NUMAWEB_WORKER_TIMEOUT:
+        return (f"worker lost: the worker on {session.worker.rpartition(':')[0]} sent no heartbeat for {silent:.0f} s "
+                f"(over NUMAWEB_WORKER_TIMEOUT, {settings.NUMAWEB_WORKER_TIMEOUT} s: hung or cut off); nothing was "
                 "written, run it again")
     beat = session.heartbeat_at or session.started_at or session.updated_at
     limit = settings.NUMAWEB_SESSION_STALE_SECONDS
@@ -200,6 +230,12 @@ def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
         return (f"worker lost: no heartbeat from {session.worker or 'its worker'}{since} (over {limit} s); "
                 "nothing was written, run it again")
     return ""
+
+
+def _worker_silence(host: str, now: datetime | None = None) -> float | None:
+    """Seconds since any worker on `host` last beat (None: no worker there ever published one)."""
+    last = WorkerHeartbeat.objects.filter(host=host).aggregate(last=Max("seen_at"))["last"]
+    return None if last is None else ((now or timezone.now()) - last).total_seconds()
 
 
 def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:
@@ -226,16 +262,19 @@ def expire_lost_sessions(now: datetime | None = None) -> list[int]:
 # -- running ---------------------------------------------------------------------------------------
 class _Progress:
     """The engine's progress callback: writes done/total and the heartbeat to the row at most every
-    PROGRESS_INTERVAL, only while this run still owns it."""
+    PROGRESS_INTERVAL, only while this run still owns it; raises TimeLimit past `deadline`."""
 
-    def __init__(self, session: SchedulingSession, also: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, session: SchedulingSession, deadline: float,
+                 also: Callable[[int, int], None] | None = None) -> None:
         self.session_id, self.run, self.also = session.pk, session.runs, also
-        self.last = 0.0
+        self.last, self.deadline = 0.0, deadline
 
     def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
         if self.also is not None:
             self.also(done, total)
         now = time.monotonic()
+        if now > self.deadline:
+            raise TimeLimit("soft time limit")
         if done < total and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
@@ -280,14 +319,15 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
     fields = {"session": session_id, "run": run}
     log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, run, session.profile,
              session.cluster.name, session.worker, extra=fields)
-    started = time.perf_counter()
+    started, deadline = time.perf_counter(), run_deadline()
     try:
         with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.gc_pause
-            _run_with_retries(session, progress)
+            _run_with_retries(session, deadline, progress)
     except Superseded as exc:
         log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
     except Exception as exc:
-        reason = str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}"
+        reason = time_limit_reason(exc) or (
+            str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}")
         ms = (time.perf_counter() - started) * 1000
         log.exception("session %s failed after %.0f ms: %s", session_id, ms, reason, extra={**fields, "ms": ms})
         SchedulingSession.objects.filter(pk=session_id, runs=run, status=SchedulingSession.RUNNING).update(
@@ -302,7 +342,8 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
     return session
 
 
-def _run_with_retries(session: SchedulingSession, progress: Callable[[int, int], None] | None = None) -> None:
+def _run_with_retries(session: SchedulingSession, deadline: float,
+                      progress: Callable[[int, int], None] | None = None) -> None:
     from scheduler_core.session import Cluster as EngineCluster
     from scheduler_core.session import run_session
 
@@ -312,8 +353,8 @@ def _run_with_retries(session: SchedulingSession, progress: Callable[[int, int],
         job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
-        result = run_session(EngineCluster(nodes), jobs, profile=session.profile, progress=_Progress(session, progress),
-                             held=held)
+        result = run_session(EngineCluster(nodes), jobs, profile=session.profile,
+                             progress=_Progress(session, deadline, progress), held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
         _beat(session)

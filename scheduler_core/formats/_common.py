@@ -118,7 +118,11 @@ def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
     import yaml
 
-    docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types (it refuses anchors); None: PyYAML reads it
+    try:
+        docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types (it refuses anchors); None: PyYAML reads it
+    except _fast_yaml.Refused:
+        _check_syntax(text, name)  # raises where PyYAML's parser fails; returns when it accepts the text after all
+        docs = None
     if docs is not None:
         return docs
     check = bool(_ANCHOR.search(text))  # no anchor, no alias: nothing can expand
@@ -143,6 +147,25 @@ def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML
         raise FormatError(f"{name}: invalid YAML: {exc}") from None
     except RecursionError:
         raise FormatError(f"{name}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _check_syntax(text: str, name: str) -> None:
+    """PyYAML's parser over the whole text, events only (nothing is composed, so memory stays flat): invalid YAML
+    fails here in a fraction of what building it would cost, with the same message."""
+    import yaml
+
+    loader = _loader_class()(text)
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise FormatError(f"{name}: invalid YAML{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise FormatError(f"{name}: invalid YAML: {exc}") from None
     finally:
         loader.dispose()
 

@@ -109,3 +109,36 @@ def test_https_turns_on_hsts_and_secure_cookies(tmp_path):
         out[flag] = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], env=env,
                                    capture_output=True, text=True, check=True).stdout.split()
     assert out == {"true": ["31536000", "True", "True", "True"], "false": ["0", "False", "False", "False"]}
+
+
+def test_a_locked_out_accounts_tokens_are_refused_until_it_is_unlocked(make_user, settings):
+    """A token obtained before the lock-out does not work around it; unlocking gives it back."""
+    from rest_framework.authtoken.models import Token
+
+    user = make_user("olga", "operator")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    assert api.get("/api/clusters/").status_code == 200
+    _fail(APIClient(), "/api/auth-token/", "olga", settings.AXES_FAILURE_LIMIT)
+    refused = api.get("/api/clusters/")
+    assert refused.status_code == 401 and "locked out" in refused.json()["detail"]
+    make_user("vera", "viewer")
+    _fail(APIClient(), "/api/auth-token/", "vera", 2)  # someone else's failures change nothing for olga
+    call_command("axes_reset_username", "olga")
+    assert api.get("/api/clusters/").status_code == 200
+
+
+def test_client_address_is_the_sockets_unless_proxies_are_trusted(settings):
+    from django.test import RequestFactory
+
+    from numaweb.access.clients import client_ip
+
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="1.1.1.1, 2.2.2.2, 3.3.3.3")
+    settings.NUMAWEB_TRUSTED_PROXIES = 0
+    assert client_ip(request) == "10.0.0.1"
+    settings.NUMAWEB_TRUSTED_PROXIES = 1  # one proxy of ours: what it appended is the client
+    assert client_ip(request) == "3.3.3.3"
+    settings.NUMAWEB_TRUSTED_PROXIES = 2
+    assert client_ip(request) == "2.2.2.2"
+    settings.NUMAWEB_TRUSTED_PROXIES = 9  # more proxies than entries: the left-most
+    assert client_ip(request) == "1.1.1.1"

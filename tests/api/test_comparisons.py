@@ -232,7 +232,34 @@ def test_headroom_shrinks_as_the_cluster_fills(api, cluster):
     url = f"/api/clusters/{cluster.pk}/headroom/?cpu=2&memory=1Gi&policy=single-numa-node"
     assert api.get(url).json()["total"] == 4
     inventory.add_allocation(node, pod="default/x", container="c", cpus="0")
-    assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0}]
+    assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0, "at_least": False}]
+
+
+def test_headroom_is_bounded_in_pods_and_says_at_least(api, cluster, settings):
+    """NUMAWEB_HEADROOM_MAX_PODS caps the pods the dry-run sessions try (one session stands for the three
+    identical nodes: 5 tried there count 5 on each); the answer then says "at least"."""
+    for i in range(3):
+        make_node(cluster, f"n{i}", (2, 1, 4, 1), "single-numa-node")
+    url = f"/api/clusters/{cluster.pk}/headroom/?cpu=1"
+    full = api.get(url).json()
+    assert full["total"] == 24 and full["at_least"] is False and full["stopped"] is None
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 5
+    capped = api.get(url).json()
+    assert capped["total"] == 15 and capped["at_least"] is True and capped["sessions"] == 1
+    assert capped["stopped"] == "limit of 5 pods tried"
+    settings.NUMAWEB_HEADROOM_MAX_PODS, settings.NUMAWEB_HEADROOM_SECONDS = 10000, 0
+    late = api.get(url).json()
+    assert late["at_least"] is True and late["stopped"] == "time budget of 0 s" and late["sessions"] == 0
+
+
+@pytest.mark.parametrize("cpu", ["1m", "999m", "0.5"])
+def test_headroom_of_less_than_one_whole_cpu_is_refused(api, cluster, cpu, django_capture_on_commit_callbacks):
+    """A sub-CPU shape is a slice of the shared pool, not a placement: refused (it once meant 599,000 pods)."""
+    make_node(cluster, "n1")
+    r = api.get(f"/api/clusters/{cluster.pk}/headroom/?cpu={cpu}")
+    assert r.status_code == 400 and "one whole CPU" in r.json()["cpu"][0]
+    r = ask(api, cluster, django_capture_on_commit_callbacks, shape={"cpu": cpu})
+    assert r.status_code == 400 and "one whole CPU" in json.dumps(r.json()["shape"])
 
 
 @pytest.mark.parametrize("query, field", [
@@ -271,3 +298,48 @@ def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monke
     assert sorted(services.requeue_pending(0)) == ids
     ComparisonVariant.objects.filter(pk=first).update(status="done")
     assert services.requeue_pending(60) == []
+
+
+def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settings, monkeypatch,
+                                                     django_capture_on_commit_callbacks):
+    """Soft limit: checked between pods, the variant fails saying so. Hard limit: a variant whose worker process
+    was ended after running that long is failed naming the limit, not sent again."""
+    import socket
+    from datetime import timedelta
+
+    make_node(cluster, "n1")
+    make_job("j1", cpus="1")
+    settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 0
+    comparison = Comparison.objects.get(pk=ask(api, cluster, django_capture_on_commit_callbacks).json()["id"])
+    errors = set(comparison.variants.values_list("error", flat=True))
+    assert errors == {"stopped at the soft time limit of 0 s (NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written"}
+    assert comparison.variants.filter(status="failed").count() == 3
+
+    settings.NUMAWEB_TASK_TIME_LIMIT = 60
+    sent: list[list[int]] = []
+    monkeypatch.setattr(services, "enqueue", lambda ids: sent.append(list(ids)))
+    dead = f"{socket.gethostname()}:999999999"
+    late, early, _ = comparison.variants.order_by("index")
+    now = timezone.now()
+    ComparisonVariant.objects.filter(pk=late.pk).update(status="running", worker=dead,
+                                                        started_at=now - timedelta(seconds=61))
+    ComparisonVariant.objects.filter(pk=early.pk).update(status="running", worker=dead,
+                                                         started_at=now - timedelta(seconds=5))
+    assert services.requeue_pending(60) == [early.pk] and sent == [[early.pk]]
+    late.refresh_from_db()
+    assert late.status == "failed"
+    assert late.error == f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended"
+
+
+def test_headroom_on_the_demo_stays_within_its_budget(api, demo, settings):
+    """Acceptance (issue 21): any shape is answered or refused within the budget, memory growth < 200 MB; `cpu=1m`
+    once meant 599,000 simulated pods, 84 s and +1.1 GB on this cluster."""
+    from tests.measure import MiB, measure
+
+    tiny = measure(lambda: api.get(f"/api/clusters/{demo.pk}/headroom/?cpu=1m"))
+    assert tiny.result.status_code == 400 and tiny.seconds < 1
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 200  # the bound, not the cluster, decides the work
+    one = measure(lambda: api.get(f"/api/clusters/{demo.pk}/headroom/?cpu=1&memory=1Gi"))
+    body = one.result.json()
+    assert one.result.status_code == 200 and body["at_least"] and body["sessions"] >= 1
+    assert one.seconds < settings.NUMAWEB_HEADROOM_SECONDS and one.growth < 200 * MiB, (one.seconds, one.growth)

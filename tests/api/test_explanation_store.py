@@ -169,3 +169,27 @@ def test_placements_written_ranked_with_their_counts_read_as_stored(db):
     old = results.pod_records(session, [p])[0]
     assert old["outcomes"] == {"passed": 5, "skipped": 0, "filtered": 70, "unschedulable": 5}
     assert old["groups"] == ranked["groups"][:1] and old["groups_omitted"] == {"groups": 3, "nodes": 79}
+
+
+def test_export_streams_under_asgi_the_products_server(api, token):
+    """Under ASGI the export is an async stream pulled in batches (a plain iterator would be read whole into the
+    server's memory first); it is the same document as under WSGI."""
+    import warnings
+
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    session, _expected = _run("volcano")
+    url = f"/api/sessions/{session.pk}/explanation.json"
+    wsgi = b"".join(api.get(url).streaming_content)
+    client = AsyncClient()
+
+    async def fetch() -> bytes:
+        r = await client.get(url, headers={"Authorization": f"Token {token.key}"})
+        assert r.status_code == 200 and r.streaming and r.is_async, r.content if not r.streaming else ""
+        return b"".join([part async for part in r.streaming_content])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "StreamingHttpResponse must consume synchronous iterators" would fail
+        asgi = async_to_sync(fetch)()
+    assert json.loads(asgi) == json.loads(wsgi)

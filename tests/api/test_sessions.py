@@ -148,3 +148,87 @@ def test_rerun_of_a_running_session_whose_worker_is_lost_marks_it_failed_first(a
                                                heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
     r = api.post(f"/api/sessions/{session.pk}/rerun/")
     assert r.status_code == 202 and r.json()["status"] == "pending"
+
+
+def test_a_session_past_its_soft_time_limit_fails_naming_the_limit(api, seed_cluster, eager, settings,
+                                                                    django_capture_on_commit_callbacks):
+    """The soft limit is checked between pods whatever the pool (./dev run's solo worker too): the run stops,
+    nothing is written, and the error says which limit; with room again the same session runs."""
+    settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 0
+    body = start(api, seed_cluster, django_capture_on_commit_callbacks).json()
+    session = SchedulingSession.objects.get(pk=body["id"])
+    assert session.status == "failed"
+    assert session.error == "stopped at the soft time limit of 0 s (NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written"
+    assert not Allocation.objects.exists()
+    settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 60
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/sessions/{session.pk}/rerun/").status_code == 202
+    session.refresh_from_db()
+    assert session.status == "done" and Allocation.objects.exists()
+
+
+def test_celery_soft_time_limit_is_worded_the_same(settings):
+    """Celery's prefork pool raises SoftTimeLimitExceeded inside the task: the same message."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from numaweb.celery import app
+    from numaweb.scheduling.services import time_limit_reason
+
+    settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 30
+    assert time_limit_reason(SoftTimeLimitExceeded()) == (
+        "stopped at the soft time limit of 30 s (NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
+    assert time_limit_reason(ValueError("x")) == ""
+    # every task gets both limits from the settings
+    assert (app.conf.task_soft_time_limit, app.conf.task_time_limit) == (3540, 3600)
+
+
+def test_a_session_whose_worker_was_ended_past_the_hard_limit_names_it(api, seed_cluster, settings):
+    """The prefork pool ends a task past the hard limit: the session, whose worker process is gone, fails
+    saying so (not "worker lost")."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    gone = subprocess_pid_that_exited()
+    settings.NUMAWEB_TASK_TIME_LIMIT = 60
+    now = timezone.now()
+    worker = f"{socket.gethostname()}:{gone}"
+    late = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1, worker=worker,
+                                            started_at=now - timedelta(seconds=61), heartbeat_at=now)
+    early = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1, worker=worker,
+                                             started_at=now - timedelta(seconds=5), heartbeat_at=now)
+    assert api.get(f"/api/sessions/{late.pk}/").json()["error"] == (
+        f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {worker} was ended; nothing was written")
+    assert api.get(f"/api/sessions/{early.pk}/").json()["error"].startswith("worker lost: ")
+
+
+def subprocess_pid_that_exited() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_session_whose_hosts_worker_stopped_beating_is_lost_within_the_worker_timeout(api, seed_cluster, settings):
+    """A hung worker elsewhere (SIGSTOPped, cut off): its own progress heartbeat may be recent, but its host's worker
+    heartbeat is older than NUMAWEB_WORKER_TIMEOUT: failed and re-runnable without waiting the stale time."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from numaweb.scheduling.models import WorkerHeartbeat
+
+    settings.NUMAWEB_WORKER_TIMEOUT, settings.NUMAWEB_SESSION_STALE_SECONDS = 30, 120
+    now = timezone.now()
+    beat = WorkerHeartbeat.objects.create(name="celery@box", host="box", pid=7, started_at=now, seen_at=now)
+    session = SchedulingSession.objects.create(cluster=seed_cluster, status="running", runs=1, worker="box:8",
+                                               started_at=now, heartbeat_at=now - timedelta(seconds=20))
+    assert api.get(f"/api/sessions/{session.pk}/").json()["status"] == "running"
+    WorkerHeartbeat.objects.filter(pk=beat.pk).update(seen_at=now - timedelta(seconds=31))
+    body = api.get(f"/api/sessions/{session.pk}/").json()
+    assert body["status"] == "failed"
+    assert body["error"].startswith("worker lost: the worker on box sent no heartbeat for 31 s (over "
+                                    "NUMAWEB_WORKER_TIMEOUT, 30 s")
+    assert api.post(f"/api/sessions/{session.pk}/rerun/").status_code == 202

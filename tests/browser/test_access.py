@@ -41,3 +41,13 @@ def test_api_docs_and_admin_render_under_the_policy(page: Page, live_server, dem
     expect(page.locator("#result_list")).to_be_visible()
     page.goto(live_server.url + "/admin/inventory/node/add/")
     expect(page.locator("#node_form")).to_be_visible()
+    # the admin's history pages (django-simple-history's list, with its changes) and the API in a browser: no
+    # violation either (`page` fails the test on any); the API answers JSON, not DRF's browsable pages
+    node = demo.nodes.first()
+    page.goto(f"{live_server.url}/admin/inventory/node/{node.pk}/history/")
+    expect(page.locator("#change-history")).to_be_visible()
+    page.goto(f"{live_server.url}/admin/inventory/cluster/{demo.pk}/history/")
+    expect(page.locator("#change-history")).to_be_visible()
+    for url in ("/api/", "/api/clusters/", f"/api/nodes/{node.pk}/", "/api/sessions/"):
+        response = page.goto(live_server.url + url)
+        assert response.status == 200 and response.headers["content-type"].startswith("application/json"), url

@@ -150,8 +150,9 @@ def test_shape_parsing():
     assert shape.to_dict() == {"cpu": "4", "memory": "8Gi", "devices": {"example.com/nic": 2, "nvidia.com/gpu": 1},
                                "policy": "single-numa-node"}
     assert shape.pod().qos_class == "Guaranteed"
-    assert Shape.parse("500m").to_dict()["cpu"] == "500m"
-    for args, field in [(("",), "cpu"), (("0",), "cpu"), (("x",), "cpu"), (("1", "lots"), "memory"),
+    assert Shape.parse("1500m").to_dict()["cpu"] == "1500m"
+    for args, field in [(("",), "cpu"), (("0",), "cpu"), (("1m",), "cpu"), (("999m",), "cpu"), (("x",), "cpu"),
+                        (("1", "lots"), "memory"),
                         (("1", None, "gpu"), "devices"), (("1", None, "memory=1"), "devices"),
                         (("1", None, "nvidia.com/gpu=half"), "devices"), (("1", None, None, "tight"), "policy")]:
         with pytest.raises(EngineError, match=field):
@@ -209,6 +210,22 @@ def test_headroom_leaves_the_cluster_alone_and_is_zero_when_nothing_fits():
     assert room["total"] == 0 and room["bound"] == 0 and all(n["count"] == 0 for n in room["nodes"])
     headroom(cluster, Shape.parse("1", "1Gi"), "unaware")
     assert {n: node.free_cpus for n, node in cluster.nodes.items()} == free
+
+
+def test_headroom_stops_at_its_pod_and_time_bounds_and_says_at_least():
+    cluster = headroom_cluster()
+    shape = Shape.parse("1", "1Gi")
+    full = headroom(cluster, shape, "aligned")
+    assert full["total"] > 10 and not full["at_least"] and not any(n["at_least"] for n in full["nodes"])
+    assert headroom(cluster, shape, "aligned", max_pods=full["total"], seconds=60)["at_least"] is False
+    capped = headroom(cluster, shape, "aligned", max_pods=7)
+    assert capped["total"] == 7 and capped["at_least"] and capped["stopped"] == "limit of 7 pods tried"
+    assert sum(n["count"] for n in capped["nodes"]) == 7
+    for n in capped["nodes"]:  # a node counted whole is exact; one cut short (or never tried) is "at least"
+        assert n["count"] <= {m["node"]: m["count"] for m in full["nodes"]}[n["node"]]
+    assert any(n["at_least"] for n in capped["nodes"])
+    late = headroom(cluster, shape, "aligned", seconds=0)
+    assert late["total"] == 0 and late["sessions"] == 0 and late["stopped"] == "time budget of 0 s"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

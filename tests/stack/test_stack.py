@@ -12,7 +12,8 @@ the env file (DEBUG off). Only the addresses differ: free ports of 127.0.0.1 and
    worker: 200 again and the session completes.
 4. worker stopped, a session queued, Redis restarted: the message survived (AOF); a new worker completes it.
 5. Redis restarted under a running worker, then a session whose message was lost (the row, never queued): the
-   worker's periodic check queues it and it completes."""
+   worker's periodic check queues it and it completes.
+6. 200 slow connections trickling headers, then bodies: other requests still answered, p99 < 1 s."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from benchmarks.api_latency import Api
+from benchmarks.slow_clients import probe
 from tests.deploy import resolved_compose
 from tests.servers import RedisServer, free_port, throwaway_postgres
 
@@ -266,3 +268,8 @@ def test_compose_stack_end_to_end(page: Page, tmp_path):
         assert f"queued pending sessions again: {lost}" in logs
         assert re.search(rf"session {lost} done in \d+ ms", logs) and re.search(r"worker \S+ started", logs)
         assert re.search(r"worker \S+ stopped", (tmp_path / "worker-2.log").read_text(errors="replace"))
+
+        # 6. slow clients (headers, then bodies, trickled by 200 connections) do not block anyone else
+        for body in (False, True):
+            out = probe(stack.base, slow=200, seconds=15, interval=2.0, body=body)
+            assert out["failed"] == 0 and out["refused"] == 0 and out["p99"] < 1.0, out

@@ -24,7 +24,7 @@ def test_compose_config_passes_on_a_fresh_clone_without_env():
     copied = compose_config(dotenv=ROOT / ".env.example")
     assert copied.returncode == 0, copied.stderr
     env = json.loads(copied.stdout)["services"]["worker"]["environment"]
-    assert env["NUMAWEB_SESSION_TIME_LIMIT"] == "3600" and env["DJANGO_ALLOWED_HOSTS"] == "localhost,127.0.0.1,[::1]"
+    assert env["NUMAWEB_TASK_TIME_LIMIT"] == "3600" and env["DJANGO_ALLOWED_HOSTS"] == "localhost,127.0.0.1,[::1]"
     assert env["NUMAWEB_DATA_DIR"] == "/data"  # the shared volume
 
 
@@ -43,7 +43,7 @@ def test_compose_services_and_health_checks():
         assert "DJANGO_DEBUG" not in env  # settings default: off
     web = " ".join(services["web"]["command"])
     # the same server as `manage.py serve` (numaweb.scheduling.management.commands.serve.web_command)
-    assert "gunicorn -c python:numaweb.gunicorn_conf numaweb.wsgi" in web
+    assert "gunicorn -c python:numaweb.gunicorn_conf numaweb.asgi" in web
     assert web.index("migrate") < web.index("collectstatic") < web.index("gunicorn")
     assert services["worker"]["command"][:4] == ["celery", "-A", "numaweb", "worker"]
     assert "--pool=prefork" in services["worker"]["command"]
@@ -100,7 +100,7 @@ def test_serve_runs_the_compose_web_server():
 
     command = web_command("127.0.0.1:9")
     assert command[1:3] == ["-m", "gunicorn"] and command[command.index("-c") + 1] == "python:numaweb.gunicorn_conf"
-    assert command[-1] == "numaweb.wsgi"
+    assert command[-1] == "numaweb.asgi"
 
 
 def test_env_example_lists_every_variable_the_settings_read():
@@ -141,3 +141,26 @@ def test_locks_pin_every_dependency_within_its_range():
             assert name in pins, f"{name} is not in requirements/{lock}.txt: run ./dev lock"
             assert req.specifier.contains(pins[name], prereleases=True), (lock, name, pins[name], str(req.specifier))
         assert "--hash=sha256:" in text
+
+
+def test_the_asgi_entry_refuses_a_body_over_the_limit_before_reading_it(settings):
+    """The product's server reads bodies before Django runs: numaweb.asgi answers 413 on the declared length alone."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from numaweb.asgi import application
+
+    settings.NUMAWEB_MAX_UPLOAD_BYTES = 1000
+    sent: list[dict] = []
+
+    async def receive():
+        raise AssertionError("the body was read")
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/nodes/upload/", "headers": [(b"content-length", b"5000")]}
+    with ThreadPoolExecutor(1) as pool:  # an event loop of its own (the browser tests may leave one running here)
+        pool.submit(lambda: asyncio.run(application(scope, receive, send))).result()
+    assert sent[0]["status"] == 413
+    assert b"larger than the limit of 1000 bytes" in sent[1]["body"] and b"NUMAWEB_MAX_UPLOAD_BYTES" in sent[1]["body"]

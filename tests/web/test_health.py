@@ -64,12 +64,18 @@ def test_healthz_503_without_a_worker_then_200_once_one_beats(client, db, queue,
     assert client.post("/healthz").status_code == 405
 
 
-def test_healthz_503_names_an_unreachable_broker(client, db):
+def test_healthz_503_names_an_unreachable_broker(client, anon_client, db, caplog):
     heartbeat()
     with use_broker("redis://127.0.0.1:1/0"):  # nothing listens on port 1
         r = client.get("/healthz")
+        anonymous = anon_client.get("/healthz")
     assert r.status_code == 503
     assert r.json()["broker"].startswith("unreachable: ") and r.json()["database"] == "ok"
+    assert "127.0.0.1:1" in r.json()["broker"] or "Connection refused" in r.json()["broker"]
+    # anonymous callers learn which part is down, not where it lives; the log has it all
+    assert anonymous.status_code == 503 and anonymous.json()["broker"] == "unreachable"
+    assert "127.0.0.1" not in anonymous.content.decode()
+    assert any("health: broker unreachable: " in m for m in caplog.messages)
 
 
 def test_healthz_503_names_an_unreachable_database(client, db, monkeypatch):

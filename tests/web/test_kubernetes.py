@@ -58,9 +58,8 @@ def test_pods_are_unprivileged_with_requests_and_probes(rendered):
     assert web["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz?live"
     worker = pods["numaweb-worker"]["containers"][0]
-    # the worker's liveness pings this pod's own worker only, not any worker
-    assert "--destination" in worker["livenessProbe"]["exec"]["command"][-1]
-    assert "celery@$HOSTNAME" in worker["livenessProbe"]["exec"]["command"][-1]
+    # the worker's liveness reads this pod's own worker's heartbeat only, not any worker's
+    assert worker["livenessProbe"]["exec"]["command"] == ["python", "manage.py", "check_worker"]
     assert worker["command"][:4] == ["celery", "-A", "numaweb", "worker"]
     assert pods["numaweb-migrate"]["containers"][0]["command"] == ["python", "manage.py", "migrate", "--noinput"]
     service = by_kind(rendered, "Service")["numaweb-web"]

@@ -9,7 +9,11 @@ watches two children:
 - a Celery worker, one pool process per CPU core (on the embedded file-system queue unless REDIS_URL is set),
   so a comparison's variants run in parallel. A worker that exits is started
   again after a backoff (1 s, doubling up to 60 s, back to 1 s once one has run for a minute), and the sessions
-  it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts.
+  it was running are failed at once ("worker lost", re-runnable) instead of when the next worker starts. A worker
+  that hangs (stopped, deadlocked: alive but silent) is killed once its heartbeat is older than
+  NUMAWEB_WORKER_TIMEOUT (or it sent none a minute past that after starting) and it used no CPU for as long (a
+  worker committing a large session may miss beats on SQLite, whose write lock it holds), and so replaced the
+  same way.
 
 The web server exiting, Ctrl-C or SIGTERM stop both."""
 
@@ -43,6 +47,8 @@ log = logging.getLogger("numaweb.serve")
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
 STEADY_SECONDS = 60.0  # a worker that ran this long resets the backoff
 STOP_TIMEOUT = 20.0
+HANG_CHECK_SECONDS = 2.0  # how often the worker's heartbeat is read
+STARTUP_SECONDS = 60.0  # a new worker's first heartbeat may take this long on top of the timeout
 
 
 def worker_command(loglevel: str = "INFO", concurrency: int | None = None) -> list[str]:
@@ -86,7 +92,7 @@ def collect_static() -> bool:
 
 def web_command(bind: str) -> list[str]:
     """gunicorn exactly as the compose web service runs it, on `bind`."""
-    return [sys.executable, "-m", "gunicorn", "-c", "python:numaweb.gunicorn_conf", "--bind", bind, "numaweb.wsgi"]
+    return [sys.executable, "-m", "gunicorn", "-c", "python:numaweb.gunicorn_conf", "--bind", bind, "numaweb.asgi"]
 
 
 def parse_addrport(addrport: str) -> str:
@@ -95,6 +101,20 @@ def parse_addrport(addrport: str) -> str:
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise CommandError(f"{addrport!r} is not a port or address:port")
     return f"{addr or '127.0.0.1'}:{port}"
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """CPU time (user + system clock ticks) used so far by a process and its children (a prefork pool's), None
+    where /proc cannot tell."""
+    total, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if stat.parent.name == str(pid) or fields[1] == str(pid):
+                total, found = total + int(fields[11]) + int(fields[12]), True
+        except (OSError, IndexError, ValueError):  # a process that ended meanwhile
+            continue
+    return total if found else None
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
@@ -159,19 +179,27 @@ class Command(BaseCommand):
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())
+        self.worker_cpu, self.worker_busy_at = None, time.monotonic()
         broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
         self.stdout.write(f"worker pid {worker.pid} on {broker}")
         self.stdout.flush()
         return worker
 
     def _supervise(self, web: subprocess.Popen) -> int:
-        """Until asked to stop or the web server exits (its exit code): restart the worker when it exits."""
-        started = time.monotonic()
+        """Until asked to stop or the web server exits (its exit code): restart the worker when it exits, and kill
+        it first when it hangs."""
+        started = checked = time.monotonic()
         backoff, restart_at = BACKOFF_FIRST, None
         while not self.stopping:
             if web.poll() is not None:
                 log.error("the web server exited with code %s; stopping", web.returncode)
                 return web.returncode or 1
+            if self.worker is not None and time.monotonic() - checked >= HANG_CHECK_SECONDS:
+                checked = time.monotonic()
+                cpu = _cpu_ticks(self.worker.pid)  # None (no /proc): the heartbeat alone decides
+                if cpu is not None and cpu != self.worker_cpu:
+                    self.worker_cpu, self.worker_busy_at = cpu, checked
+                self._kill_if_hung(self.worker, checked - started, checked - self.worker_busy_at)
             if self.worker is not None and self.worker.poll() is not None:
                 if time.monotonic() - started >= STEADY_SECONDS:
                     backoff = BACKOFF_FIRST
@@ -182,6 +210,29 @@ class Command(BaseCommand):
                 self.worker, restart_at, started = self._start_worker(), None, time.monotonic()
             time.sleep(0.2)
         return 0
+
+    def _kill_if_hung(self, worker: subprocess.Popen, running: float, idle: float) -> None:
+        """SIGKILL a worker whose heartbeat is older than NUMAWEB_WORKER_TIMEOUT (or missing that long after its
+        start) and that used no CPU for `idle` > the timeout: the loop then sees it exit, fails its sessions and
+        starts another."""
+        timeout = settings.NUMAWEB_WORKER_TIMEOUT
+        if idle <= timeout:
+            return
+        try:
+            age = housekeeping.heartbeat_age(socket.gethostname(), worker.pid)
+        except Exception:  # the database is away: the worker cannot be judged now
+            log.exception("could not read the heartbeat of worker pid %s", worker.pid)
+            return
+        finally:
+            connection.close()
+        # a worker that has not beaten yet is starting (Celery and Django load for seconds on a busy machine)
+        silent = running - STARTUP_SECONDS if age is None else age
+        if silent <= timeout or running <= timeout or worker.poll() is not None:
+            return
+        log.error("worker pid %s sent no heartbeat for %.0f s (NUMAWEB_WORKER_TIMEOUT is %s s): hung; killing it to "
+                  "start another", worker.pid, silent, timeout, extra={"worker_pid": worker.pid})
+        worker.kill()
+        worker.wait()
 
     def _worker_exited(self, worker: subprocess.Popen, backoff: float) -> None:
         """Its sessions fail now (its pid is gone, so services.lost_reason says so) and its heartbeat goes."""
