@@ -47,7 +47,7 @@ def main() -> None:
         print(f"demo {args.nodes} nodes, {args.pods} pods; session #{session.pk} committed in "
               f"{time.perf_counter() - start:.1f} s; {Allocation.objects.count():,} allocations")
         user = get_user_model().objects.create_superuser("bench", password="bench-pw-1")
-        client = Client()
+        client = Client(HTTP_HOST="localhost")  # a host the settings allow (testserver is not one)
         client.force_login(user)
         placed = Placement.objects.filter(session=session, admitted=True).order_by("index")[args.pods // 2]
         running = Allocation.objects.filter(origin=Allocation.IMPORTED).order_by("id").first()

@@ -2,6 +2,7 @@
 
     python benchmarks/web_scale.py                       # 5,000 nodes x 10,000 pods, 3 sessions run
     python benchmarks/web_scale.py --nodes 1000 --pods 2000 --runs 2 --stored 10
+    python benchmarks/web_scale.py --jobs-only --pods 61000   # the jobs page at ~22,000 jobs, no worker
 
 In a scratch data folder (SQLite, file-system queue): `manage.py demo --nodes N --pods M`, then a real
 Celery worker process (the one `manage.py serve` starts). Pages and API calls go through Django's test
@@ -11,6 +12,9 @@ wall time until the row says done, the engine's share is the worker's `engine_ms
 sessions beyond the --runs that ran are copies of the first session's result rows (same sizes, new
 session ids), since what is measured is how pages behave with many stored results, not the engine.
 Bytes per pod are the SQLite pages of the result tables (dbstat) per pod of one session.
+The jobs page (one page of 50 jobs: the first, the 40th, filtered by status and name, the list alone over
+HTMX) and the API's job list are measured against the first session's page, with their sizes; --jobs-only
+measures only those, against a dry run of the cluster's first --session-jobs jobs run in this process.
 """
 
 from __future__ import annotations
@@ -132,6 +136,48 @@ def measure(client, session, repeat: int) -> dict[str, tuple[float, float]]:
     return out
 
 
+def jobs_pages(client, cluster, session, repeat: int) -> None:
+    """The jobs page against the session page of `session` (the reference the issue set) and the sessions
+    list: server time (median / fastest of `repeat`), size, and the ratio to the session page."""
+    from numaweb.jobs.models import Job
+
+    jobs = Job.objects.filter(cluster=cluster)
+    total = jobs.count()
+    name = jobs.order_by("id").values_list("name", flat=True)[total // 2]
+    urls = {"session page": f"/sessions/{session.pk}/", "sessions list": "/sessions/",
+            "jobs page": f"/jobs/?cluster={cluster.pk}", "jobs page, page 40": f"/jobs/?cluster={cluster.pk}&page=40",
+            "jobs page, name filter": f"/jobs/?cluster={cluster.pk}&status=pending&q={name}",
+            "jobs list over HTMX, page 2": f"/jobs/?cluster={cluster.pk}&page=2",
+            "API job list": f"/api/jobs/?cluster={cluster.pk}&page_size=50"}
+    out = {}
+    for what, url in urls.items():
+        headers = {"HX-Request": "true", "HX-Target": "job-list"} if "HTMX" in what else {}
+        t, response = timed(lambda url=url, headers=headers: client.get(url, headers=headers), repeat)
+        assert response.status_code == 200, (url, response.status_code)
+        out[what] = (t, len(response.content))
+    (base, fastest), _size = out["session page"]
+    print(f"\n{total:,} jobs in cluster {cluster.name}; session page of #{session.pk} "
+          f"({session.pods_total:,} pods)\n")
+    print("| what | median / fastest | size | ratio to the session page (median / fastest) |")
+    print("|---|---:|---:|---:|")
+    for what, ((median, low), size) in out.items():
+        print(f"| {what} | {median * 1000:.1f} / {low * 1000:.1f} ms | {size / 1024:.0f} KiB | "
+              f"{median / base:.2f} / {low / fastest:.2f} |")
+
+
+def reference_session(cluster, jobs: int):
+    """A volcano dry run over the cluster's first `jobs` schedulable jobs, run in this process (no worker):
+    the session whose page the jobs page is compared with."""
+    from numaweb.jobs import services as job_services
+    from numaweb.scheduling import services
+
+    start = time.perf_counter()
+    row = services.create_session(cluster, "volcano", True, job_services.schedulable_jobs(cluster)[:jobs])
+    row = services.execute_session(row.pk)
+    print(f"reference session #{row.pk}: {row.status}, {row.pods_total:,} pods in {time.perf_counter() - start:.0f} s")
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -140,6 +186,9 @@ def main() -> None:
     parser.add_argument("--stored", type=int, default=50, help="stored sessions for the second measurement")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--jobs-only", action="store_true", help="measure the jobs page only (no worker)")
+    parser.add_argument("--session-jobs", type=int, default=3600,
+                        help="--jobs-only: the reference session's jobs (the first N of the cluster)")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="numaweb-scale-"))
     worker = None
@@ -157,8 +206,11 @@ def main() -> None:
         print(f"demo: {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - start:.1f} s")
         cluster = Cluster.objects.get(name="scale")
         user = get_user_model().objects.create_superuser("bench", password="bench-pw-1")
-        client = Client()
+        client = Client(HTTP_HOST="localhost")  # a host the settings allow (testserver is not one)
         client.force_login(user)
+        if args.jobs_only:
+            jobs_pages(client, cluster, reference_session(cluster, args.session_jobs), args.repeat)
+            return
         start = time.perf_counter()
         cold = client.get("/")
         print(f"dashboard, first call (usage of every node computed): {time.perf_counter() - start:.2f} s, "
@@ -191,6 +243,7 @@ def main() -> None:
         print(f"stored sessions: {args.stored} ({args.runs} run, the rest copied in "
               f"{time.perf_counter() - start:.0f} s)")
         many = measure(client, first, args.repeat)
+        jobs_pages(client, cluster, first, args.repeat)
         dashboard_html = len(client.get("/").content)
 
         print()

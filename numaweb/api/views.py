@@ -32,6 +32,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
+from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job
 from numaweb.limits import DepthLimitedJSONParser
 from numaweb.scheduling import results
@@ -209,20 +210,37 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
         inventory.remove_allocation(instance)
 
 
-@extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
+JOB_FILTERS = [
+    CLUSTER_PARAM,
+    OpenApiParameter("status", OpenApiTypes.STR, enum=[value for value, _label in Job.STATUS_CHOICES],
+                     description="only jobs with this status"),
+    OpenApiParameter("namespace", {"type": "string", "maxLength": 63},
+                     description="only jobs in this namespace (exact)"),
+    OpenApiParameter("q", {"type": "string", "maxLength": 253},
+                     description="only jobs whose name contains this (case-insensitive)"),
+]
+
+
+@extend_schema_view(list=extend_schema(parameters=JOB_FILTERS))
 class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                  mixins.ListModelMixin, viewsets.GenericViewSet):
     """Jobs, each in one cluster. Deleting a job, or finishing it, releases what its pods hold in the same
-    transaction."""
+    transaction. The list is paged (?page=, ?page_size=) and filtered on the server like the jobs page."""
 
     serializer_class = s.JobSerializer
     parser_classes = [DepthLimitedJSONParser, FormParser, MultiPartParser]
+    pagination_class = ResultsPagination
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
     def get_queryset(self):
         qs = Job.objects.prefetch_related("tasks").order_by("id")
-        cluster = _int_param(self.request, "cluster") if self.action == "list" else None
-        return qs.filter(cluster_id=cluster) if cluster else qs
+        if self.action != "list":
+            return qs
+        cluster = _int_param(self.request, "cluster")
+        form = JobFilterForm(self.request.query_params)
+        if not form.is_valid():
+            raise ValidationError({name: list(errors) for name, errors in form.errors.items()})
+        return job_services.filter_jobs(qs.filter(cluster_id=cluster) if cluster else qs, **form.filters())
 
     def perform_destroy(self, instance: Job) -> None:
         job_services.delete_job(instance)

@@ -7,7 +7,6 @@ from django import forms
 
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
 from numaweb.jobs.forms import ClusterJobsMixin
-from numaweb.jobs.models import Job
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
 from scheduler_core.scheduler.compare import Shape, Variant
@@ -98,13 +97,9 @@ VariantFormSet = forms.formset_factory(VariantForm, extra=0, min_num=VARIANT_ROW
 
 class ComparisonForm(ClusterJobsMixin, ShapeMixin):
     cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput)
-    jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
-                                          widget=forms.CheckboxSelectMultiple,
-                                          help_text="none ticked: the jobs a session would take (every job of the "
-                                                    "cluster with a pod left to place)")
     shape_required = False
     prefix = "cmp"  # shares the jobs page with the session and job forms: distinct names and ids
-    field_order = ["cluster", "jobs", "cpu", "memory", "devices", "policy"]
+    field_order = ["cluster", "scope", "jobs", "cpu", "memory", "devices", "policy"]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

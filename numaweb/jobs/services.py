@@ -314,11 +314,24 @@ def check_schedulable(jobs: Iterable[Job], cluster: Any = None) -> None:
         raise NotSchedulable("; ".join(problems))
 
 
-def schedulable_jobs(cluster: Any) -> list[Job]:
+def schedulable_jobs(cluster: Any, **filters: str) -> list[Job]:
     """Every job of `cluster` a session started without a list takes: not finished, with at least one pod
-    holding nothing (without their manifests, which a session never reads). Comparisons take the same."""
-    return list(_pod_counts(Job.objects.filter(cluster=cluster, finished_at=None)).filter(pods__gt=F("held"))
-                .defer("manifest").order_by("id"))
+    holding nothing (without their manifests, which a session never reads). Comparisons take the same.
+    `filters` (status, namespace, q) narrow them as `filter_jobs` does."""
+    jobs = filter_jobs(Job.objects.filter(cluster=cluster, finished_at=None), **filters)
+    return list(_pod_counts(jobs).filter(pods__gt=F("held")).defer("manifest").order_by("id"))
+
+
+def filter_jobs(jobs: models.QuerySet, status: str = "", namespace: str = "", q: str = "") -> models.QuerySet:
+    """The jobs page's and the API's list filter: `status` exactly, `namespace` exactly, `q` a part of the
+    job's name (case-insensitive); an empty value filters nothing."""
+    if status:
+        jobs = jobs.filter(status=status)
+    if namespace:
+        jobs = jobs.filter(namespace=namespace)
+    if q:
+        jobs = jobs.filter(name__icontains=q)
+    return jobs
 
 
 def _release(job: Job, finish: bool) -> int:

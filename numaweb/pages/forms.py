@@ -208,9 +208,6 @@ class SessionForm(ClusterJobsMixin):
     cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput)
     profile = forms.ChoiceField(choices=SchedulingSession.PROFILE_CHOICES, initial="volcano")
     dry_run = forms.BooleanField(required=False, initial=True, label="dry run (place without allocating)")
-    jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
-                                          widget=forms.CheckboxSelectMultiple,
-                                          help_text="none ticked: every job of the cluster with a pod left to place")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

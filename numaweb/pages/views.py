@@ -27,6 +27,7 @@ from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs import services as job_services
+from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
 from numaweb.room.views import room_context
@@ -64,6 +65,8 @@ class HtmxHttpRequest(HttpRequest):
 
 NODES_PER_PAGE = 48
 PODS_PER_PAGE = 50
+JOBS_PER_PAGE = 50
+NAMESPACES_LISTED = 200  # the namespace filter's suggestions
 POLL = "every 500ms"
 
 
@@ -361,20 +364,39 @@ def page_cluster(request: HttpRequest, form=None) -> Cluster | None:
 
 
 def _jobs_context(request: HttpRequest, form: JobForm | None = None, session_form: SessionForm | None = None) -> dict:
-    """The jobs page in one cluster: its jobs, and forms that submit into it and list only its jobs."""
+    """The jobs page in one cluster: one page of its jobs (filtered by status, namespace and name on the
+    server), and forms that submit into it and schedule or compare its jobs without listing them."""
     cluster = page_cluster(request, form or session_form)
-    jobs = Job.objects.filter(cluster=cluster).annotate(task_count=Count("tasks")).order_by("-id")
-    return {"jobs": jobs, "cluster": cluster, "clusters": Cluster.objects.order_by("name"),
+    return {**_job_list_context(request, cluster), "cluster": cluster, "clusters": Cluster.objects.order_by("name"),
             "form": form or JobForm(initial={"cluster": cluster, "namespace": "default", "task": "main",
                                              "replicas": 1, "guaranteed": True}),
             "session_form": session_form or SessionForm(initial={"cluster": cluster, "profile": "volcano",
-                                                                 "dry_run": True}),
+                                                                 "dry_run": True, "scope": "all"}),
             **comparisons.form_context(cluster=cluster)}
+
+
+def _job_list_context(request: HttpRequest, cluster: Cluster | None) -> dict:
+    """One page of the cluster's jobs as filtered, newest first; the filter's values for the forms that
+    take "the jobs matching the filter"; the query without the page for the pager's links."""
+    filter_form = JobFilterForm(request.GET, auto_id="job-filter-%s")  # ids apart from the job form's
+    filters = filter_form.filters()
+    jobs = job_services.filter_jobs(Job.objects.filter(cluster=cluster), **filters)
+    page = Paginator(jobs.defer("manifest").order_by("-id"), JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    counts = dict(Task.objects.filter(job__in=[j.pk for j in page]).values("job").annotate(n=Count("id"))
+                  .values_list("job", "n"))
+    for job in page:
+        job.task_count = counts.get(job.pk, 0)
+    query = request.GET.copy()
+    query.pop("page", None)
+    query["cluster"] = cluster.pk if cluster else ""
+    return {"page": page, "filter_form": filter_form, "filters": filters, "query": query.urlencode(),
+            "namespaces": list(Job.objects.filter(cluster=cluster).order_by("namespace")
+                               .values_list("namespace", flat=True).distinct()[:NAMESPACES_LISTED])}
 
 
 @requires("jobs.view_job", write="jobs.add_job")
 @require_http_methods(["GET", "POST"])
-def job_list(request: HttpRequest) -> HttpResponse:
+def job_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = JobForm(request.POST)
         job = form.save() if form.is_valid() else None
@@ -388,6 +410,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
         if request.htmx:  # htmx swaps 2xx responses only: the form comes back with its errors as a 200
             return render(request, "pages/_job_form.html", {"form": form})
         return render(request, "pages/jobs.html", _jobs_context(request, form), status=422)
+    if request.htmx and request.htmx.target == "job-list":
+        return render(request, "pages/_job_list.html", _job_list_context(request, page_cluster(request)))
     return render(request, "pages/jobs.html", _jobs_context(request))
 
 

@@ -85,8 +85,8 @@ def test_session_progress_then_hint_table_without_reload(page: Page, live_server
             if (document.querySelector('.session progress')) window.__sawProgress = true; });
         document.body.addEventListener('htmx:afterRequest', e => {
             if (e.detail.pathInfo.requestPath.includes('/progress')) window.__polls += 1; }); }""")
-    page.locator("#session-form summary").click()
-    page.locator("#session-form").get_by_label("default/vj-test").check()
+    page.get_by_label("pick default/vj-test for the session").check()
+    expect(page.locator("#session-form input[name=scope][value=picked]")).to_be_checked()  # static/js/jobs.js
     page.select_option("#session-form select[name=profile]", "volcano")
     page.click("#session-form button[type=submit]")
     section = page.locator("section.session")

@@ -18,9 +18,8 @@ def big(db):
 
 
 def _checkboxes(html: str, form_id: str) -> set[int]:
-    start = html.index(f'id="{form_id}"')
-    form = html[start:html.index("</form>", start)]
-    return {int(v) for v in re.findall(r'type="checkbox" name="(?:cmp-)?jobs" value="(\d+)"', form)}
+    """The jobs a form can pick: the list's checkboxes that belong to it (by their form attribute)."""
+    return {int(v) for v in re.findall(rf'type="checkbox" name="(?:cmp-)?jobs" value="(\d+)" form="{form_id}"', html)}
 
 
 def test_the_page_lists_and_offers_only_the_chosen_clusters_jobs(client, demo, big):
