@@ -153,7 +153,7 @@ TEMPLATES = [
 # subprocesses, which do honour DATABASE_URL.)
 UNDER_PYTEST = "pytest" in sys.modules
 # SQLite: how long a writer waits for another's commit before it fails
-NUMAWEB_SQLITE_BUSY_SECONDS = envint("NUMAWEB_SQLITE_BUSY_SECONDS", "120")
+NUMAWEB_SQLITE_BUSY_SECONDS = envint("NUMAWEB_SQLITE_BUSY_SECONDS", "300")
 DATABASE_URL = "" if UNDER_PYTEST else os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"))}
