@@ -41,16 +41,18 @@ def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSess
                      width: int = 1366, comparison: Comparison | None = None, *, user,
                      map_cluster: Cluster | None = None) -> list[Path]:
     """Open the pages in `browser` (a Playwright Browser) logged in as `user` and write dashboard/node/session
-    PNGs, the cluster map (of `map_cluster`, else the node's cluster) and a pod search, and with a finished
-    `comparison` its page and the dashboard answering a headroom question."""
+    PNGs, the cluster map and the jobs page (of `map_cluster`, else the node's cluster) and a pod search, and
+    with a finished `comparison` its page and the dashboard answering a headroom question."""
     output.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
     context.add_cookies([session_cookie(user, base_url)])
     page = context.new_page()
     pod = session.placements.filter(job="vj-test").first() or session.placements.order_by("index").first()
+    big = map_cluster.pk if map_cluster else node.cluster_id
     shots = [("dashboard.png", "/", None), ("node.png", f"/nodes/{node.pk}/", "#grid"),
              ("session.png", f"/sessions/{session.pk}/" + (f"?pod={pod.index}" if pod else ""), "#hint-table"),
-             ("cluster-map.png", f"/clusters/{map_cluster.pk if map_cluster else node.cluster_id}/map", "#cluster-map"),
+             ("cluster-map.png", f"/clusters/{big}/map", "#cluster-map"),
+             ("jobs.png", f"/jobs/?cluster={big}", "#job-filters"),
              ("pod-search.png", "/pods/?q=default", "table.pod-matches")]
     if comparison is not None:
         shots += [("comparison.png", f"/comparisons/{comparison.pk}/", "svg[data-chart=heat]"),
