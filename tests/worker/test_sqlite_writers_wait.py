@@ -60,7 +60,8 @@ def test_writers_wait_through_a_50000_pod_commit(token, settings):
                     r = client.post("/api/allocations/", {"node": nodes[i // 2].pk, "pod": f"default/w{i}-{n}",
                                                           "cpus": str(n % 8)}, format="json")
                 else:
-                    r = client.post("/api/jobs/", {"name": f"w{i}-{n}", "namespace": "writers", "tasks": [
+                    r = client.post("/api/jobs/", {"cluster": small.pk, "name": f"w{i}-{n}", "namespace": "writers",
+                                                   "tasks": [
                         {"name": "t", "replicas": 1, "template": {"containers": [
                             {"name": "c", "requests": {"cpu": "1", "memory": "1Gi"},
                              "limits": {"cpu": "1", "memory": "1Gi"}}]}}]}, format="json")
@@ -89,7 +90,10 @@ def test_writers_wait_through_a_50000_pod_commit(token, settings):
 
     codes = sorted({code for code, _s, _e in answers})
     assert all(code < 500 for code in codes), codes
-    assert set(codes) <= {201, 409}, codes  # done, or a clean conflict (a CPU another writer holds)
+    # done, a clean conflict (a CPU another writer holds), or the API's write throttle (shared by every process:
+    # twenty writers on one token go past NUMAWEB_API_WRITE_RATE during a long commit)
+    assert set(codes) <= {201, 409, 429}, codes
+    assert 201 in codes
     during = [(s, e) for _c, s, e in answers if s < window["end"]]
     assert len(during) >= WRITERS  # every writer asked while the commit held the database
     waited = max(e - s for s, e in during)
