@@ -26,7 +26,6 @@ from numaweb.comparisons.forms import HeadroomForm
 from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
-from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
 from numaweb.room.views import room_context
@@ -459,7 +458,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
     """Finish the job: every allocation its pods hold is released in the same transaction."""
     job = get_object_or_404(Job, pk=pk)
-    job_services.finish_job(job)
+    inventory.finish_job(job)
     return redirect(reverse("pages:job", args=[job.pk]))
 
 
