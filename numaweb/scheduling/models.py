@@ -251,7 +251,7 @@ class Detail(_SessionPart):
 
 
 class WorkerHeartbeat(models.Model):
-    """A Celery worker's sign of life, written by its housekeeping thread (scheduling.housekeeping) every third
+    """A Celery worker's sign of life, written by its housekeeping thread (numaweb.worker.housekeeping) every third
     of NUMAWEB_WORKER_TIMEOUT and deleted when it stops; /healthz and the pages' banner read it. In the database
     because the web and the workers share nothing else (in docker-compose they are separate containers)."""
 

@@ -172,7 +172,7 @@ def test_celery_soft_time_limit_is_worded_the_same(settings):
     from celery.exceptions import SoftTimeLimitExceeded
 
     from numaweb.celery import app
-    from numaweb.scheduling.services import time_limit_reason
+    from numaweb.worker.runs import time_limit_reason
 
     settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 30
     assert time_limit_reason(SoftTimeLimitExceeded()) == (
