@@ -6,7 +6,8 @@
   time limit, and ONE lost-worker rule (its process gone from this host, its host silent for
   NUMAWEB_WORKER_TIMEOUT, or — for kinds that write a heartbeat on the row — the row silent too long). A lost
   run is failed with the reason and queued again; a run that resumes after being superseded writes nothing.
-- `heartbeats`: the WorkerHeartbeat rows (/healthz, `check_worker` and the supervisor read them).
+- `models.WorkerHeartbeat` and `heartbeats`: each worker's heartbeat row (/healthz, the `check_worker` command
+  and `./dev run`'s supervisor read them; the table keeps the name the scheduling app gave it).
 - `housekeeping`: the thread each worker runs beside its tasks: heartbeat, then every declared kind's lost
   and pending runs.
 - `tasks`: the ping task and the worker's start/stop signals.

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
-from numaweb.scheduling.models import WorkerHeartbeat
+from .models import WorkerHeartbeat
 
 
 def beat(name: str, started_at: datetime | None = None) -> None:

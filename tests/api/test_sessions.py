@@ -218,7 +218,7 @@ def test_a_session_whose_hosts_worker_stopped_beating_is_lost_within_the_worker_
 
     from django.utils import timezone
 
-    from numaweb.scheduling.models import WorkerHeartbeat
+    from numaweb.worker.models import WorkerHeartbeat
 
     settings.NUMAWEB_WORKER_TIMEOUT, settings.NUMAWEB_SESSION_STALE_SECONDS = 30, 120
     now = timezone.now()

@@ -15,8 +15,9 @@ from django.utils import timezone
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
-from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker import heartbeats, housekeeping
+from numaweb.worker.models import WorkerHeartbeat
 from tests.web.helpers import filesystem_broker, use_broker
 
 

@@ -18,8 +18,9 @@ from numaweb.room import services as room
 from numaweb.room import tasks as room_tasks
 from numaweb.room.models import RoomPlan
 from numaweb.scheduling import services as scheduling
-from numaweb.scheduling.models import Placement, SchedulingSession, WorkerHeartbeat
+from numaweb.scheduling.models import Placement, SchedulingSession
 from numaweb.worker import housekeeping, runs
+from numaweb.worker.models import WorkerHeartbeat
 from tests.web.helpers import make_job, make_node
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits: rows are queued after them

@@ -16,7 +16,7 @@ import socket
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from numaweb.scheduling.models import WorkerHeartbeat
+from numaweb.worker.models import WorkerHeartbeat
 
 
 class Command(BaseCommand):
