@@ -135,13 +135,20 @@ def lost_reason(worker: str, started_at: datetime | None, beat: datetime | None,
 _tasks_loaded = False
 
 
+def _load_tasks() -> None:
+    """Import every app's tasks module once (and with it its services, which declare the run kinds). Not the
+    loader's import_default_modules: its signal makes Celery's Django fixup run django.setup() again, which in
+    a worker re-creates the log handlers on Celery's redirected stderr, and the INFO lines are lost."""
+    global _tasks_loaded
+    if not _tasks_loaded:
+        app.autodiscover_tasks(force=True)
+        _tasks_loaded = True
+
+
 def send(task: str, ids: Sequence[int]) -> None:
     """One message per id to the task named `task` (a group when several: the workers run them in parallel).
     Raises BrokerUnavailable when the broker cannot be reached."""
-    global _tasks_loaded
-    if not _tasks_loaded:  # by name: a registered task honours eager mode, an unknown one goes to the broker
-        app.loader.import_default_modules()
-        _tasks_loaded = True
+    _load_tasks()  # by name: a registered task honours eager mode, an unknown one goes to the broker
     signatures = [app.signature(task, args=(pk,)) for pk in ids]
     try:
         if len(signatures) == 1:
@@ -312,8 +319,5 @@ def register(kind: Kind) -> Kind:
 
 def kinds() -> Iterable[Kind]:
     """Every declared kind (the apps' task modules, and with them their services, loaded first)."""
-    global _tasks_loaded
-    if not _tasks_loaded:
-        app.loader.import_default_modules()
-        _tasks_loaded = True
+    _load_tasks()
     return list(KINDS.values())

@@ -140,3 +140,14 @@ def test_a_run_on_a_live_worker_is_left_alone_and_a_duplicate_message_does_not_t
     assert other_worker_checks()["comparison variants"] == []
     row = comparisons.execute_variant(variant.pk)
     assert (row.status, row.worker) == ("running", "elsewhere:6")
+
+
+def test_finding_the_kinds_leaves_the_log_handlers_alone(monkeypatch):
+    """The tasks modules are imported without Celery's import signal, whose Django fix-up would configure logging
+    again: in a worker the new handlers would write to Celery's redirected stderr, and INFO lines were lost."""
+    import logging
+
+    monkeypatch.setattr(runs, "_tasks_loaded", False)
+    before = list(logging.getLogger("numaweb").handlers)
+    assert {"sessions", "comparison variants", "make-room questions"} <= {k.name for k in runs.kinds()}
+    assert logging.getLogger("numaweb").handlers == before
