@@ -56,7 +56,7 @@ def broker() -> str:
 
 def workers() -> dict[str, Any]:
     """Workers whose heartbeat is recent (`alive`), and how long ago any worker was last seen."""
-    from numaweb.scheduling.models import WorkerHeartbeat
+    from numaweb.worker.models import WorkerHeartbeat
 
     timeout = settings.NUMAWEB_WORKER_TIMEOUT
     now = timezone.now()
@@ -68,7 +68,7 @@ def workers() -> dict[str, Any]:
 
 def workers_alive() -> bool:
     """For the banner: True when a worker has been seen (or the database cannot tell)."""
-    from numaweb.scheduling.models import WorkerHeartbeat
+    from numaweb.worker.models import WorkerHeartbeat
 
     since = timezone.now() - timedelta(seconds=settings.NUMAWEB_WORKER_TIMEOUT)
     try:

@@ -62,7 +62,8 @@ class DatabaseCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         from numaweb.comparisons.models import Comparison, ComparisonVariant
-        from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+        from numaweb.scheduling.models import SchedulingSession
+        from numaweb.worker.models import WorkerHeartbeat
 
         sessions = GaugeMetricFamily("numaweb_sessions", "Scheduling sessions by status", labels=["status"])
         counts = dict(SchedulingSession.objects.values_list("status").annotate(n=Count("id")).values_list(

@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "numaweb.scheduling",
     "numaweb.comparisons",
     "numaweb.room",
+    "numaweb.worker",
     "numaweb.api",
     "numaweb.pages",
     "numaweb.access",

@@ -23,7 +23,7 @@ from numaweb.comparisons.export import comparison_dict, csv_rows
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.scheduler.compare import Shape
 from scheduler_core.scheduler.profiles import PROFILES

@@ -19,7 +19,7 @@ from numaweb.inventory.models import Cluster
 from numaweb.room import services, tasks
 from numaweb.room.export import kubectl_script, plan_json, room_dict
 from numaweb.room.models import RoomPlan
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker.runs import BrokerUnavailable
 
 ERROR = inline_serializer("MakeRoomError", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="{field: [reason]} for the field at fault")

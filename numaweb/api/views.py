@@ -243,14 +243,14 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         return job_services.filter_jobs(qs.filter(cluster_id=cluster) if cluster else qs, **form.filters())
 
     def perform_destroy(self, instance: Job) -> None:
-        job_services.delete_job(instance)
+        inventory.delete_job(instance)
 
     @extend_schema(request=None, responses={200: s.JobSerializer})
     @action(detail=True, methods=["post"])
     def finish(self, request: Request, pk: str | None = None) -> Response:
         """Mark the job finished and release every allocation its pods hold (one transaction)."""
         job = self.get_object()
-        job_services.finish_job(job)
+        inventory.finish_job(job)
         return Response(self.get_serializer(job).data)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -23,14 +22,7 @@ from numaweb.inventory.models import Cluster, Node
 from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
-from numaweb.scheduling.services import (
-    BrokerUnavailable,
-    TimeLimit,
-    run_deadline,
-    time_limit_reason,
-    worker_gone,
-    worker_id,
-)
+from numaweb.worker import runs
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
@@ -135,6 +127,10 @@ def create_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Itera
     return comparison
 
 
+VARIANTS = runs.register(runs.Kind("comparison variants", ComparisonVariant, "numaweb.run_comparison_variant",
+                                   queued_field="queued_at"))
+
+
 def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
                      shape: Shape | None = None) -> Comparison:
     """Create the comparison and, once committed, send its variants to the workers as one group. A
@@ -142,21 +138,7 @@ def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterab
     `session_id` = the comparison's id)."""
     comparison = create_comparison(cluster, variants, jobs, shape)
     ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
-    if transaction.get_connection().in_atomic_block:  # inside someone's transaction: send after its commit
-        def later() -> None:
-            try:
-                enqueue(ids)
-            except BrokerUnavailable as exc:
-                _broker_failed(comparison, exc)
-
-        transaction.on_commit(later)
-        return comparison
-    try:
-        enqueue(ids)
-    except BrokerUnavailable as exc:
-        exc.session_id = comparison.pk
-        _broker_failed(comparison, exc)
-        raise
+    runs.queue(lambda: enqueue(ids), lambda exc: _broker_failed(comparison, exc), comparison.pk)
     return comparison
 
 
@@ -168,104 +150,72 @@ def _broker_failed(comparison: Comparison, exc: Exception) -> None:
 
 def enqueue(variant_ids: Sequence[int]) -> None:
     """One task per variant, sent as a Celery group (no result backend needed: results are rows)."""
-    from celery import group
-    from kombu.exceptions import OperationalError
-
-    from .tasks import run_comparison_variant
-
-    ComparisonVariant.objects.filter(pk__in=variant_ids).update(queued_at=timezone.now())
-    try:
-        group(run_comparison_variant.si(pk) for pk in variant_ids).apply_async()
-    except (OperationalError, ConnectionError, OSError) as exc:
-        raise BrokerUnavailable(f"the task queue is unavailable ({exc}); the comparison was saved as failed "
-                                "and can be asked for again when the broker is back") from exc
+    VARIANTS.send(variant_ids)
 
 
 def requeue_pending(older_than: float) -> list[int]:
-    """Send again every variant still pending `older_than` seconds after it was last sent, and every
-    running one whose worker process is gone from this host (a lost message or a killed worker only
-    delays a comparison), unless it ran past the hard time limit: that one fails, naming the limit. The
-    conditional update of `queued_at` lets one of several workers send it."""
-    cutoff = timezone.now() - timedelta(seconds=older_than)
-    stale = list(ComparisonVariant.objects.filter(status=Comparison.PENDING, queued_at__lte=cutoff)
-                 .values_list("pk", "queued_at"))
-    hard = settings.NUMAWEB_TASK_TIME_LIMIT
-    for pk, queued, worker, started in ComparisonVariant.objects.filter(status=Comparison.RUNNING).values_list(
-            "pk", "queued_at", "worker", "started_at"):
-        if not (worker and worker_gone(worker)):
-            continue
-        if started and (timezone.now() - started).total_seconds() >= hard:  # ended by the hard limit: not again
-            _finish(ComparisonVariant.objects.get(pk=pk), status=Comparison.FAILED,
-                    error=f"stopped at the hard time limit of {hard} s (NUMAWEB_TASK_TIME_LIMIT): {worker} was ended")
-        else:
-            stale.append((pk, queued))
-    sent = [pk for pk, queued in stale
-            if ComparisonVariant.objects.filter(pk=pk, queued_at=queued).update(queued_at=timezone.now())]
-    if sent:
-        enqueue(sent)
-        log.info("sent comparison variants again: %s", ", ".join(map(str, sent)))
+    """The workers' housekeeping for variants (runs.Kind.recover): a lost message or a lost worker only delays
+    a comparison, unless the hard time limit ended the variant: that one fails, naming the limit. When the
+    last variant ends that way, the comparison closes."""
+    sent = VARIANTS.recover(older_than)
+    for comparison in Comparison.objects.filter(finished_at=None, variants__status=Comparison.FAILED).distinct():
+        with transaction.atomic():
+            close_if_finished(Comparison.objects.select_for_update().get(pk=comparison.pk))
     return sent
 
 
 # -- running --------------------------------------------------------------------------------------------
-class _Progress:
-    """Writes done/total to the variant's row at most every PROGRESS_INTERVAL; raises TimeLimit past `deadline`."""
-
-    def __init__(self, pk: int, deadline: float) -> None:
-        self.pk, self.last, self.deadline = pk, 0.0, deadline
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now > self.deadline:
-            raise TimeLimit("soft time limit")
-        if done < total and now - self.last < PROGRESS_INTERVAL:
-            return
-        self.last = now
-        ComparisonVariant.objects.filter(pk=self.pk, status=Comparison.RUNNING).update(
-            progress_done=done, progress_total=total)
-
-
 def execute_variant(variant_id: int) -> ComparisonVariant:
     """Run one variant now (in a worker). Never raises for a variant-level failure: the row says it.
-    A variant already done is left alone (a duplicate delivery); anything else runs from scratch
-    (it writes only its own row, so running it again is harmless)."""
+    A variant already done is left alone (a duplicate delivery), as is one running on a live worker;
+    anything else runs from scratch (it writes only its own row). Its outcome is written only while this
+    run still owns the row: one that resumes after being declared lost writes nothing."""
     row = ComparisonVariant.objects.select_related("comparison__cluster").get(pk=variant_id)
-    if row.status == Comparison.DONE:
+    if row.status == Comparison.DONE or (row.status == Comparison.RUNNING and not VARIANTS.lost_reason(row)):
         return row
-    ComparisonVariant.objects.filter(pk=row.pk).update(
-        status=Comparison.RUNNING, started_at=timezone.now(), worker=worker_id(), error="", progress_done=0)
+    run = runs.claim(ComparisonVariant, row.pk, {"status": row.status, "worker": row.worker,
+                                                 "started_at": row.started_at})
+    if run is None:
+        return ComparisonVariant.objects.get(pk=variant_id)
     comparison = row.comparison
-    deadline = run_deadline()
+    progress = runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total),
+                             runs.run_deadline(), PROGRESS_INTERVAL)
     try:
         nodes, seen = cluster_nodes(comparison.cluster)
         changed = _changed(comparison.snapshot, {name: gen for name, (_id, gen) in seen.items()})
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
-        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=_Progress(row.pk, deadline),
+        out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=progress,
                           headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
                           headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS)
         engine_ms = (time.perf_counter() - started) * 1000
     except Exception as exc:
-        reason = time_limit_reason(exc) or (
+        reason = runs.time_limit_reason(exc) or (
             str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}")
         log.exception("comparison %s variant %s failed", comparison.pk, row.index)
-        _finish(row, status=Comparison.FAILED, error=reason)
+        outcome: dict = {"status": Comparison.FAILED, "error": reason}
     else:
         pods = out["metrics"]["pods"]
-        _finish(row, status=Comparison.DONE, engine_ms=engine_ms, metrics=out["metrics"], nodes=out["nodes"],
-                headroom=out["headroom"], changed_nodes=changed, progress_done=pods, progress_total=pods)
+        outcome = {"status": Comparison.DONE, "engine_ms": engine_ms, "metrics": out["metrics"],
+                   "nodes": out["nodes"], "headroom": out["headroom"], "changed_nodes": changed,
+                   "progress_done": pods, "progress_total": pods}
+    try:
+        _finish(row, run, **outcome)
+    except runs.Superseded as exc:
+        log.warning("comparison %s variant %s: %s", comparison.pk, row.index, exc)
     row.refresh_from_db()
     return row
 
 
-def _finish(row: ComparisonVariant, **fields) -> None:
-    """Write the variant's outcome and, when it was the last one running, close the comparison, in
-    one transaction holding the comparison's row: finishers take turns, so the last one to write
-    always sees every other variant finished, and readers never see all done but not closed."""
+def _finish(row: ComparisonVariant, run: runs.Run, **fields) -> None:
+    """Write the variant's outcome (while `run` owns it, else runs.Superseded) and, when it was the last one
+    running, close the comparison, in one transaction holding the comparison's row: finishers take turns, so
+    the last one to write always sees every other variant finished, and readers never see all done but not
+    closed."""
     with transaction.atomic():
         comparison = Comparison.objects.select_for_update().get(pk=row.comparison_id)
-        ComparisonVariant.objects.filter(pk=row.pk).update(finished_at=timezone.now(), **fields)
+        run.finish(**fields)
         close_if_finished(comparison)
 
 

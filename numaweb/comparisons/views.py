@@ -11,13 +11,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from numaweb.access.decorators import requires
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.scheduler.compare import BLOCK_BINS
 
 from . import charts, services
 from .export import METRICS
 from .forms import ComparisonForm, chosen_variants, variant_formset
-from .models import Comparison
+from .models import Comparison, ComparisonVariant
 
 POLL = "every 1s"
 
@@ -64,6 +64,16 @@ def _metric_charts(variants: list) -> list[dict]:
     return out
 
 
+def _cell(variant: ComparisonVariant, key: str) -> object:
+    """A metric as the table shows it: headroom cut short by a bound (NUMAWEB_HEADROOM_MAX_PODS or
+    NUMAWEB_HEADROOM_SECONDS) reads "at least N", naming the bound."""
+    value = variant.metrics.get(key)
+    room = variant.headroom or {}
+    if key == "headroom" and value is not None and room.get("at_least"):
+        return f"at least {value} ({room.get('stopped') or 'bounded'})"
+    return value
+
+
 def _context(comparison: Comparison) -> dict:
     variants = list(comparison.variants.all())
     ctx: dict = {"comparison": comparison, "variants": variants, "poll": POLL,
@@ -71,7 +81,7 @@ def _context(comparison: Comparison) -> dict:
     done = [v for v in variants if v.status == Comparison.DONE]
     if not done:
         return ctx
-    ctx["rows"] = [(label, better, [v.metrics.get(key) for v in variants]) for key, label, better in METRICS]
+    ctx["rows"] = [(label, better, [_cell(v, key) for v in variants]) for key, label, better in METRICS]
     ctx["charts"] = _metric_charts(done)
     bins = [label for label, _lo, _hi in BLOCK_BINS]
     ctx["histogram"] = charts.column_chart(

@@ -14,6 +14,8 @@ from django.db.models import F, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from numaweb.jobs import services as jobs
+from numaweb.jobs.models import Job as JobRow
 from scheduler_core.errors import EngineError, TopologyError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import KubeletConfig
@@ -206,7 +208,7 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
 # holds the nodes it touches: a row lock (SELECT ... FOR UPDATE) on PostgreSQL; on SQLite every
 # transaction begins IMMEDIATE (settings), which takes the database's write lock at BEGIN. The conflict
 # check reads inside that transaction, so no two writers can both pass it. Writers hold nodes first, in
-# id order, and then jobs (jobs.services), so two of them never wait for each other in a cycle.
+# id order, and then jobs, so two of them never wait for each other in a cycle.
 class AllocationConflict(Exception):
     """An allocation that cannot be written because something already holds what it asks for.
     `cpus`: the CPUs in dispute; `holders`: the allocations holding them (pod, container, node, CPUs)."""
@@ -240,8 +242,6 @@ def check_allocation(row: Allocation, node: Node) -> None:
     allocations, and its pod is one pod: its container holds nothing else in the cluster, the pod holds
     nothing on another node, a whole-pod allocation (no container: pod scope) is the pod's only one, and
     when the pod is a job's, the container is one of its pod template's."""
-    from numaweb.jobs import services as jobs
-
     others = list(node.allocations.exclude(pk=row.pk) if row.pk else node.allocations.all())
     same = Allocation.objects.filter(cluster_id=node.cluster_id, pod=row.pod)
     if row.pk:
@@ -302,8 +302,6 @@ def check_move(node: Node, cluster: Cluster) -> None:
 def add_allocation(node: Node, **fields: Any) -> Allocation:
     """Record an allocation if it fits (no CPU or device held twice, one allocation per pod container),
     with the node held from the check to the write; the pod's job, if any, has its status re-derived."""
-    from numaweb.jobs import services as jobs
-
     try:
         with transaction.atomic():
             # the cluster first (as a snapshot import does), so two writers of one pod on two nodes take turns
@@ -324,8 +322,6 @@ def add_allocation(node: Node, **fields: Any) -> Allocation:
 
 def remove_allocation(row: Allocation) -> None:
     """Delete one allocation with its node held; its job's status is re-derived."""
-    from numaweb.jobs import services as jobs
-
     with transaction.atomic():
         hold_nodes([row.node_id])
         Allocation.objects.filter(pk=row.pk).delete()  # the post_delete signal advances the node's generation
@@ -341,6 +337,41 @@ def release(rows: QuerySet[Allocation]) -> int:
     return count
 
 
+def _release(job: JobRow, finish: bool) -> int:
+    """Hold the nodes where the job's pods hold resources, then the job; release them all; finish or delete
+    the job. Node ids are read before the locks (nodes are always held before jobs, by every writer), so
+    if a pod of the job gained an allocation on another node meanwhile, the whole step runs again."""
+    for _attempt in range(5):
+        with transaction.atomic():
+            nodes = set(Allocation.objects.filter(job=job).values_list("node_id", flat=True))
+            hold_nodes(nodes)
+            locked = JobRow.objects.select_for_update().filter(pk=job.pk).first()
+            if locked is None:
+                return 0
+            if not set(Allocation.objects.filter(job=job).values_list("node_id", flat=True)) <= nodes:
+                continue
+            released = release(Allocation.objects.filter(job=job))
+            if finish:
+                JobRow.objects.filter(pk=job.pk).update(finished_at=timezone.now(), status=JobRow.FINISHED)
+            else:
+                locked.delete()
+            return released
+    raise RuntimeError(f"job {job}: its pods kept gaining allocations; try again")
+
+
+def finish_job(job: JobRow) -> int:
+    """Mark the job finished and release every allocation its pods hold, in one transaction; returns how
+    many allocations were released."""
+    released = _release(job, finish=True)
+    job.refresh_from_db()
+    return released
+
+
+def delete_job(job: JobRow) -> int:
+    """Delete the job and release every allocation its pods hold, in one transaction."""
+    return _release(job, finish=False)
+
+
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,
                 kubelet: Mapping[str, Any] | None = None) -> Node:
     """Create or replace a node's topology from a file's content, in one transaction holding the node.
@@ -351,8 +382,6 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
     (Numatopology, kubelet state) replace the node's imported ones. Everything must still fit, and no
     imported pod may hold resources on another node of the cluster, else nothing changes."""
-    from numaweb.jobs import services as jobs
-
     loaded = load_topology_data(data, fmt)
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(cluster=cluster, name=name).first()

@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from numaweb.access.admin import AuditedAdmin
+from numaweb.inventory import services as inventory
 from scheduler_core.errors import EngineError
 
 from . import bounds, services
@@ -113,14 +114,14 @@ class JobAdmin(AuditedAdmin):
         services.refresh_status([form.instance.pk])  # replicas or minAvailable may have changed
 
     def delete_model(self, request, obj: Job) -> None:
-        services.delete_job(obj)
+        inventory.delete_job(obj)
 
     def delete_queryset(self, request, queryset) -> None:
         for job in queryset:
-            services.delete_job(job)
+            inventory.delete_job(job)
 
     @admin.action(description="Finish the selected jobs (release what their pods hold)")
     def finish(self, request, queryset) -> None:
-        released = sum(services.finish_job(job) for job in queryset)
+        released = sum(inventory.finish_job(job) for job in queryset)
         self.message_user(request, f"finished {queryset.count()} job(s), released {released} allocation(s)",
                           messages.SUCCESS)

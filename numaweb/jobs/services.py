@@ -12,8 +12,8 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
+from numaweb.inventory.models import Allocation, Cluster
 from scheduler_core.errors import RequestError
 from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.jobs import Task as EngineTask
@@ -153,8 +153,6 @@ class NoCluster(ValueError):
 
 def default_cluster() -> Any:
     """The cluster a job submitted without one goes to: the only cluster there is (NoCluster otherwise)."""
-    from numaweb.inventory.models import Cluster
-
     clusters = list(Cluster.objects.order_by("pk")[:2])
     if len(clusters) == 1:
         return clusters[0]
@@ -229,8 +227,6 @@ def pod_containers(uid: str, job: Job) -> set[str]:
 
 def held_pods(job_ids: Iterable[int]) -> dict[int, set[str]]:
     """{job id: uids of its pods that hold an allocation} (jobs holding nothing are absent)."""
-    from numaweb.inventory.models import Allocation
-
     out: dict[int, set[str]] = {}
     for job_id, pod in Allocation.objects.filter(job_id__in=list(job_ids)).values_list("job_id", "pod").distinct():
         out.setdefault(job_id, set()).add(pod)
@@ -271,8 +267,6 @@ def _pod_counts(jobs: models.QuerySet) -> models.QuerySet:
     """The jobs annotated with `pods` (replicas over their tasks) and `held` (pods holding an allocation):
     two correlated aggregates, so choosing or checking thousands of jobs is one query, not a Task and an
     Allocation instance per pod."""
-    from numaweb.inventory.models import Allocation
-
     pods = Task.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Sum("replicas")).values("n")
     held = (Allocation.objects.filter(job=OuterRef("pk")).values("job")
             .annotate(n=Count("pod", distinct=True)).values("n"))
@@ -334,49 +328,9 @@ def filter_jobs(jobs: models.QuerySet, status: str = "", namespace: str = "", q:
     return jobs
 
 
-def _release(job: Job, finish: bool) -> int:
-    """Hold the nodes where the job's pods hold resources, then the job; release them all; finish or delete
-    the job. Node ids are read before the locks (nodes are always held before jobs, by every writer), so
-    if a pod of the job gained an allocation on another node meanwhile, the whole step runs again."""
-    from numaweb.inventory import services as inventory
-    from numaweb.inventory.models import Allocation
-
-    for _attempt in range(5):
-        with transaction.atomic():
-            nodes = set(Allocation.objects.filter(job=job).values_list("node_id", flat=True))
-            inventory.hold_nodes(nodes)
-            locked = Job.objects.select_for_update().filter(pk=job.pk).first()
-            if locked is None:
-                return 0
-            if not set(Allocation.objects.filter(job=job).values_list("node_id", flat=True)) <= nodes:
-                continue
-            released = inventory.release(Allocation.objects.filter(job=job))
-            if finish:
-                Job.objects.filter(pk=job.pk).update(finished_at=timezone.now(), status=Job.FINISHED)
-            else:
-                locked.delete()
-            return released
-    raise RuntimeError(f"job {job}: its pods kept gaining allocations; try again")
-
-
-def finish_job(job: Job) -> int:
-    """Mark the job finished and release every allocation its pods hold, in one transaction; returns how
-    many allocations were released."""
-    released = _release(job, finish=True)
-    job.refresh_from_db()
-    return released
-
-
-def delete_job(job: Job) -> int:
-    """Delete the job and release every allocation its pods hold, in one transaction."""
-    return _release(job, finish=False)
-
-
 def link_allocations(cluster: Any) -> None:
     """Give every allocation of the cluster that names no job the job its pod belongs to (bulk writers,
     such as a snapshot import, insert rows without it), then derive those jobs' statuses."""
-    from numaweb.inventory.models import Allocation
-
     pods: dict[str, list[int]] = {}
     for pk, pod in Allocation.objects.filter(cluster=cluster, job=None).values_list("id", "pod"):
         pods.setdefault(pod, []).append(pk)

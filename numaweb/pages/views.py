@@ -483,7 +483,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
     """Finish the job: every allocation its pods hold is released in the same transaction."""
     job = get_object_or_404(Job, pk=pk)
-    job_services.finish_job(job)
+    inventory.finish_job(job)
     return redirect(reverse("pages:job", args=[job.pk]))
 
 

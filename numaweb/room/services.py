@@ -23,7 +23,7 @@ from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import store
 from numaweb.scheduling.models import SchedulingSession
-from numaweb.scheduling.services import worker_id
+from numaweb.worker import runs
 from scheduler_core.errors import EngineError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.jobs import Job as EngineJob
@@ -148,23 +148,16 @@ def parse_request(cluster: Cluster, data: object) -> dict:
     return fields
 
 
+QUESTIONS = runs.register(runs.Kind(
+    "make-room questions", RoomPlan, "numaweb.run_make_room", queued_field="queued_at",
+    hard_limit=lambda: (settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30, "NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30 s")))
+
+
 def mark_failed(pk: int, error: str) -> None:
     RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.FAILED, error=error, finished_at=timezone.now())
 
 
 # -- running ----------------------------------------------------------------------------------------------
-class _Progress:
-    def __init__(self, pk: int) -> None:
-        self.pk, self.last = pk, 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.last < PROGRESS_INTERVAL:
-            return
-        self.last = now
-        RoomPlan.objects.filter(pk=self.pk, status=RoomPlan.RUNNING).update(progress_done=done, progress_total=total)
-
-
 def target_of(row: RoomPlan) -> tuple[EngineJob, set[str]]:
     """The engine job to make room for and the uids of its pods already holding resources."""
     if row.job_id is None:
@@ -182,12 +175,16 @@ def priorities(cluster: Cluster) -> dict[str, int]:
 
 def execute(pk: int) -> RoomPlan:
     """Answer the question now (in a worker). Never raises for a question-level failure: the row says it.
-    A done question is left alone (a duplicate delivery)."""
+    A done question is left alone (a duplicate delivery), as is one running on a live worker. Its answer is
+    written only while this run still owns the row: one that resumes after being declared lost writes nothing."""
     row = RoomPlan.objects.select_related("cluster", "job").get(pk=pk)
-    if row.status == RoomPlan.DONE:
+    if row.status == RoomPlan.DONE or (row.status == RoomPlan.RUNNING and not QUESTIONS.lost_reason(row)):
         return row
-    RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.RUNNING, started_at=timezone.now(), worker=worker_id(),
-                                          error="", progress_done=0)
+    run = runs.claim(RoomPlan, pk, {"status": row.status, "worker": row.worker, "started_at": row.started_at})
+    if run is None:
+        return RoomPlan.objects.get(pk=pk)
+    progress = runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total),
+                             float("inf"), PROGRESS_INTERVAL)  # the search keeps its own time (MAKE_ROOM_SECONDS)
     started = time.perf_counter()
     try:
         nodes, seen = cluster_nodes(row.cluster)
@@ -200,25 +197,27 @@ def execute(pk: int) -> RoomPlan:
                       allow_evictions=bool(options.get("allow_evictions")))
         plan = make_room(cluster, job, row.profile, rules, priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
-                         time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=_Progress(pk))
+                         time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=progress)
         result = plan.to_dict(cluster)
         result["nodes"] = node_grids(cluster, plan)
         engine_ms = (time.perf_counter() - started) * 1000
         with transaction.atomic():
+            if not run.owns().select_for_update().exists():  # held to the commit: nobody takes it over meanwhile
+                raise runs.Superseded(f"make room {pk} was declared lost and taken over; this run writes nothing")
             session = _save_session(row, plan, {name: nid for name, (nid, _g) in seen.items()}) if plan.found \
                 else None
             if result["after"] is not None:
                 result["after"]["session"] = session.pk if session else None
-            RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.DONE, finished_at=timezone.now(), result=result,
-                                                  session=session, engine_ms=engine_ms, error="",
-                                                  progress_done=plan.stats.get("checks", 0),
-                                                  progress_total=plan.stats.get("checks", 0))
+            run.finish(status=RoomPlan.DONE, result=result, session=session, engine_ms=engine_ms, error="",
+                       progress_done=plan.stats.get("checks", 0), progress_total=plan.stats.get("checks", 0))
         log.info("make room %s: %s in %.0f ms", pk, "fits now" if plan.fits_now else
                  f"{len(plan.moves)} moves" if plan.found else plan.reason, engine_ms)
+    except runs.Superseded as exc:
+        log.warning("make room %s: %s", pk, exc)
     except Exception as exc:
         reason = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
         log.exception("make room %s failed", pk)
-        mark_failed(pk, reason)
+        run.owns().update(status=RoomPlan.FAILED, error=reason, finished_at=timezone.now())
     row.refresh_from_db()
     return row
 
@@ -230,7 +229,7 @@ def _save_session(row: RoomPlan, plan: EnginePlan, node_ids: Mapping[str, int]) 
     now = timezone.now()
     session = SchedulingSession.objects.create(
         cluster_id=row.cluster_id, profile=row.profile, dry_run=True, status=SchedulingSession.DONE,
-        started_at=row.started_at or now, finished_at=now, worker=worker_id(), runs=1, attempts=1,
+        started_at=row.started_at or now, finished_at=now, worker=runs.worker_id(), runs=1, attempts=1,
         engine_ms=result.timings["total_s"] * 1000, pods_total=counts["pods"], pods_placed=counts["placed"],
         pods_admitted=counts["admitted"], jobs_total=len(result.jobs), job_count=1 if row.job_id else 0,
         jobs_placed=sum(1 for j in result.jobs if j["committed"]), nodes_total=result.nodes_total,

@@ -3,10 +3,8 @@ are ids only; the work and its bookkeeping live in services."""
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker import runs
 
 from . import services
 from .models import RoomPlan
@@ -28,30 +26,5 @@ def start(fields: dict) -> RoomPlan:
     """Record the question (fields from services.parse_request) and queue it once committed. A broker
     that cannot be reached marks it failed and raises BrokerUnavailable (with `session_id` = its id)."""
     row = RoomPlan.objects.create(**fields)
-    if transaction.get_connection().in_atomic_block:
-        def later() -> None:
-            try:
-                enqueue(row.pk)
-            except BrokerUnavailable as exc:
-                services.mark_failed(row.pk, str(exc))
-
-        transaction.on_commit(later)
-        return row
-    try:
-        enqueue(row.pk)
-    except BrokerUnavailable as exc:
-        exc.session_id = row.pk
-        services.mark_failed(row.pk, str(exc))
-        raise
+    runs.queue(lambda: services.QUESTIONS.send([row.pk]), lambda exc: services.mark_failed(row.pk, str(exc)), row.pk)
     return row
-
-
-def enqueue(pk: int) -> None:
-    from kombu.exceptions import OperationalError
-
-    RoomPlan.objects.filter(pk=pk).update(queued_at=timezone.now())
-    try:
-        run_make_room.delay(pk)
-    except (OperationalError, ConnectionError, OSError) as exc:
-        raise BrokerUnavailable(f"the task queue is unavailable ({exc}); the question was saved as failed and "
-                                "can be asked again when the broker is back") from exc

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from numaweb.access.decorators import requires
 from numaweb.inventory.models import Cluster
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
 
 from . import services, tasks

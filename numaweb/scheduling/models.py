@@ -248,18 +248,3 @@ class Detail(_SessionPart):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "ref"], name="detail_unique_ref")]
-
-
-class WorkerHeartbeat(models.Model):
-    """A Celery worker's sign of life, written by its housekeeping thread (scheduling.housekeeping) every third
-    of NUMAWEB_WORKER_TIMEOUT and deleted when it stops; /healthz and the pages' banner read it. In the database
-    because the web and the workers share nothing else (in docker-compose they are separate containers)."""
-
-    name = models.CharField(max_length=255, unique=True, help_text="the Celery node name (name@host)")
-    host = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    seen_at = models.DateTimeField(db_index=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} (pid {self.pid})"

@@ -12,23 +12,23 @@ A worker that dies mid-session (killed, out of memory) never commits, so it too 
 run claims the row (status running, `runs` + 1, `worker` = host:pid) with a conditional update, and
 its progress writes are its heartbeat. A running session counts as lost when its worker process is
 gone from this host, every worker on its host stopped beating for NUMAWEB_WORKER_TIMEOUT (hung: stopped or
-cut off), or its own heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: it is then shown
-failed ("worker lost") and can be re-run; a re-delivered message (acks_late, reject_on_worker_lost)
-runs it again from scratch. The commit only lands if its run still owns the row."""
+cut off), or its own heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: the
+workers' housekeeping marks it failed ("worker lost", the reason) and queues it again, up to
+NUMAWEB_SESSION_MAX_RUNS starts (then a person re-runs it); a re-delivered message (acks_late,
+reject_on_worker_lost) runs it again from scratch too. The commit only lands if its run still owns the row.
+The claim, progress, queueing and the lost-worker rule are numaweb.worker.runs', shared with comparison
+variants and make-room questions."""
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import F
 from django.utils import timezone
 
 from numaweb.inventory import services as inventory
@@ -36,23 +36,19 @@ from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
+from numaweb.worker import runs
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.scheduler.explain import PodRecord, SessionResult
 from scheduler_core.scheduler.gc_pause import paused_gc
 
 from . import store
-from .models import PodStatus, SchedulingSession, WorkerHeartbeat
+from .models import PodStatus, SchedulingSession
 
 log = logging.getLogger("numaweb.scheduling")
 
 PROGRESS_INTERVAL = 0.25  # seconds between progress writes to the session row
 BATCH = 1000
-
-
-class BrokerUnavailable(RuntimeError):
-    """The session row exists but its id could not be queued (broker down); `session_id` names it."""
-
-    session_id: int | None = None
 
 
 class StaleNodes(RuntimeError):
@@ -63,70 +59,30 @@ class SessionNotRunnable(RuntimeError):
     pass
 
 
-class Superseded(RuntimeError):
-    """This run no longer owns the session row (it was declared lost and run again): write nothing."""
-
-
-class TimeLimit(RuntimeError):
-    """A run went past NUMAWEB_TASK_SOFT_TIME_LIMIT: raised by its progress callback between pods (whatever the
-    pool), or by Celery's prefork pool as SoftTimeLimitExceeded; `time_limit_reason` words either."""
-
-
-def run_deadline() -> float:
-    """The monotonic time at which a run starting now passes the soft time limit."""
-    return time.monotonic() + settings.NUMAWEB_TASK_SOFT_TIME_LIMIT
-
-
-def time_limit_reason(exc: BaseException) -> str:
-    """The failure message of a run stopped by the soft time limit ("" for any other exception)."""
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    if not isinstance(exc, TimeLimit | SoftTimeLimitExceeded):
-        return ""
-    return (f"stopped at the soft time limit of {settings.NUMAWEB_TASK_SOFT_TIME_LIMIT} s "
-            "(NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
-
-
 def checkpoint(stage: str, session: SchedulingSession) -> None:
     """Named points in a run ("computed": engine done, before the commit; "written": rows written,
     inside the commit's transaction). No-op; tests replace it to inject races and failures."""
 
 
 # -- starting ------------------------------------------------------------------------------------
+SESSIONS = runs.register(runs.Kind(
+    "sessions", SchedulingSession, "numaweb.run_scheduling_session", queued_field="updated_at",
+    beat_field="heartbeat_at", stale_seconds=lambda: settings.NUMAWEB_SESSION_STALE_SECONDS,
+    max_runs=lambda: settings.NUMAWEB_SESSION_MAX_RUNS))
+
+
 def enqueue(session_id: int) -> None:
     """Hand the session id to the broker; a broker that cannot be reached raises BrokerUnavailable."""
-    from kombu.exceptions import OperationalError
-
-    from .tasks import run_scheduling_session
-
-    try:
-        run_scheduling_session.delay(session_id)
-    except (OperationalError, ConnectionError, OSError) as exc:
-        raise BrokerUnavailable(f"the task queue is unavailable ({exc}); session {session_id} was saved and "
-                                "can be started again when the broker is back") from exc
+    runs.send(SESSIONS.task, [session_id])
 
 
 def _queue(session_id: int) -> None:
-    """Queue now when the row is committed; inside an outer transaction, queue after its commit (a
-    broker failure then marks the session failed instead of raising into someone else's commit)."""
-    if not transaction.get_connection().in_atomic_block:
-        try:
-            enqueue(session_id)
-        except BrokerUnavailable as exc:
-            exc.session_id = session_id
-            SchedulingSession.objects.filter(pk=session_id).update(
-                status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
-            raise
-        return
+    """Queue once the row is committed (see runs.queue); a broker failure marks the session failed."""
+    def failed(exc: BrokerUnavailable) -> None:
+        SchedulingSession.objects.filter(pk=session_id).update(
+            status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
 
-    def later() -> None:
-        try:
-            enqueue(session_id)
-        except BrokerUnavailable as exc:
-            SchedulingSession.objects.filter(pk=session_id).update(
-                status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
-
-    transaction.on_commit(later)
+    runs.queue(lambda: enqueue(session_id), failed, session_id)
 
 
 def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = False,
@@ -179,112 +135,26 @@ def rerun_session(session: SchedulingSession) -> SchedulingSession:
 
 
 # -- lost workers ----------------------------------------------------------------------------------
-def worker_id() -> str:
-    """This process as the session row names its runner: host:pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:  # killed but not yet reaped by its parent
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
-def worker_gone(worker: str) -> bool:
-    """True when `worker` (host:pid) ran on this host and that process no longer exists. A worker on
-    another host is never judged here: only its heartbeat tells."""
-    host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    return _process_gone(int(pid))
-
-
 def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
-    """Why a running session's worker counts as lost ("" when it may still be working on it)."""
-    if session.status != SchedulingSession.RUNNING:
-        return ""
-    if session.worker and worker_gone(session.worker):
-        hard = settings.NUMAWEB_TASK_TIME_LIMIT
-        if session.started_at and ((now or timezone.now()) - session.started_at).total_seconds() >= hard:
-            return (f"stopped at the hard time limit of {hard} s (NUMAWEB_TASK_TIME_LIMIT): {session.worker} was "
-                    "ended; nothing was written")
-        return (f"worker lost: {session.worker} died during the session (killed or crashed); nothing was "
-                "written, run it again")
-    silent = _worker_silence(session.worker.rpartition(":")[0], now) if session.worker else None
-    if silent is not None and silent > settings.NUMAWEB_WORKER_TIMEOUT:
-        return (f"worker lost: the worker on {session.worker.rpartition(':')[0]} sent no heartbeat for {silent:.0f} s "
-                f"(over NUMAWEB_WORKER_TIMEOUT, {settings.NUMAWEB_WORKER_TIMEOUT} s: hung or cut off); nothing was "
-                "written, run it again")
-    beat = session.heartbeat_at or session.started_at or session.updated_at
-    limit = settings.NUMAWEB_SESSION_STALE_SECONDS
-    if beat is None or ((now or timezone.now()) - beat).total_seconds() > limit:
-        since = f" since {beat:%Y-%m-%d %H:%M:%S} UTC" if beat else ""
-        return (f"worker lost: no heartbeat from {session.worker or 'its worker'}{since} (over {limit} s); "
-                "nothing was written, run it again")
-    return ""
-
-
-def _worker_silence(host: str, now: datetime | None = None) -> float | None:
-    """Seconds since any worker on `host` last beat (None: no worker there ever published one)."""
-    last = WorkerHeartbeat.objects.filter(host=host).aggregate(last=Max("seen_at"))["last"]
-    return None if last is None else ((now or timezone.now()) - last).total_seconds()
+    """Why a running session's worker counts as lost ("" when it may still be working on it): runs.lost_reason,
+    with the session's heartbeat older than NUMAWEB_SESSION_STALE_SECONDS as a third sign."""
+    return SESSIONS.lost_reason(session, now)
 
 
 def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:
     """Mark a running session whose worker is lost as failed, with the reason; True when it did. The
     update is conditional on the row being unchanged, so a heartbeat or commit that lands first wins."""
-    reason = lost_reason(session, now)
-    if not reason:
-        return False
-    done = SchedulingSession.objects.filter(
-        pk=session.pk, status=SchedulingSession.RUNNING, runs=session.runs, heartbeat_at=session.heartbeat_at
-    ).update(status=SchedulingSession.FAILED, error=reason, finished_at=timezone.now())
-    if done:
-        log.warning("session %s: %s", session.pk, reason)
+    done = bool(SESSIONS.expire(session, now))
     session.refresh_from_db()
-    return bool(done)
-
-
-def expire_lost_sessions(now: datetime | None = None) -> list[int]:
-    """Every running session whose worker is lost → failed (run when a worker starts)."""
-    return [s.pk for s in SchedulingSession.objects.filter(status=SchedulingSession.RUNNING)
-            if expire_if_lost(s, now)]
+    return done
 
 
 # -- running ---------------------------------------------------------------------------------------
-class _Progress:
-    """The engine's progress callback: writes done/total and the heartbeat to the row at most every
-    PROGRESS_INTERVAL, only while this run still owns it; raises TimeLimit past `deadline`."""
-
-    def __init__(self, session: SchedulingSession, deadline: float,
-                 also: Callable[[int, int], None] | None = None) -> None:
-        self.session_id, self.run, self.also = session.pk, session.runs, also
-        self.last, self.deadline = 0.0, deadline
-
-    def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
-        if self.also is not None:
-            self.also(done, total)
-        now = time.monotonic()
-        if now > self.deadline:
-            raise TimeLimit("soft time limit")
-        if done < total and now - self.last < PROGRESS_INTERVAL:
-            return
-        self.last = now
-        SchedulingSession.objects.filter(pk=self.session_id, runs=self.run, status=SchedulingSession.RUNNING).update(
-            progress_done=done, progress_total=total, heartbeat_at=timezone.now())
-
-
-def _beat(session: SchedulingSession) -> None:
-    SchedulingSession.objects.filter(pk=session.pk, runs=session.runs, status=SchedulingSession.RUNNING).update(
-        heartbeat_at=timezone.now())
+def _progress(run: runs.Run, deadline: float, also: Callable[[int, int], None] | None) -> runs.Progress:
+    """The engine's progress callback: done/total and the heartbeat, while this run still owns the row."""
+    return runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total,
+                                                               heartbeat_at=timezone.now()),
+                         deadline, PROGRESS_INTERVAL, also)
 
 
 def execute_session(session_id: int, progress: Callable[[int, int], None] | None = None) -> SchedulingSession:
@@ -307,33 +177,31 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
             log.warning("session %s was started %s times; not re-running it automatically", session_id, session.runs)
             return session
         log.warning("session %s: %s; running it again from scratch", session_id, reason)
-    now = timezone.now()
-    claimed = SchedulingSession.objects.filter(pk=session_id, status=session.status, runs=session.runs).update(
-        status=SchedulingSession.RUNNING, started_at=now, heartbeat_at=now, worker=worker_id(), finished_at=None,
-        error="", progress_done=0, runs=session.runs + 1)
+    run = runs.claim(SchedulingSession, session_id, {"status": session.status, "runs": session.runs},
+                     heartbeat_at=timezone.now(), runs=session.runs + 1)
     session.refresh_from_db()
-    if not claimed:
+    if run is None:
         log.info("session %s was claimed by %s first", session_id, session.worker)
         return session
-    run = session.runs
-    fields = {"session": session_id, "run": run}
-    log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, run, session.profile,
+    number = session.runs
+    fields = {"session": session_id, "run": number}
+    log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, number, session.profile,
              session.cluster.name, session.worker, extra=fields)
-    started, deadline = time.perf_counter(), run_deadline()
+    started, deadline = time.perf_counter(), runs.run_deadline()
     try:
         with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.scheduler.gc_pause
-            _run_with_retries(session, deadline, progress)
-    except Superseded as exc:
-        log.warning("session %s run %s: %s", session_id, run, exc, extra=fields)
+            _run_with_retries(session, run, deadline, progress)
+    except runs.Superseded as exc:
+        log.warning("session %s run %s: %s", session_id, number, exc, extra=fields)
     except Exception as exc:
-        reason = time_limit_reason(exc) or (
+        reason = runs.time_limit_reason(exc) or (
             str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}")
         ms = (time.perf_counter() - started) * 1000
         log.exception("session %s failed after %.0f ms: %s", session_id, ms, reason, extra={**fields, "ms": ms})
-        SchedulingSession.objects.filter(pk=session_id, runs=run, status=SchedulingSession.RUNNING).update(
-            status=SchedulingSession.FAILED, error=reason or type(exc).__name__, finished_at=timezone.now())
+        run.owns().update(status=SchedulingSession.FAILED, error=reason or type(exc).__name__,
+                          finished_at=timezone.now())
     session.refresh_from_db()
-    if session.status == SchedulingSession.DONE and session.runs == run:
+    if session.status == SchedulingSession.DONE and session.runs == number:
         ms = (time.perf_counter() - started) * 1000
         log.info("session %s done in %.0f ms (engine %.0f ms, commit %.0f ms, %s attempt(s)): %s/%s pods placed, "
                  "%s/%s jobs", session_id, ms, session.engine_ms or 0, session.commit_ms or 0, session.attempts,
@@ -342,7 +210,7 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
     return session
 
 
-def _run_with_retries(session: SchedulingSession, deadline: float,
+def _run_with_retries(session: SchedulingSession, run: runs.Run, deadline: float,
                       progress: Callable[[int, int], None] | None = None) -> None:
     from scheduler_core.scheduler.cluster import Cluster as EngineCluster
     from scheduler_core.scheduler.session import run_session
@@ -354,16 +222,16 @@ def _run_with_retries(session: SchedulingSession, deadline: float,
         held = _holders(job_rows)
         started = time.perf_counter()
         result = run_session(EngineCluster(nodes), jobs, profile=session.profile,
-                             progress=_Progress(session, deadline, progress), held=held)
+                             progress=_progress(run, deadline, progress), held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
-        _beat(session)
+        run.owns().update(heartbeat_at=timezone.now())
         try:
-            _commit(session, result, seen, job_rows, held, len(nodes), engine_ms, attempt)
+            _commit(session, run, result, seen, job_rows, held, len(nodes), engine_ms, attempt)
             return
         except StaleNodes as exc:
             log.info("session %s attempt %s: %s; retrying on fresh state", session.pk, attempt, exc)
-            SchedulingSession.objects.filter(pk=session.pk, runs=session.runs).update(attempts=attempt)
+            run.owns().update(attempts=attempt)
     raise StaleNodes(f"nodes kept changing during {retries} attempts; run the session again")
 
 
@@ -424,7 +292,7 @@ def _job_reasons(result: SessionResult) -> dict[tuple[str, str], str]:
     return out
 
 
-def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str, tuple[int, int]],
+def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, seen: Mapping[str, tuple[int, int]],
             job_rows: list[Job], held: Mapping[str, tuple[int, str]], nodes_total: int, engine_ms: float,
             attempt: int) -> None:
     """Write the run's results in one transaction that holds, in order, the session row, the nodes it
@@ -446,9 +314,8 @@ def _commit(session: SchedulingSession, result: SessionResult, seen: Mapping[str
     ended: dict[tuple[str, str], str] = {}
     with transaction.atomic():
         # first: this run must still own the row (the update also locks it until the commit)
-        if not SchedulingSession.objects.filter(pk=session.pk, runs=session.runs,
-                                                status=SchedulingSession.RUNNING).update(heartbeat_at=timezone.now()):
-            raise Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
+        if not run.owns().update(heartbeat_at=timezone.now()):
+            raise runs.Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
         if not session.dry_run:
             touched = sorted({seen[p.node][0] for p in result.pods if p.status == "admitted" and p.node})
             current = inventory.hold_nodes(touched)

@@ -21,6 +21,7 @@ from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker import runs
 from tests.web.helpers import make_job, make_node, use_broker
 
 THREE = [{"profile": "volcano"}, {"profile": "aligned"}, {"profile": "unaware"}]
@@ -286,8 +287,7 @@ def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monke
 
     make_node(cluster, "n1")
     sent: list[list[int]] = []
-    monkeypatch.setattr(services, "enqueue", lambda ids: sent.append(list(ids)) or
-                        ComparisonVariant.objects.filter(pk__in=ids).update(queued_at=timezone.now()))
+    monkeypatch.setattr(runs, "send", lambda task, ids: sent.append(list(ids)))
     with django_capture_on_commit_callbacks(execute=True):
         comparison = services.start_comparison(cluster, services.parse_variants(cluster, THREE))
     ids = sorted(comparison.variants.values_list("pk", flat=True))
@@ -296,6 +296,10 @@ def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monke
     first, *_rest = ids
     ComparisonVariant.objects.filter(pk=first).update(status="running", worker=f"{socket.gethostname()}:999999999")
     assert sorted(services.requeue_pending(0)) == ids
+    row = ComparisonVariant.objects.get(pk=first)  # failed with the reason, and queued again
+    assert row.status == "pending" and row.error == (f"worker lost: {socket.gethostname()}:999999999 died during the "
+                                                     "run (killed or crashed); nothing was written; queued again "
+                                                     "automatically")
     ComparisonVariant.objects.filter(pk=first).update(status="done")
     assert services.requeue_pending(60) == []
 
@@ -317,7 +321,7 @@ def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settin
 
     settings.NUMAWEB_TASK_TIME_LIMIT = 60
     sent: list[list[int]] = []
-    monkeypatch.setattr(services, "enqueue", lambda ids: sent.append(list(ids)))
+    monkeypatch.setattr(runs, "send", lambda task, ids: sent.append(list(ids)))
     dead = f"{socket.gethostname()}:999999999"
     late, early, _ = comparison.variants.order_by("index")
     now = timezone.now()
@@ -328,7 +332,8 @@ def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settin
     assert services.requeue_pending(60) == [early.pk] and sent == [[early.pk]]
     late.refresh_from_db()
     assert late.status == "failed"
-    assert late.error == f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended"
+    assert late.error == (f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended; "
+                          "nothing was written")
 
 
 def test_headroom_on_the_demo_stays_within_its_budget(api, demo, settings):

@@ -172,7 +172,7 @@ def test_celery_soft_time_limit_is_worded_the_same(settings):
     from celery.exceptions import SoftTimeLimitExceeded
 
     from numaweb.celery import app
-    from numaweb.scheduling.services import time_limit_reason
+    from numaweb.worker.runs import time_limit_reason
 
     settings.NUMAWEB_TASK_SOFT_TIME_LIMIT = 30
     assert time_limit_reason(SoftTimeLimitExceeded()) == (
@@ -218,7 +218,7 @@ def test_a_session_whose_hosts_worker_stopped_beating_is_lost_within_the_worker_
 
     from django.utils import timezone
 
-    from numaweb.scheduling.models import WorkerHeartbeat
+    from numaweb.worker.models import WorkerHeartbeat
 
     settings.NUMAWEB_WORKER_TIMEOUT, settings.NUMAWEB_SESSION_STALE_SECONDS = 30, 120
     now = timezone.now()

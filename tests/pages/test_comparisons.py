@@ -180,3 +180,27 @@ def test_session_page_charts_numa_span_per_pod(client, demo):
     expected = span_histogram(sum(1 << n for n in r["admitted_numa"] or ()) if r["status"] == "admitted" else None
                               for r in records)
     assert values == expected and values["1"] > 0
+
+
+def test_headroom_cut_short_by_a_bound_reads_at_least_naming_it(client, demo, monkeypatch, settings):
+    monkeypatch.setattr(services, "enqueue", lambda ids: None)  # no worker here: run them below
+    response = client.post(reverse("comparisons:start"), form_data(demo, (("aligned", {}),), cpu="1", memory=""))
+    assert response.status_code == 302
+    comparison = Comparison.objects.get()
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 3
+    run_all(comparison)
+    [variant] = comparison.variants.all()
+    assert variant.headroom["at_least"] is True and variant.headroom["stopped"] == "limit of 3 pods tried"
+    html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
+    row = html[html.index("headroom (pods of the shape)"):]
+    row = row[:row.index("</tr>")]
+    assert f"<td>at least {variant.metrics['headroom']} (limit of 3 pods tried)</td>" in row
+
+    settings.NUMAWEB_HEADROOM_MAX_PODS = 100000  # unbounded: the plain count
+    ComparisonVariant.objects.filter(pk=variant.pk).update(status="pending")
+    run_all(comparison)
+    variant.refresh_from_db()
+    assert variant.headroom["at_least"] is False
+    html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
+    row = html[html.index("headroom (pods of the shape)"):]
+    assert f"<td>{variant.metrics['headroom']}</td>" in row[:row.index("</tr>")] and "at least" not in row[:200]

@@ -5,7 +5,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from numaweb.inventory.models import Cluster
-from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import WorkerHeartbeat
 
 BANNER = 'id="no-worker"'
 

@@ -264,7 +264,7 @@ def test_compose_stack_end_to_end(page: Page, tmp_path):
         )).split()[-1])
         stack.wait_done(lost, timeout=REQUEUE_SECONDS + 60)
         logs = stack.logs()
-        assert f"queued pending sessions again: {lost}" in logs
+        assert f"sessions queued again: {lost}" in logs
         assert re.search(rf"session {lost} done in \d+ ms", logs) and re.search(r"worker \S+ started", logs)
         assert re.search(r"worker \S+ stopped", (tmp_path / "worker-2.log").read_text(errors="replace"))
 

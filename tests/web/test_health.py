@@ -14,8 +14,10 @@ from django.utils import timezone
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.scheduling import housekeeping, services
-from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+from numaweb.scheduling import services
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker import heartbeats, housekeeping
+from numaweb.worker.models import WorkerHeartbeat
 from tests.web.helpers import filesystem_broker, use_broker
 
 
@@ -52,12 +54,12 @@ def test_healthz_503_without_a_worker_then_200_once_one_beats(client, db, queue,
                                "timeout": 5}
     old = heartbeat("old@host", age=6)
     assert client.get("/healthz").status_code == 503  # seen, but longer ago than the timeout
-    housekeeping.beat("new@host")
+    heartbeats.beat("new@host")
     r = client.get("/healthz")
     assert r.status_code == 200, r.content
     assert r.json()["workers"]["alive"] == 1 and r.json()["workers"]["status"] == "ok"
     assert r.headers["Cache-Control"].startswith("max-age=0")
-    housekeeping.forget("new@host")
+    heartbeats.forget("new@host")
     assert client.get("/healthz").status_code == 503
     assert client.get("/healthz").json()["workers"]["last_seen_seconds"] >= 6
     old.delete()
@@ -97,16 +99,16 @@ def test_requeue_sends_pending_sessions_once_and_only_when_due(db, queue):
     waiting = SchedulingSession.objects.create(cluster=cluster)
     SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.DONE)
     SchedulingSession.objects.create(cluster=cluster, status=SchedulingSession.FAILED)
-    assert housekeeping.requeue_pending(60) == []  # queued just now: not due yet
+    assert services.SESSIONS.recover(60) == []  # queued just now: not due yet
     assert queue() == []
-    assert housekeeping.requeue_pending(0) == [waiting.pk]
+    assert services.SESSIONS.recover(0) == [waiting.pk]
     assert queue() == [waiting.pk]
     # its updated_at moved, so a second check in the same moment (another worker) does not send it again
-    assert housekeeping.requeue_pending(5) == []
+    assert services.SESSIONS.recover(5) == []
     assert queue() == [waiting.pk]
 
 
-def test_upkeep_beats_fails_lost_sessions_and_requeues(db, queue, settings):
+def test_upkeep_beats_fails_lost_sessions_and_queues_them_again(db, queue, settings):
     settings.NUMAWEB_SESSION_STALE_SECONDS = 10
     cluster = Cluster.objects.create(name="c")
     pending = SchedulingSession.objects.create(cluster=cluster)
@@ -116,12 +118,15 @@ def test_upkeep_beats_fails_lost_sessions_and_requeues(db, queue, settings):
     heartbeat("recent@host", age=60)
     heartbeat("ancient@host", age=100 * 30 + 1)
     settings.NUMAWEB_WORKER_TIMEOUT = 30
-    housekeeping.upkeep("me@host", 0)
+    sent = housekeeping.upkeep("me@host", 0)
     assert WorkerHeartbeat.objects.get(name="me@host").seen_at > long_ago
     assert sorted(WorkerHeartbeat.objects.values_list("name", flat=True)) == ["me@host", "recent@host"]
     lost.refresh_from_db()
-    assert lost.status == "failed" and lost.error.startswith("worker lost: no heartbeat from elsewhere:1")
-    assert queue() == [pending.pk]
+    # failed with the reason, and queued again at once (its first run wrote nothing)
+    assert lost.status == "pending" and lost.error.startswith("worker lost: no heartbeat from elsewhere:1")
+    assert lost.error.endswith("; queued again automatically") and lost.finished_at is None
+    assert sorted(sent["sessions"]) == queue() == sorted([pending.pk, lost.pk])
+    assert set(sent) == {"sessions", "comparison variants", "make-room questions"}  # every app's kind
 
 
 def test_pending_session_that_lost_its_message_is_run_by_the_next_check(db, queue):
@@ -132,7 +137,7 @@ def test_pending_session_that_lost_its_message_is_run_by_the_next_check(db, queu
     session = SchedulingSession.objects.create(cluster=Cluster.objects.get(name="demo"))  # never queued
     session.jobs.set(Job.objects.filter(status=Job.PENDING))
     assert queue() == []
-    [pk] = housekeeping.requeue_pending(0)
+    [pk] = services.SESSIONS.recover(0)
     services.execute_session(pk)  # what the worker does with the message
     session.refresh_from_db()
     assert session.status == "done" and session.pods_placed >= 5

@@ -10,7 +10,8 @@ from numaweb.comparisons import services as comparisons
 from numaweb.inventory.demo import build_demo
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
-from numaweb.scheduling.models import SchedulingSession, WorkerHeartbeat
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import WorkerHeartbeat
 from scheduler_core.scheduler.compare import Variant
 
 pytestmark = pytest.mark.django_db

@@ -7,6 +7,7 @@ from numaweb.inventory.models import Allocation, Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
 from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.worker import runs
 from tests.web.helpers import allocated_cpus, make_job, make_node
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,9 +135,9 @@ def test_heartbeat_is_written_while_running(small, monkeypatch):
     monkeypatch.setattr(services, "checkpoint", checkpoint)
     services.execute_session(session.pk)
     session.refresh_from_db()
-    assert session.status == "done" and session.worker == services.worker_id()
+    assert session.status == "done" and session.worker == runs.worker_id()
     (status, computed, worker), (_, written, _) = beats
-    assert status == "running" and worker == services.worker_id()
+    assert status == "running" and worker == runs.worker_id()
     assert session.started_at <= computed <= written <= session.heartbeat_at <= session.finished_at
 
 
@@ -153,7 +154,7 @@ def test_redelivered_message_leaves_a_live_run_alone_and_takes_over_a_lost_one(s
     _stale(session, seconds=121)  # silent too long: lost; the re-delivered message runs it from scratch
     services.execute_session(session.pk)
     session.refresh_from_db()
-    assert (session.status, session.runs, session.worker) == ("done", 2, services.worker_id())
+    assert (session.status, session.runs, session.worker) == ("done", 2, runs.worker_id())
     assert sorted(allocated_cpus(node)) == [0, 1]
 
 
@@ -177,7 +178,7 @@ def test_a_run_declared_lost_meanwhile_writes_nothing(small, monkeypatch):
 
     def checkpoint(stage, s):
         if stage == "computed":  # seen from elsewhere, this run went silent for too long
-            _stale(s, worker=services.worker_id(), runs=s.runs)
+            _stale(s, worker=runs.worker_id(), runs=s.runs)
             assert services.expire_if_lost(SchedulingSession.objects.get(pk=s.pk))
 
     monkeypatch.setattr(services, "checkpoint", checkpoint)

@@ -151,7 +151,7 @@ def test_a_job_ended_after_the_engine_ran_gets_nothing(two_nodes, monkeypatch, e
 
     def checkpoint(stage, s):
         if stage == "computed":
-            (job_services.finish_job if end == "finish" else job_services.delete_job)(ended)
+            (inventory.finish_job if end == "finish" else inventory.delete_job)(ended)
 
     monkeypatch.setattr(services, "checkpoint", checkpoint)
     services.execute_session(session.pk)
@@ -183,7 +183,7 @@ def test_a_finish_that_waits_for_the_commit_releases_what_it_wrote(two_nodes, mo
 
     def finish() -> None:
         try:
-            job_services.finish_job(Job.objects.get(pk=job.pk))
+            inventory.finish_job(Job.objects.get(pk=job.pk))
             finished.set()
         finally:
             connection.close()

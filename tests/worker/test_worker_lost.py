@@ -3,7 +3,9 @@ embedded file-system queue and the test's SQLite file) pauses inside the session
 after writing its placement and allocation rows, and is killed with SIGKILL.
 
 - Whole worker killed (solo pool, as `manage.py serve` runs it): nothing was committed; the next worker to
-  start marks the session failed ("worker lost"), the API re-runs it and it completes.
+  start marks the session failed ("worker lost") and queues it again, and it completes.
+- Whole worker stopped (SIGSTOP: alive, silent) after computing: another worker sees its heartbeat stop, fails
+  the session and queues it again, and runs it; the stopped one, woken, writes nothing.
 - Pool child killed (prefork, as docker-compose runs it): acks_late + reject_on_worker_lost put the message
   back, a fresh child takes the session over from scratch and it completes, with no double booking."""
 
@@ -22,8 +24,6 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs.models import Job
@@ -37,13 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def worker_process(data: Path, pool: str, name: str, pause_at: str = "never") -> Iterator[subprocess.Popen]:
+def worker_process(data: Path, pool: str, name: str, pause_at: str = "never", **extra: str
+                   ) -> Iterator[subprocess.Popen]:
     """A Celery worker process on `data`/broker and the test's database file. On the way out it is idle
     (the test waited for its session) and is killed with its pool children: a warm shutdown on the
     file-system queue takes seconds, and this queue is thrown away."""
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
     env.update(NUMAWEB_DATA_DIR=str(data), DATABASE_PATH=str(connection.settings_dict["NAME"]), PYTHONUNBUFFERED="1",
-               NUMAWEB_TEST_PAUSE_AT=pause_at, NUMAWEB_TEST_PAUSE_MARKER=str(data / "paused.json"))
+               NUMAWEB_TEST_PAUSE_AT=pause_at, NUMAWEB_TEST_PAUSE_MARKER=str(data / "paused.json"), **extra)
     args = [sys.executable, "-m", "tests.worker.pausing_worker", f"--pool={pool}", "--concurrency=1",
             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
             "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h"]
@@ -117,12 +118,9 @@ def test_session_task_is_acked_late_and_rejected_when_its_worker_is_lost():
     assert run_scheduling_session.reject_on_worker_lost is True
 
 
-def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_path, make_user):
+def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_path):
     generations = dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
     marker = tmp_path / "paused.json"
-    user = make_user("ops", "operator")
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     with filesystem_broker(tmp_path / "broker"):
         with worker_process(tmp_path, "solo", "first", pause_at="written") as first:
             wait_ready(first, tmp_path / "first.log")
@@ -140,21 +138,54 @@ def test_whole_worker_killed_mid_commit_then_marked_lost_and_rerun(cluster, tmp_
         row.refresh_from_db()
         assert row.status == "running"  # nobody has noticed yet
 
-        # the next worker to start (e.g. `./dev run` again) marks it failed with the reason
+        # the next worker to start (e.g. `./dev run` again) marks it failed with the reason, queues it again
+        # and runs it: nobody has to ask
         with worker_process(tmp_path, "solo", "second") as second:
-            row = wait_for("the lost session marked failed", session_in(session.pk, "failed"), second,
-                           tmp_path / "second.log", timeout=30)
-            assert row.error.startswith("worker lost:") and f":{first.pid} died" in row.error
-            assert_nothing_written(cluster, generations)
-            body = api.get(f"/api/sessions/{session.pk}/").json()
-            assert body["status"] == "failed" and "worker lost" in body["error"]
-
-            r = api.post(f"/api/sessions/{session.pk}/rerun/")
-            assert r.status_code == 202, r.content
-            row = wait_for("the re-run to finish", session_in(session.pk, "done", "failed"), second,
-                           tmp_path / "second.log")
+            row = wait_for("the re-run to finish", session_in(session.pk, "done"), second, tmp_path / "second.log")
         assert row.runs == 2 and row.worker.endswith(f":{second.pid}")
         assert_completed_once(row, cluster)
+
+
+def test_stopped_worker_is_taken_over_by_another_and_writes_nothing_when_it_resumes(cluster, tmp_path):
+    timeout = {"NUMAWEB_WORKER_TIMEOUT": "4"}
+    marker = tmp_path / "paused.json"
+    with filesystem_broker(tmp_path / "broker"):
+        with worker_process(tmp_path, "solo", "first", pause_at="computed", **timeout) as first:
+            wait_ready(first, tmp_path / "first.log")
+            session = services.start_session(cluster, "volcano")
+            wait_for("a paused session", paused(marker), first, tmp_path / "first.log")
+            os.kill(first.pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            try:
+                with worker_process(tmp_path, "solo", "second", **timeout) as second:
+                    row = wait_for("the session taken over", session_in(session.pk, "done"), second,
+                                   tmp_path / "second.log", timeout=60)
+                    took = time.monotonic() - stopped
+            finally:
+                os.kill(first.pid, signal.SIGCONT)
+            assert row.runs == 2 and row.worker.endswith(f":{second.pid}") and took < 60
+            assert_completed_once(row, cluster)
+            generations = dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
+
+            marker.with_suffix(".release").touch()  # the stopped worker wakes and goes on to commit what it computed
+            wait_for("the woken worker's run to end", lambda: marker.with_suffix(".resumed").exists()
+                     and _idle(first.pid), first, tmp_path / "first.log", timeout=30)
+        before = (row.status, row.runs, row.worker, row.finished_at)
+        row.refresh_from_db()
+        assert (row.status, row.runs, row.worker, row.finished_at) == before
+        assert_completed_once(row, cluster)  # nothing written twice
+        assert dict(Node.objects.filter(cluster=cluster).values_list("name", "generation")) == generations
+
+
+def _idle(pid: int) -> bool:
+    """The process used no CPU over a second (its task is over)."""
+    def ticks() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    before = ticks()
+    time.sleep(1.0)
+    return ticks() == before
 
 
 def test_pool_child_killed_mid_commit_is_redelivered_and_rerun_from_scratch(cluster, tmp_path):
@@ -172,5 +203,3 @@ def test_pool_child_killed_mid_commit_is_redelivered_and_rerun_from_scratch(clus
         row = wait_for("the re-delivered session to finish", session_in(session.pk, "done", "failed"), pool, log)
         assert row.runs == 2 and not row.worker.endswith(f":{child}")
         assert_completed_once(row, cluster)
-        text = log.read_text(errors="replace")
-        assert f"{child} died during the session" in text and "running it again from scratch" in text

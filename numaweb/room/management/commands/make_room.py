@@ -19,7 +19,7 @@ from numaweb.jobs.models import Job
 from numaweb.room import services, tasks
 from numaweb.room.export import room_dict
 from numaweb.room.models import RoomPlan
-from numaweb.scheduling.services import BrokerUnavailable
+from numaweb.worker.runs import BrokerUnavailable
 
 
 class Command(BaseCommand):

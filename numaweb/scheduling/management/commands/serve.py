@@ -40,7 +40,7 @@ from rest_framework.authtoken.models import Token
 
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Cluster
-from numaweb.scheduling import housekeeping, services
+from numaweb.worker import heartbeats, housekeeping
 
 log = logging.getLogger("numaweb.serve")
 
@@ -219,7 +219,7 @@ class Command(BaseCommand):
         if idle <= timeout:
             return
         try:
-            age = housekeeping.heartbeat_age(socket.gethostname(), worker.pid)
+            age = heartbeats.heartbeat_age(socket.gethostname(), worker.pid)
         except Exception:  # the database is away: the worker cannot be judged now
             log.exception("could not read the heartbeat of worker pid %s", worker.pid)
             return
@@ -235,18 +235,20 @@ class Command(BaseCommand):
         worker.wait()
 
     def _worker_exited(self, worker: subprocess.Popen, backoff: float) -> None:
-        """Its sessions fail now (its pid is gone, so services.lost_reason says so) and its heartbeat goes."""
+        """Its heartbeat goes, and what it was running is failed now (its pid is gone: numaweb.worker.runs'
+        lost-worker rule) and queued again for the next worker."""
         try:
-            housekeeping.forget(host=socket.gethostname(), pid=worker.pid)
-            lost = services.expire_lost_sessions()
+            heartbeats.forget(host=socket.gethostname(), pid=worker.pid)
+            again = housekeeping.recover(settings.NUMAWEB_REQUEUE_SECONDS)
         except Exception:
-            log.exception("could not fail the sessions of worker pid %s", worker.pid)
-            lost = []
+            log.exception("could not fail the runs of worker pid %s", worker.pid)
+            again = {}
         finally:
             connection.close()
-        log.error("worker pid %s exited with code %s; sessions it was running, now failed: %s; starting a new one "
-                  "in %.0f s", worker.pid, worker.returncode, ", ".join(map(str, lost)) or "none", backoff,
-                  extra={"worker_pid": worker.pid, "exit_code": worker.returncode, "sessions": lost})
+        lost = {kind: ids for kind, ids in again.items() if ids}
+        log.error("worker pid %s exited with code %s; queued again: %s; starting a new one in %.0f s", worker.pid,
+                  worker.returncode, "; ".join(f"{kind} {', '.join(map(str, ids))}" for kind, ids in lost.items())
+                  or "nothing", backoff, extra={"worker_pid": worker.pid, "exit_code": worker.returncode, "runs": lost})
 
     def _admin(self) -> None:
         """An `admin` superuser (role admin; password from NUMAWEB_ADMIN_PASSWORD, else generated and kept in

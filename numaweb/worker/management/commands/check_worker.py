@@ -3,11 +3,11 @@ container's own hostname): exit 0 when its heartbeat is younger than NUMAWEB_WOR
 otherwise. One query on the heartbeat table: no broker round trip, nothing asked of any other worker (Celery's
 `inspect ping` answers when any worker does).
 
-What to do with an unhealthy worker: replace it. Its sessions are failed by the others' housekeeping once their
-heartbeat is older than the timeout, and whatever it would commit on waking is refused (a run commits only while
-it still owns its session), so killing it loses nothing. Kubernetes does that with this command as a liveness
-probe; docker compose only marks the container unhealthy (restart it, or run an autoheal container); `./dev run`'s
-supervisor does it itself."""
+What to do with an unhealthy worker: replace it. Its sessions, comparison variants and make-room questions are
+failed and queued again by the others' housekeeping once its heartbeat is older than the timeout, and whatever it
+would write on waking is refused (a run writes only while it still owns its row), so killing it loses nothing.
+Kubernetes does that with this command as a liveness probe; docker compose only marks the container unhealthy
+(restart it, or run an autoheal container); `./dev run`'s supervisor does it itself."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import socket
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from numaweb.scheduling.models import WorkerHeartbeat
+from numaweb.worker.models import WorkerHeartbeat
 
 
 class Command(BaseCommand):

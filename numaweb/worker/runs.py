@@ -1,0 +1,323 @@
+"""One run abstraction for every row a worker computes (sessions, comparison variants, make-room questions).
+
+A *kind* (`Kind`, declared by the app owning the rows, which registers it for housekeeping) names the model,
+the Celery task (sent by name: no app imports another's tasks), the field that marks when a pending row was
+last queued and, if the row carries one, its heartbeat field. Rows have `status` (pending, running, done,
+failed), `worker` (host:pid), `started_at`, `error` and `finished_at`.
+
+- `queue`: send now, or after the caller's transaction commits; a broker that cannot be reached marks the
+  rows failed (BrokerUnavailable, raised only when nobody's commit is in the way).
+- a run claims its row with a conditional update (`claim`) and owns it while `worker` and `started_at` are
+  still its own (`Run.owns`); every write of its outcome is conditional on that, so a run that resumes after
+  being declared lost and superseded commits nothing (Superseded).
+- `Progress` writes progress (and the heartbeat) at most every interval and raises TimeLimit past the soft
+  time limit.
+- `lost_reason` is the one rule for a lost worker; `recover` (housekeeping) fails each lost running row with
+  its reason and queues it again — unless the hard time limit ended it or it already ran `max_runs` times —
+  and sends again every pending row whose message may have been lost."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import group
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from numaweb.celery import app
+
+from .heartbeats import heartbeat_age, host_silence
+
+log = logging.getLogger("numaweb.worker")
+
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+
+class BrokerUnavailable(RuntimeError):
+    """The row exists but its id could not be queued (broker down); `session_id` names it."""
+
+    session_id: int | None = None
+
+
+class Superseded(RuntimeError):
+    """This run no longer owns its row (it was declared lost and run again): write nothing."""
+
+
+class TimeLimit(RuntimeError):
+    """A run went past NUMAWEB_TASK_SOFT_TIME_LIMIT: raised by its progress callback between steps (whatever the
+    pool), or by Celery's prefork pool as SoftTimeLimitExceeded; `time_limit_reason` words either."""
+
+
+def run_deadline() -> float:
+    """The monotonic time at which a run starting now passes the soft time limit."""
+    return time.monotonic() + settings.NUMAWEB_TASK_SOFT_TIME_LIMIT
+
+
+def time_limit_reason(exc: BaseException) -> str:
+    """The failure message of a run stopped by the soft time limit ("" for any other exception)."""
+    if not isinstance(exc, TimeLimit | SoftTimeLimitExceeded):
+        return ""
+    return (f"stopped at the soft time limit of {settings.NUMAWEB_TASK_SOFT_TIME_LIMIT} s "
+            "(NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
+
+
+# -- who runs it, and is it still alive ---------------------------------------------------------------
+def worker_id() -> str:
+    """This process as a row names its runner: host:pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:  # killed but not yet reaped by its parent
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def worker_gone(worker: str) -> bool:
+    """True when `worker` (host:pid) ran on this host and that process no longer exists. A worker on
+    another host is never judged here: only its heartbeat tells."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    return _process_gone(int(pid))
+
+
+def lost_reason(worker: str, started_at: datetime | None, beat: datetime | None, stale_seconds: float | None,
+                now: datetime | None = None, hard: tuple[float, str] | None = None) -> str:
+    """Why a running row's worker counts as lost ("" when it may still be working on it): its process is gone
+    from this host (ended by the hard time limit when it ran that long), its own heartbeat (a solo worker's
+    process beats itself; a prefork pool's child does not) or every worker's on its host stopped for
+    NUMAWEB_WORKER_TIMEOUT (hung: stopped or cut off), or the row's own heartbeat `beat` is older
+    than `stale_seconds` (None: the kind has no heartbeat of its own). `hard`: the task's hard time limit and
+    the setting naming it (default NUMAWEB_TASK_TIME_LIMIT)."""
+    now = now or timezone.now()
+    if worker and worker_gone(worker):
+        limit, name = hard or (settings.NUMAWEB_TASK_TIME_LIMIT, "NUMAWEB_TASK_TIME_LIMIT")
+        if started_at and (now - started_at).total_seconds() >= limit:
+            return f"stopped at the hard time limit of {limit:g} s ({name}): {worker} was ended; nothing was written"
+        return f"worker lost: {worker} died during the run (killed or crashed); nothing was written"
+    host, _, pid = worker.rpartition(":") if worker else ("", "", "")
+    timeout = settings.NUMAWEB_WORKER_TIMEOUT
+    own = heartbeat_age(host, int(pid), now) if host and pid.isdigit() else None  # a solo worker beats itself
+    if own is not None and own > timeout:
+        return (f"worker lost: {worker} sent no heartbeat for {own:.0f} s (over NUMAWEB_WORKER_TIMEOUT, {timeout} s: "
+                "hung or cut off); nothing was written")
+    silent = host_silence(host, now) if host else None
+    if silent is not None and silent > timeout:
+        return (f"worker lost: the worker on {host} sent no heartbeat for {silent:.0f} s (over "
+                f"NUMAWEB_WORKER_TIMEOUT, {timeout} s: hung or cut off); nothing was written")
+    if stale_seconds is not None and (beat is None or (now - beat).total_seconds() > stale_seconds):
+        since = f" since {beat:%Y-%m-%d %H:%M:%S} UTC" if beat else ""
+        return (f"worker lost: no heartbeat from {worker or 'its worker'}{since} (over {stale_seconds:.0f} s); "
+                "nothing was written")
+    return ""
+
+
+# -- sending -------------------------------------------------------------------------------------------
+_tasks_loaded = False
+
+
+def _load_tasks() -> None:
+    """Import every app's tasks module once (and with it its services, which declare the run kinds). Not the
+    loader's import_default_modules: its signal makes Celery's Django fixup run django.setup() again, which in
+    a worker re-creates the log handlers on Celery's redirected stderr, and the INFO lines are lost."""
+    global _tasks_loaded
+    if not _tasks_loaded:
+        app.autodiscover_tasks(force=True)
+        _tasks_loaded = True
+
+
+def send(task: str, ids: Sequence[int]) -> None:
+    """One message per id to the task named `task` (a group when several: the workers run them in parallel).
+    Raises BrokerUnavailable when the broker cannot be reached."""
+    _load_tasks()  # by name: a registered task honours eager mode, an unknown one goes to the broker
+    signatures = [app.signature(task, args=(pk,)) for pk in ids]
+    try:
+        if len(signatures) == 1:
+            signatures[0].apply_async()
+        elif signatures:
+            group(signatures).apply_async()
+    except (OperationalError, ConnectionError, OSError) as exc:
+        raise BrokerUnavailable(f"the task queue is unavailable ({exc}); it was saved and can be started again "
+                                "when the broker is back") from exc
+
+
+def queue(send_now: Callable[[], None], failed: Callable[[BrokerUnavailable], None], pk: int) -> None:
+    """Send now when the rows are committed; inside an outer transaction, after its commit. A broker failure
+    is recorded by `failed` and, when sent now, raised with `session_id` = `pk` (never raised into someone
+    else's commit)."""
+    if transaction.get_connection().in_atomic_block:
+        def later() -> None:
+            try:
+                send_now()
+            except BrokerUnavailable as exc:
+                failed(exc)
+
+        transaction.on_commit(later)
+        return
+    try:
+        send_now()
+    except BrokerUnavailable as exc:
+        exc.session_id = pk
+        failed(exc)
+        raise
+
+
+# -- running -------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """A claimed row: who runs it and since when. Writes filtered by `owns` land only while it is still this
+    run's."""
+
+    model: type[models.Model]
+    pk: int
+    worker: str
+    started_at: datetime
+
+    def owns(self) -> models.QuerySet:
+        return self.model.objects.filter(pk=self.pk, status=RUNNING, worker=self.worker, started_at=self.started_at)
+
+    def finish(self, **fields: Any) -> None:
+        """Write the outcome (with finished_at), or raise Superseded when the row is no longer this run's."""
+        if not self.owns().update(finished_at=timezone.now(), **fields):
+            raise Superseded(f"{self.model._meta.verbose_name} {self.pk} was declared lost and taken over; this run "
+                             "writes nothing")
+
+
+def claim(model: type[models.Model], pk: int, expect: dict[str, Any], **fields: Any) -> Run | None:
+    """Take the row (status running, this worker, started now) if it still matches `expect`; None when another
+    run took it first."""
+    run = Run(model, pk, worker_id(), timezone.now())
+    taken = model.objects.filter(pk=pk, **expect).update(status=RUNNING, worker=run.worker,
+                                                         started_at=run.started_at, finished_at=None, error="",
+                                                         progress_done=0, **fields)
+    return run if taken else None
+
+
+class Progress:
+    """A run's progress callback: `write(done, total)` at most every `interval` s (and at the end); raises
+    TimeLimit past `deadline`; `also(done, total)` hears every call (a command's progress bar)."""
+
+    def __init__(self, write: Callable[[int, int], object], deadline: float, interval: float,
+                 also: Callable[[int, int], None] | None = None) -> None:
+        self.write, self.deadline, self.interval, self.also = write, deadline, interval, also
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, *args: Any, **kwargs: Any) -> None:
+        if self.also is not None:
+            self.also(done, total)
+        now = time.monotonic()
+        if now > self.deadline:
+            raise TimeLimit("soft time limit")
+        if done < total and now - self.last < self.interval:
+            return
+        self.last = now
+        self.write(done, total)
+
+
+# -- housekeeping ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """A kind of run, as its app declares it (and registers it for every worker's housekeeping)."""
+
+    name: str  # plural, for logs: "sessions"
+    model: type[models.Model]
+    task: str  # the Celery task's name, called with the row's id
+    queued_field: str  # when a pending row was last queued
+    beat_field: str | None = None  # the row's own heartbeat, if it has one
+    stale_seconds: Callable[[], float] | None = None  # how long that heartbeat may be silent
+    max_runs: Callable[[], int] | None = None  # automatic starts allowed (rows counting `runs`)
+    hard_limit: Callable[[], tuple[float, str]] | None = None  # the task's own hard limit, and its setting
+
+    def lost_reason(self, row: Any, now: datetime | None = None) -> str:
+        if row.status != RUNNING:
+            return ""
+        hard = self.hard_limit() if self.hard_limit else None
+        if self.beat_field is None:
+            return lost_reason(row.worker, row.started_at, None, None, now, hard)
+        beat = getattr(row, self.beat_field) or row.started_at or getattr(row, self.queued_field)
+        stale = self.stale_seconds() if self.stale_seconds else None
+        return lost_reason(row.worker, row.started_at, beat, stale, now, hard)
+
+    def send(self, ids: Sequence[int]) -> None:
+        if ids:
+            self.model.objects.filter(pk__in=ids).update(**{self.queued_field: timezone.now()})
+            send(self.task, ids)
+
+    def expire(self, row: Any, now: datetime | None = None, requeue: bool = False) -> str:
+        """End a running row whose worker is lost: the run failed, for the returned reason ("" when not lost, or
+        when something else changed the row first: a heartbeat or an outcome that lands first wins). With
+        `requeue`, a row that may run again (`again`) goes straight back to pending, the reason kept in its
+        error; otherwise it is marked failed."""
+        reason = self.lost_reason(row, now)
+        if not reason:
+            return ""
+        same = {"worker": row.worker, "started_at": row.started_at}
+        if self.beat_field:
+            same[self.beat_field] = getattr(row, self.beat_field)
+        if requeue and self.again(row, reason):
+            outcome = {"status": PENDING, "error": f"{reason}; queued again automatically", "finished_at": None}
+        else:
+            outcome = {"status": FAILED, "error": reason, "finished_at": timezone.now()}
+        if not self.model.objects.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
+            return ""
+        log.warning("%s %s: %s", self.name, row.pk, outcome["error"])
+        return reason
+
+    def again(self, row: Any, reason: str) -> bool:
+        """Whether a lost row goes back to the queue: not when the hard time limit ended it, nor past max_runs."""
+        if reason.startswith("stopped at the hard time limit"):
+            return False
+        return self.max_runs is None or getattr(row, "runs", 0) < self.max_runs()
+
+    def recover(self, older_than: float) -> list[int]:
+        """Lost running rows failed and queued again (see `expire`, `again`); pending rows last queued more than
+        `older_than` s ago sent again. Each row is moved by a conditional update first, so of several workers
+        checking at once only one sends it. Returns the ids sent."""
+        cutoff = timezone.now() - timedelta(seconds=older_than)
+        due: list[tuple[int, Any]] = list(self.model.objects.filter(
+            status=PENDING, **{f"{self.queued_field}__lte": cutoff}).values_list("pk", self.queued_field))
+        for row in self.model.objects.filter(status=RUNNING):
+            reason = self.expire(row, requeue=True)
+            if reason and self.again(row, reason):  # now pending
+                due.append((row.pk, None))
+        now = timezone.now()
+        sent = [pk for pk, queued in due if queued is None or self.model.objects.filter(
+            pk=pk, status=PENDING, **{self.queued_field: queued}).update(**{self.queued_field: now})]
+        if sent:
+            self.send(sent)  # BrokerUnavailable: the next check tries again
+            log.info("%s queued again: %s", self.name, ", ".join(map(str, sent)), extra={self.name: sent})
+        return sent
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    """Declare a kind for every worker's housekeeping (its app does, when its services module loads)."""
+    KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> Iterable[Kind]:
+    """Every declared kind (the apps' task modules, and with them their services, loaded first)."""
+    _load_tasks()
+    return list(KINDS.values())

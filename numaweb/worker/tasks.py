@@ -1,0 +1,44 @@
+"""The ping task and the worker's start and stop: a worker that is ready to consume starts its housekeeping
+thread; one that stops ends it and deletes its heartbeat, so /healthz tells at once."""
+
+import logging
+import os
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+
+from .housekeeping import Housekeeping
+from .runs import worker_id
+
+log = logging.getLogger("numaweb.worker")
+
+
+@shared_task(name="numaweb.ping", ignore_result=False)
+def ping() -> str:
+    """A trivial task to check that a worker consumes the queue."""
+    return "pong"
+
+
+_housekeeping: list[Housekeeping] = []  # the running Housekeeping thread of this worker process, if any
+
+
+@worker_ready.connect
+def _worker_started(sender=None, **_kwargs) -> None:
+    name = getattr(sender, "hostname", None) or worker_id()
+    pool = getattr(getattr(sender, "controller", None), "pool", None)
+    log.info("worker %s started (pid %s, pool %s, concurrency %s)", name, os.getpid(),
+             type(pool).__module__.rsplit(".", 1)[-1], getattr(pool, "limit", "?"), extra={"worker": name})
+    thread = Housekeeping(name)
+    thread.start()
+    _housekeeping.append(thread)
+
+
+@worker_shutdown.connect
+def _worker_stopping(**_kwargs) -> None:
+    while _housekeeping:
+        thread = _housekeeping.pop()
+        try:
+            thread.stop()
+        except Exception:  # the database may be gone too: the heartbeat then simply times out
+            log.exception("could not delete the heartbeat of worker %s", thread.worker_name)
+        log.info("worker %s stopped (pid %s)", thread.worker_name, os.getpid(), extra={"worker": thread.worker_name})
