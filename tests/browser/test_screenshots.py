@@ -23,7 +23,7 @@ def test_take_screenshots_writes_pngs(browser, live_server, demo, tmp_path, make
     written = take_screenshots(browser, live_server.url, node, session, tmp_path / "shots", comparison=comparison,
                                user=make_user("pat", "viewer"))
     assert [p.name for p in written] == ["dashboard.png", "node.png", "session.png", "cluster-map.png",
-                                         "pod-search.png", "comparison.png", "headroom.png"]
+                                         "jobs.png", "pod-search.png", "comparison.png", "headroom.png"]
     for path in written:
         head = path.read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n"
