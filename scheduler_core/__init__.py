@@ -77,7 +77,7 @@ if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are impor
     from .model.pods import Container, Pod
     from .model.topology import CPU, Device, Header, NUMANode, Topology
     from .scheduler.cluster import Cluster
-    from .scheduler.explain import SessionResult
+    from .scheduler.explain import Outcome, PodStatus, SessionResult
     from .scheduler.profiles import PROFILES, AlignedProfile, Profile, UnawareProfile, VolcanoProfile, get_profile
     from .scheduler.room import RoomPlan, make_room
     from .scheduler.room_moves import Rules
@@ -102,7 +102,7 @@ _MODULES = {
     "kubelet.admission": ("admit_pod", "AdmitResult", "TopologyAffinityError"),
     "scheduler.session": ("run_session",),
     "scheduler.cluster": ("Cluster",),
-    "scheduler.explain": ("SessionResult",),
+    "scheduler.explain": ("Outcome", "PodStatus", "SessionResult"),
     "scheduler.profiles": ("Profile", "PROFILES", "get_profile", "VolcanoProfile", "AlignedProfile", "UnawareProfile"),
     "formats": ("load_topology",),
     "kubelet.kubelet_start": ("kubelet_start", "StartVerdict"),
@@ -132,7 +132,9 @@ __all__ = [
     "MergeResult",
     "NUMANode",
     "Node",
+    "Outcome",
     "Pod",
+    "PodStatus",
     "PolicyError",
     "Profile",
     "RequestError",

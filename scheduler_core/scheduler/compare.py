@@ -32,7 +32,7 @@ from ..model.node import Node
 from ..model.pods import Container, Pod, is_device_resource
 from ..model.quantity import count, cpu_milli, format_bytes
 from .cluster import Cluster, Request
-from .explain import SessionResult
+from .explain import PodStatus, SessionResult
 from .profiles import PROFILES, AlignedProfile, Profile, get_profile
 from .session import run_session
 
@@ -363,7 +363,7 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
     total_distance = 0.0
     for record in result.pods:
         mask = record.admitted_numa or 0
-        if record.status != "admitted" or not mask:
+        if record.status != PodStatus.ADMITTED or not mask:
             continue
         if mask.bit_count() > 1:
             spans += 1

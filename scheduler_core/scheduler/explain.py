@@ -61,13 +61,34 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from operator import itemgetter
 
 from ..model.bitmask import bits_of as _bits
 from ..model.cpuset import CPUSet
 
 SCHEMA = "numaweb.session/1"
-PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = "passed", "skipped", "filtered", "unschedulable"
+
+
+class Outcome(StrEnum):
+    """A node's verdict for a pod (a group of nodes in the explanation)."""
+
+    PASSED = "passed"
+    SKIPPED = "skipped"
+    FILTERED = "filtered"
+    UNSCHEDULABLE = "unschedulable"
+
+
+class PodStatus(StrEnum):
+    """A pod's outcome in a session; the web stores and serves these same values."""
+
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+    UNSCHEDULABLE = "unschedulable"
+    ROLLED_BACK = "rolled_back"
+
+
+PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = Outcome
 _RANK = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
 
 
@@ -189,7 +210,7 @@ class PodRecord:
     policy: str
     qos: str
     nodes_total: int
-    status: str = "unschedulable"
+    status: PodStatus = PodStatus.UNSCHEDULABLE
     node: str | None = None
     score: int | None = None
     message: str | None = None
@@ -204,7 +225,7 @@ class PodRecord:
 
     @property
     def placed(self) -> bool:
-        return self.status in ("admitted", "rejected")
+        return self.status in (PodStatus.ADMITTED, PodStatus.REJECTED)
 
     def admitted_cpus(self) -> int:
         mask = 0
@@ -288,16 +309,16 @@ class SessionResult:
                 c["placed"] += 1
             else:
                 c["unplaced"] += 1
-            if p.status == "rolled_back":
+            if p.status == PodStatus.ROLLED_BACK:
                 c["rolled_back"] += 1
-            if p.status == "admitted":
+            if p.status == PodStatus.ADMITTED:
                 c["admitted"] += 1
                 if p.admitted_numa is not None and p.admitted_numa.bit_count() == 1:
                     c["single_numa"] += 1
                 v = p.predicted.volcano if p.predicted is not None else None
                 if v is not None and v.outcome == "pass_assigned" and p.predicted.cpus != p.admitted_cpus():
                     c["cpu_prediction_mismatches"] += 1
-            elif p.status == "rejected":
+            elif p.status == PodStatus.REJECTED:
                 if p.kubelet_reason == "TopologyAffinityError":
                     c["topology_affinity_errors"] += 1
                 else:

@@ -43,6 +43,7 @@ from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job
 from .cluster import Cluster, Request
+from .explain import PodStatus
 from .gc_pause import paused_gc
 from .profiles import Profile, get_profile
 from .room_moves import (
@@ -291,7 +292,7 @@ class _Search:
         result = target_session(work, self.job, self.profile, self.held)
         reason = session_ok(result, self.job)
         if not reason:
-            used = {p.node for p in result.pods if p.status == "admitted"}
+            used = {p.node for p in result.pods if p.status == PodStatus.ADMITTED}
             if {p.node for p in pods} - used:
                 reason = "a node freed is not used by the target"
         if reason:

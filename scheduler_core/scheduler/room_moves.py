@@ -22,7 +22,7 @@ from ..model.jobs import Job
 from ..model.node import Allocation
 from ..model.pods import GUARANTEED, Container, Pod
 from .cluster import Cluster, Request
-from .explain import SessionResult
+from .explain import PodStatus, SessionResult
 from .profiles import Profile
 from .session import run_session
 
@@ -221,7 +221,7 @@ def carry_out(cluster: Cluster, job: Job, profile: str | Profile, held: Collecti
     reason = session_ok(result, job)
     if reason:
         return Check(False, result, work, [], reason)
-    used = {p.node for p in result.pods if p.status == "admitted"}
+    used = {p.node for p in result.pods if p.status == PodStatus.ADMITTED}
     idle = sorted({pod.node for pod, _d in moves} - used)
     if idle:
         return Check(False, result, work, [], f"no pod of the target goes to {idle[0]}, which a move frees")

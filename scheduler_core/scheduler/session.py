@@ -57,6 +57,7 @@ from .explain import (
     UNSCHEDULABLE,
     NodeVerdict,
     PodRecord,
+    PodStatus,
     SessionResult,
     VerdictTable,
     unavailable_message,
@@ -351,7 +352,7 @@ class _Session:
                 verdict = verdicts[cid]
                 if verdict.outcome in (FILTERED, UNSCHEDULABLE):
                     reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(names)
-            record.status = "unschedulable"
+            record.status = PodStatus.UNSCHEDULABLE
             record.message = unavailable_message(reasons)
             return record, None, None
         verdict = verdicts[self.classes.of[best]]
@@ -372,11 +373,11 @@ class _Session:
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:
-            record.status = "admitted"
+            record.status = PodStatus.ADMITTED
             record.admitted_numa = node.numa_mask_of(res.allocations)
             record.allocations = list(res.allocations)
         else:
-            record.status = "rejected"
+            record.status = PodStatus.REJECTED
             record.kubelet_reason = res.reason
             record.message = res.error.message if res.error is not None else None
         c.refresh(name)
@@ -437,7 +438,7 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
         if not committed:
             for record, pod, name in placed:
                 hooks.on_rollback(pod, name)
-                record.status = "rolled_back"
+                record.status = PodStatus.ROLLED_BACK
                 record.message = (f"job {job.name}: only {len(placed) + already} of the {job.min_available} pods "
                                   f"minAvailable requires could be placed; placement rolled back")
             for name, snap in saved.items():
