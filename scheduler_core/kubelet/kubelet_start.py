@@ -44,6 +44,7 @@ from .memorymanager.policy_static import (
 )
 from .memorymanager.state import Block, MachineState
 from .topologymanager.numa_info import NUMAInfo
+from .topologymanager.policies import POLICIES
 
 CPU_STATE_FILE = "/var/lib/kubelet/cpu_manager_state"
 MEMORY_STATE_FILE = "/var/lib/kubelet/memory_manager_state"
@@ -156,10 +157,12 @@ def new_topology_manager(numa_nodes: Iterable[int], policy: str, scope: str = "c
                          options: Mapping[str, object] | TopologyOptions | None = None,
                          distances: Mapping | None = None) -> tuple[str, str]:
     """The Topology Manager's construction (NewManager, ENGINE.md §2.4) with the kubelet's error texts:
-    `none` accepts anything else as is; otherwise the options are parsed, the NUMA information built
-    (distances needed with prefer-closest-numa-nodes), the NUMA count checked against
-    max-allowable-numa-nodes, then the policy and the scope names. Returns (policy, scope)."""
-    if policy == "none":
+    a policy that merges nothing (`none`) runs the none scope and accepts anything else as is; otherwise
+    the options are parsed, the NUMA information built (distances needed with prefer-closest-numa-nodes),
+    the NUMA count checked against max-allowable-numa-nodes, then the policy and the scope names.
+    Returns (policy, scope)."""
+    known = POLICIES.get(policy)
+    if known is not None and not known.merges:
         return policy, "container"
     opts = TopologyOptions.parse(options)
     nodes = list(numa_nodes)

@@ -25,10 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import InsufficientResourcesError, RequestError, check_int
 from ...model.bitmask import BitMaskError, iterate_masks, mask_of
+from ...model.node import Allocation
 from ...model.pods import INIT, Container, Pod, pod_device_request
 from ...model.topology import Device, Topology
 from ..topologymanager.hint import TopologyHint
@@ -417,6 +418,9 @@ class DeviceManager:
     `plugins_with_preference` maps a resource to its plugin's GetPreferredAllocation callback.
     """
 
+    #: an allocation failure names no resource (the manager serves several)
+    resource: ClassVar[str | None] = None
+
     numa_nodes: tuple[int, ...]
     devices: tuple[Device, ...]
     plugins_with_preference: dict[str, PreferredAllocation] = field(default_factory=dict)
@@ -458,13 +462,13 @@ class DeviceManager:
         in_use = {r: self.in_use(r) for r in requests}
         return pod_device_hints(self.numa_nodes, self.devices, requests, in_use, allocated)
 
-    def allocate(self, pod: Pod, container: Container,
-                 affinity: int | TopologyHint | None = None) -> dict[str, frozenset[str]]:
-        """Allocate every device resource of `container` with the stored hint; update reuse state."""
+    def allocate(self, pod: Pod, container: Container, affinity: int | TopologyHint | None = None) -> Allocation:
+        """Allocate every device resource of `container` with the stored hint and update the reuse
+        state; returns the devices the container holds (ids sorted, resources without any left out)."""
         for uid in [u for u in self.reuse if u != pod.uid]:
             del self.reuse[uid]
         pod_reuse = self.reuse.setdefault(pod.uid, {})
-        out: dict[str, frozenset[str]] = {}
+        out: dict[str, tuple[str, ...]] = {}
         for resource, required in sorted(container.device_requests().items()):
             if resource not in self._registry:
                 continue
@@ -477,7 +481,9 @@ class DeviceManager:
                 pod_uid=pod.uid, container=container.name)
             if got:
                 self.assignments[key] = got
-            out[resource] = self.assignments.get(key, frozenset())
+            ids = self.assignments.get(key)
+            if ids:
+                out[resource] = tuple(sorted(ids))
         mine = {r: ids for (p, c, r), ids in self.assignments.items() if p == pod.uid and c == container.name}
         if container.kind == INIT:
             for r, ids in mine.items():
@@ -485,7 +491,7 @@ class DeviceManager:
         else:
             for r, ids in mine.items():
                 pod_reuse.get(r, set()).difference_update(ids)
-        return out
+        return Allocation(pod.uid, container.name, devices=out)
 
     def remove_pod(self, pod_uid: str) -> None:
         for key in [k for k in self.assignments if k[0] == pod_uid]:

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ...errors import InsufficientResourcesError, RequestError
 from ...model.bitmask import bits_of, iterate_masks, mask_string
+from ...model.node import Allocation
 from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
 from ..topologymanager.hint import TopologyHint
 from .state import MEMORY, Block, MachineState, MemoryTable, NUMANodeState, as_bytes
+
+#: bytes per NUMA node and resource, as an `Allocation` holds memory
+MemoryByNUMA = dict[int, dict[str, int]]
 
 
 class MemoryAllocationError(InsufficientResourcesError):
@@ -195,10 +200,15 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
     order and every node of the mask gets `cells` = the mask's nodes. `reusable` is the memory of
     the pod's init containers keyed by mask string (it is handed on, not carved again).
     """
-    state = machine_state
     requested = _requested(requested)
     reusable = reusable or {}
-    hint = hint or TopologyHint(None, False)
+    mask = _placement(machine_state, requested, hint or TopologyHint(None, False), reusable)
+    return _carve(machine_state, requested, mask, reusable)[0]
+
+
+def _placement(state: MachineState, requested: dict[str, int], hint: TopologyHint,
+               reusable: Mapping[str, Mapping[str, int]]) -> int:
+    """The NUMA mask the request goes to: the hint's, a default for a nil hint, extended when too small."""
     best = hint
     if best.affinity is None:
         default = best_hint(_leading(calculate_hints(state, requested, reusable)))
@@ -208,23 +218,37 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
         if not default.preferred and best.preferred:
             raise MemoryAllocationError("[memorymanager] failed to find the default preferred hint")
         best = default
-    for n in bits_of(best.affinity):
+    mask = _mask_of(best)
+    for n in bits_of(mask):
         state.node(n)
-    if any(state.free(r, best.affinity) < n for r, n in requested.items()):
-        inside = [h for h in _leading(calculate_hints(state, requested, reusable))
-                  if h.affinity & best.affinity == best.affinity]
+    if any(state.free(r, mask) < n for r, n in requested.items()):
+        inside = [h for h in _leading(calculate_hints(state, requested, reusable)) if _mask_of(h) & mask == mask]
         extended = best_hint(inside)
         if extended is None:
             raise MemoryAllocationError("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
         if not extended.preferred and best.preferred:
             raise MemoryAllocationError("[memorymanager] failed to find the extended preferred hint")
-        best = extended
-    if _violates(state, best.affinity):
+        mask = _mask_of(extended)
+    if _violates(state, mask):
         raise MemoryAllocationError("[memorymanager] preferred hint violates NUMA node allocation")
+    return mask
 
-    bits = bits_of(best.affinity)
-    key = mask_string(best.affinity)
+
+def _mask_of(hint: TopologyHint) -> int:
+    """The mask of a calculated (or already defaulted) hint, which is never nil."""
+    if hint.affinity is None:
+        raise RequestError(f"{hint} has no NUMA mask where the memory manager needs one")
+    return hint.affinity
+
+
+def _carve(state: MachineState, requested: dict[str, int], mask: int,
+           reusable: Mapping[str, Mapping[str, int]]) -> tuple[list[Block], MemoryByNUMA]:
+    """Carve `requested` out of the nodes of `mask` (ascending NUMA ids, memory first), binding
+    them to the mask's group; returns the blocks and the bytes taken per node (reused bytes are not)."""
+    bits = bits_of(mask)
+    key = mask_string(mask)
     blocks = []
+    carved: MemoryByNUMA = {}
     for res in sorted(requested, key=lambda r: (r != MEMORY, r)):
         size = requested[res]
         blocks.append(Block(tuple(bits), res, size))
@@ -242,13 +266,28 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
             table.free -= step
             table.reserved += step
             remaining -= step
-    return blocks
+            carved.setdefault(n, {})[res] = step
+    return blocks, in_table_order(state, carved)
 
 
-def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None:
+def in_table_order(state: MachineState, amounts: Mapping[int, Mapping[str, int]]) -> MemoryByNUMA:
+    """`amounts` without zeros, in the machine state's order (NUMA ids, then each node's tables),
+    so an allocation lists its memory the same way whichever path built it."""
+    out: MemoryByNUMA = {}
+    for nid, node in state.nodes.items():
+        got = amounts.get(nid)
+        if got:
+            row = {res: got[res] for res in node.memory if got.get(res)}
+            if row:
+                out[nid] = row
+    return out
+
+
+def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> MemoryByNUMA:
     """RemoveContainer: give the blocks' memory back node by node; a node without assignments
-    left is unbound (`cells` = itself)."""
+    left is unbound (`cells` = itself). Returns the bytes given back per node."""
     state = machine_state
+    released: MemoryByNUMA = {}
     for b in blocks:
         remaining = b.size
         for n in b.numa_affinity:
@@ -266,6 +305,9 @@ def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None
             table.reserved -= step
             table.free += step
             remaining -= step
+            per_node = released.setdefault(n, {})
+            per_node[b.type] = per_node.get(b.type, 0) + step
+    return released
 
 
 # -- per-node state ----------------------------------------------------------------------------------
@@ -274,6 +316,9 @@ def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None
 class MemoryManager:
     """A node's static Memory Manager: machine state, blocks per (pod uid, container) and the
     memory of regular init containers that later containers of the same pod may reuse (ENGINE.md §2.5)."""
+
+    #: what an allocation failure is reported against
+    resource: ClassVar[str] = MEMORY
 
     machine_state: MachineState
     blocks: dict[tuple[str, str], list[Block]] = field(default_factory=dict)
@@ -294,20 +339,24 @@ class MemoryManager:
                          if (pod.uid, c.name) in self.blocks), None)
         return memory_topology_hints(self.machine_state, pod=pod, existing_blocks=existing)
 
-    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> list[Block]:
-        """Allocate: nothing for non-Guaranteed pods; a container holding blocks keeps them."""
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> Allocation:
+        """Allocate: nothing for non-Guaranteed pods; a container holding blocks keeps them. Returns
+        the memory carved for the container per NUMA node (memory it reuses from the pod's init
+        containers was carved for them, so it is not counted again)."""
         if pod.qos_class != GUARANTEED:
-            return []
+            return Allocation(pod.uid, container.name)
         key = (pod.uid, container.name)
         if key in self.blocks:
             self._update_reusable(pod, container, self.blocks[key])
-            return self.blocks[key]
+            return Allocation(pod.uid, container.name)
         pod_reuse = self.reusable.get(pod.uid, {})
-        blocks = allocate_memory(self.machine_state, container.memory_requests(), hint, pod_reuse)
+        requested = _requested(container.memory_requests())
+        mask = _placement(self.machine_state, requested, hint or TopologyHint(None, False), pod_reuse)
+        blocks, carved = _carve(self.machine_state, requested, mask, pod_reuse)
         self._update_reusable(pod, container, blocks)
         self.blocks[key] = blocks
         self._shrink_init_blocks(pod, container, blocks)
-        return blocks
+        return Allocation(pod.uid, container.name, memory=carved)
 
     def _update_reusable(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
         for uid in [u for u in self.reusable if u != pod.uid]:
@@ -344,10 +393,10 @@ class MemoryManager:
                     held[i] = Block(ib.numa_affinity, ib.type, ib.size - used)
                     size -= used
 
-    def remove_container(self, pod_uid: str, container: str) -> None:
+    def remove_container(self, pod_uid: str, container: str) -> MemoryByNUMA:
+        """RemoveContainer; returns the bytes given back per NUMA node."""
         blocks = self.blocks.pop((pod_uid, container), None)
-        if blocks:
-            release_memory(self.machine_state, blocks)
+        return release_memory(self.machine_state, blocks) if blocks else {}
 
     def remove_pod(self, pod_uid: str) -> None:
         for uid, name in [k for k in self.blocks if k[0] == pod_uid]:
