@@ -28,11 +28,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import EngineError, PolicyError, TopologyError
+from ..formats.kubelet_state import cpu_state
 from ..model.cpuset import CPUSet
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, KubeletConfig, TopologyOptions, choice
 from ..model.node import Node
 from ..model.quantity import format_bytes
 from ..model.topology import Topology
+from .checkpoint import dump_cpu_checkpoint, dump_memory_checkpoint, memory_checkpoint
 from .cpumanager.cpu_policy import StateValidationError, StaticPolicy
 from .memorymanager.policy_static import (
     MemoryAllocationError,
@@ -263,8 +265,6 @@ def _check_reserved_memory(config: KubeletConfig, reservation: Mapping[str, int]
 
 def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
                file: str, verdict: StartVerdict) -> None:
-    from ..formats.kubelet_state import cpu_state
-
     name = config.cpu_manager_policy
     default, assignments = CPUSet(), {}
     if text is not None:
@@ -290,8 +290,6 @@ def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | N
 
 def _start_memory(topology: Topology, config: KubeletConfig, text: str | None, file: str,
                   verdict: StartVerdict) -> None:
-    from ..formats.kubelet_state import memory_checkpoint
-
     name = config.memory_manager_policy
     stored, entries = MachineState({}), {}
     if text is not None:
@@ -325,8 +323,6 @@ def model_checkpoints(node: Node) -> tuple[str, str | None]:
     its allocations as assignments): `cpu_manager_state` and, with the static Memory Manager,
     `memory_manager_state` (else None). A container's memory on several NUMA nodes is one block per
     resource over those nodes. What a planned configuration is judged against when no real file is given."""
-    from ..formats.kubelet_state import dump_cpu_checkpoint, dump_memory_checkpoint
-
     k = node.kubelet
     assignments: dict[str, dict[str, CPUSet]] = {}
     blocks: dict[str, dict[str, list[Block]]] = {}

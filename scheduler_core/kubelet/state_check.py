@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import EngineError, FormatError
+from ..formats.kubelet_state import cpu_state as parse_cpu
+from ..formats.kubelet_state import memory_state as parse_memory
 from ..model.cpuset import CPUSet
 from ..model.kubelet_config import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
@@ -183,9 +185,6 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
     and say whether a kubelet with `config` (default: the node's settings; `memory_reservation` from its
     KubeletConfiguration) would start with them. `node` gives the topology and kubelet settings; its own
     allocations are not used."""
-    from ..formats.kubelet_state import cpu_state as parse_cpu
-    from ..formats.kubelet_state import memory_state as parse_memory
-
     cpu = parse_cpu(cpu_state)
     mem = parse_memory(memory_state) if memory_state is not None else None
     mem_entries = mem["entries"] if mem is not None else None

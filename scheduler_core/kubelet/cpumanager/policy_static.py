@@ -12,13 +12,12 @@ hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
 from ...errors import InsufficientResourcesError, PolicyError
 from ...model.bitmask import bits_of as _bits
 from ...model.cpuset import CPUSet
-from ...model.kubelet_config import CPUOptions, KubeletConfig
-from ...model.node import Allocation
+from ...model.kubelet_config import CPUOptions
+from ...model.node import Allocation, Node
 from ...model.pods import INIT, Container, Pod, guaranteed_cpus
 from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
@@ -26,17 +25,6 @@ from ..topologymanager.scope import AdmissionError
 from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
 from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
-
-
-class NodeState(Protocol):
-    """What the manager reads of a node (`model.node.Node`, which itself asks this module for its
-    reserved CPUs, so it is not imported here)."""
-
-    topology: Topology
-    kubelet: KubeletConfig
-    free_cpus: int
-    reserved_cpus: CPUSet
-
 
 __all__ = [
     "CPUManager", "SMTAlignmentError", "allocate_container", "allocate_cpus", "check_smt_alignment",
@@ -193,7 +181,7 @@ class CPUManager:
         self.reusable = CPUSet()
 
     @classmethod
-    def for_node(cls, node: NodeState) -> CPUManager:
+    def for_node(cls, node: Node) -> CPUManager:
         k = node.kubelet
         return cls(node.topology, CPUSet(node.free_cpus), node.reserved_cpus, k.cpu_manager_options, k.static_cpus)
 

@@ -8,8 +8,6 @@ from .scope import Scope
 
 
 class ContainerScope(Scope):
-    name = "container"
-
     def admit(self, pod: Pod) -> None:
         for container in pod.all_containers():
             self.allocate(pod, container, self.merge(pod, container).hint)

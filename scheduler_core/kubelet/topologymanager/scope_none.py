@@ -11,8 +11,6 @@ ANY = TopologyHint(None, False)
 
 
 class NoneScope(Scope):
-    name = "none"
-
     def admit(self, pod: Pod) -> None:
         for container in pod.all_containers():
             self.allocate(pod, container, ANY)

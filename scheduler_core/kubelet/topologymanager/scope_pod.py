@@ -8,8 +8,6 @@ from .scope import Scope
 
 
 class PodScope(Scope):
-    name = "pod"
-
     def admit(self, pod: Pod) -> None:
         hint = self.merge(pod, None).hint
         for container in pod.all_containers():
