@@ -15,12 +15,15 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
 from ..model.node import IMPORTED, Allocation
 from ._common import CPURecord, Draft, build_topology, json_object, parse_int
+
+if TYPE_CHECKING:
+    from . import Loaded
 
 
 class CPUState(TypedDict):
@@ -132,12 +135,10 @@ def memory_state(text: str) -> MemoryState:
 
 def allocations(text: str, fmt: str) -> list[Allocation]:
     if fmt == "cpu-manager-state":
-        state = cpu_state(text)
         return [Allocation(pod, container, cpus, origin=IMPORTED)
-                for (pod, container), cpus in state["entries"].items()]
-    state = memory_state(text)
+                for (pod, container), cpus in cpu_state(text)["entries"].items()]
     return [Allocation(pod, container, memory=memory, origin=IMPORTED)
-            for (pod, container), memory in state["entries"].items()]
+            for (pod, container), memory in memory_state(text)["entries"].items()]
 
 
 def merge(old: Allocation | None, new: Allocation) -> Allocation:
@@ -152,12 +153,13 @@ def merge(old: Allocation | None, new: Allocation) -> Allocation:
                       IMPORTED)
 
 
-def load_as_topology(text: str, fmt: str):
+def load_as_topology(text: str, fmt: str) -> Loaded:
     """The little a state file says about the machine, as a Loaded result (everything inferred)."""
     from . import Loaded
 
     draft = Draft(description=fmt)
     draft.inferred.update(("cores", "sockets"))
+    extra: dict[str, object]
     if fmt == "cpu-manager-state":
         state = cpu_state(text)
         cpus = state["default"]
@@ -172,17 +174,17 @@ def load_as_topology(text: str, fmt: str):
                  "layout": state["layout"]}
         notes = ["CPUs are defaultCpuSet plus assigned CPUs; reserved CPUs are missing with strict-cpu-reservation"]
     else:
-        state = memory_state(text)
-        if not state["nodes"]:
+        memory = memory_state(text)
+        if not memory["nodes"]:
             raise FormatError("memory_manager_state: no machineState")
         draft.inferred.add("cpus")
-        for nid, res in state["nodes"].items():
+        for nid, res in memory["nodes"].items():
             draft.numa_memory[nid] = res.get("memory", 0)
             pages = {r: b for r, b in res.items() if r.startswith("hugepages-")}
             if pages:
                 draft.numa_hugepages[nid] = pages
             draft.cpus.append(CPURecord(nid, ("cpu", nid), nid, nid))
-        extra = {"policy": state["policy"], "checksum": state["checksum"]}
+        extra = {"policy": memory["policy"], "checksum": memory["checksum"]}
         notes = ["memory_manager_state has no CPUs: one placeholder CPU per NUMA node"]
     topology = build_topology(draft, fmt)
     return Loaded(fmt, topology, None, allocations(text, fmt), notes + draft.notes, [], extra)

@@ -24,8 +24,9 @@ the Device Manager's checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import EngineError, PolicyError, TopologyError
 from ..formats.kubelet_state import cpu_state
@@ -74,7 +75,7 @@ class Refusal:
         return (f"drain the node (kubectl drain NODE --ignore-daemonsets --delete-emptydir-data), stop the kubelet, "
                 f"delete {self.file}, start the kubelet, then uncordon the node")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"manager": self.manager, "stage": self.stage, "message": self.message, "cause": self.cause,
                 "file": self.file, "action": self.action}
 
@@ -111,9 +112,11 @@ class StartVerdict:
         if self.starts:
             pool = "" if self.default_cpuset is None else f" with shared pool {self.default_cpuset or '(empty)'}"
             return f"the kubelet starts{pool}, keeping the {len(self.pinned_pods)} pods its checkpoints pin"
+        if self.refusal is None:  # a verdict not (yet) given: no refusal to quote
+            return "the kubelet does not start"
         return f"the kubelet refuses to start: {self.refusal.message}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "starts": self.starts,
             "summary": self.summary,
@@ -157,7 +160,7 @@ def _construction_failed(manager: str, cause: str) -> _Refused:
 
 def new_topology_manager(numa_nodes: Iterable[int], policy: str, scope: str = "container",
                          options: Mapping[str, object] | TopologyOptions | None = None,
-                         distances: Mapping | None = None) -> tuple[str, str]:
+                         distances: Mapping[int, Sequence[int]] | None = None) -> tuple[str, str]:
     """The Topology Manager's construction (NewManager, ENGINE.md §2.4) with the kubelet's error texts:
     a policy that merges nothing (`none`) runs the none scope and accepts anything else as is; otherwise
     the options are parsed, the NUMA information built (distances needed with prefer-closest-numa-nodes),
@@ -266,7 +269,8 @@ def _check_reserved_memory(config: KubeletConfig, reservation: Mapping[str, int]
 def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
                file: str, verdict: StartVerdict) -> None:
     name = config.cpu_manager_policy
-    default, assignments = CPUSet(), {}
+    default = CPUSet()
+    assignments: dict[str, dict[str, CPUSet]] = {}
     if text is not None:
         state = cpu_state(text)
         if state["policy"] != name:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import EngineError, FormatError
 from ..formats.kubelet_state import cpu_state as parse_cpu
@@ -33,8 +34,12 @@ from ..model.cpuset import CPUSet
 from ..model.kubelet_config import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
 from ..model.pods import GUARANTEED, Container, Pod
-from .admission import admit_pod
+from .admission import AdmitResult, admit_pod
 from .kubelet_start import StartVerdict, changed_settings, kubelet_start
+
+#: a state file's entries by (pod, container): CPUs, and memory per NUMA node and resource
+CPUEntries = Mapping[tuple[str, str], CPUSet]
+MemoryEntries = Mapping[tuple[str, str], dict[int, dict[str, int]]]
 
 
 @dataclass
@@ -54,14 +59,15 @@ class ContainerCheck:
             return False
         return self.actual_memory is None or self.actual_memory == (self.predicted_memory or {})
 
-    def to_dict(self) -> dict:
-        def mem(m):
-            return None if m is None else {str(n): dict(r) for n, r in sorted(m.items())}
-
+    def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "container": self.container, "actual_cpus": str(self.actual_cpus),
-                "predicted_cpus": str(self.predicted_cpus), "actual_memory": mem(self.actual_memory),
-                "predicted_memory": mem(self.predicted_memory), "match": self.match, "error": self.error,
+                "predicted_cpus": str(self.predicted_cpus), "actual_memory": _memory_dict(self.actual_memory),
+                "predicted_memory": _memory_dict(self.predicted_memory), "match": self.match, "error": self.error,
                 "why": self.why}
+
+
+def _memory_dict(memory: Mapping[int, Mapping[str, int]] | None) -> dict[str, dict[str, int]] | None:
+    return None if memory is None else {str(n): dict(r) for n, r in sorted(memory.items())}
 
 
 @dataclass
@@ -91,7 +97,7 @@ class StateCheck:
                 else f"all {len(self.containers)} containers match, but")
         return f"{head}: {'; '.join(self.reasons) or 'see each container'}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "file_policy": self.file_policy, "order": self.order,
                 "verdict": self.verdict, "match": not self.mismatches and not self.reasons,
                 "mismatches": len(self.mismatches), "reasons": list(self.reasons),
@@ -102,12 +108,12 @@ class StateCheck:
                 "planned_changes": {k: {"node": a, "planned": b} for k, (a, b) in self.planned.items()}}
 
 
-def replay(node: Node, pods: Iterable[Pod]) -> list:
+def replay(node: Node, pods: Iterable[Pod]) -> list[AdmitResult]:
     """Admit `pods` one after the other on `node` (committing each admitted one): the AdmitResults."""
     return [admit_pod(node, pod, commit=True) for pod in pods]
 
 
-def _state_pods(cpu_entries: dict, mem_entries: dict) -> tuple[list[Pod], str]:
+def _state_pods(cpu_entries: CPUEntries, mem_entries: MemoryEntries) -> tuple[list[Pod], str]:
     """Pods rebuilt from the state files alone, ordered by their lowest assigned CPU."""
     by_pod: dict[str, dict[str, CPUSet]] = {}
     for (pod, container), cpus in cpu_entries.items():
@@ -136,7 +142,8 @@ def _state_pods(cpu_entries: dict, mem_entries: dict) -> tuple[list[Pod], str]:
     return [p for _, _, p in pods], "lowest assigned CPU"
 
 
-def _run(node: Node, pods: Sequence[Pod], cpu_entries: dict, mem_entries: dict | None) -> list[ContainerCheck]:
+def _run(node: Node, pods: Sequence[Pod], cpu_entries: CPUEntries, mem_entries: MemoryEntries | None,
+         ) -> list[ContainerCheck]:
     fresh = Node(node.name, node.topology, node.kubelet)
     out = []
     for pod, result in zip(pods, replay(fresh, pods), strict=True):

@@ -218,3 +218,11 @@ def test_hint_calculation_on_16_numa_nodes():
     hints = calculate_hints(st, {"memory": 20 * Gi})
     assert hints["memory"][0] == H([0, 1, 2], True)
     assert len(hints["memory"]) == sum(1 for m in range(1, 1 << 16) if m.bit_count() >= 3)
+
+
+def test_best_hint_ranks_a_nil_mask_as_the_widest_instead_of_failing():
+    """findBestHint among hints one of which is nil ("any NUMA node"): it compared None.bit_count()."""
+    nil = TopologyHint(None, True)
+    assert best_hint([nil, H([1], True)]) == H([1], True)
+    assert best_hint([H([1], True), nil]) == H([1], True)
+    assert best_hint([nil, TopologyHint(None, True)]) is nil

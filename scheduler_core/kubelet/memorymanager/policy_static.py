@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...errors import InsufficientResourcesError, RequestError
 from ...model.bitmask import bits_of, iterate_masks, mask_string
 from ...model.node import Allocation
 from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
+from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
 from .state import MEMORY, Block, MachineState, MemoryTable, NUMANodeState, as_bytes
 
@@ -35,7 +36,7 @@ class MemoryAllocationError(InsufficientResourcesError):
     """The static policy could not place a container's memory; the text is the kubelet's."""
 
 
-def _state(machine_state: MachineState | Mapping) -> MachineState:
+def _state(machine_state: MachineState | Mapping[Any, Any]) -> MachineState:
     return machine_state if isinstance(machine_state, MachineState) else MachineState.from_dict(machine_state)
 
 
@@ -50,7 +51,7 @@ def _requested(requested: Mapping[str, int]) -> dict[str, int]:
 
 # -- hints (ENGINE.md §2.8) ----------------------------------------------------------------------------
 
-def calculate_hints(machine_state: MachineState | Mapping, requested: Mapping[str, int],
+def calculate_hints(machine_state: MachineState | Mapping[Any, Any], requested: Mapping[str, int],
                     reusable: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[TopologyHint]]:
     """calculateHints: every NUMA mask (IterateBitMasks over the sorted node ids) that can hold the
     request; preferred iff as narrow as the narrowest mask whose *allocatable* memory fits.
@@ -114,7 +115,7 @@ def regenerate_hints(blocks: Iterable[Block], requested: Mapping[str, int]) -> d
     return hints
 
 
-def _blocks(blocks: Iterable[Block | Mapping] | None) -> list[Block] | None:
+def _blocks(blocks: Iterable[Block | Mapping[str, Any]] | None) -> list[Block] | None:
     if blocks is None:
         return None
     out = []
@@ -126,9 +127,10 @@ def _blocks(blocks: Iterable[Block | Mapping] | None) -> list[Block] | None:
     return out
 
 
-def memory_topology_hints(machine_state: MachineState | Mapping | None, requested: Mapping[str, int] | None = None,
-                          *, pod: Pod | None = None, container: Container | None = None, qos: str | None = None,
-                          existing_blocks: Iterable[Block | Mapping] | None = None,
+def memory_topology_hints(machine_state: MachineState | Mapping[Any, Any] | None,
+                          requested: Mapping[str, int] | None = None, *, pod: Pod | None = None,
+                          container: Container | None = None, qos: str | None = None,
+                          existing_blocks: Iterable[Block | Mapping[str, Any]] | None = None,
                           reusable: Mapping[str, Mapping[str, int]] | None = None,
                           ) -> dict[str, list[TopologyHint]] | None:
     """The Memory Manager's hints (static policy).
@@ -170,7 +172,11 @@ def best_hint(hints: Iterable[TopologyHint]) -> TopologyHint | None:
     return best
 
 
-def _narrower(a: int, b: int) -> bool:
+def _narrower(a: int | None, b: int | None) -> bool:
+    """Whether mask `a` is narrower than `b` (fewer NUMA nodes, then the lower mask); a nil mask
+    ("any NUMA node") is the widest of all, so nil hints compare instead of failing."""
+    if a is None or b is None:
+        return b is None and a is not None
     ca, cb = a.bit_count(), b.bit_count()
     return a < b if ca == cb else ca < cb
 
@@ -326,7 +332,7 @@ class MemoryManager:
     reusable: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     @classmethod
-    def for_topology(cls, topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MemoryManager:
+    def for_topology(cls, topology: Topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MemoryManager:
         return cls(MachineState.from_topology(topology, reserved))
 
     def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint]] | None:
@@ -369,9 +375,9 @@ class MemoryManager:
             return
         per_mask = self.reusable.get(pod.uid, {})
         for b in blocks:
-            table = per_mask.get(mask_string(_mask(b.numa_affinity)))
-            if table and table.get(b.type):
-                table[b.type] = max(0, table[b.type] - b.size)
+            left = per_mask.get(mask_string(_mask(b.numa_affinity)))
+            if left and left.get(b.type):
+                left[b.type] = max(0, left[b.type] - b.size)
 
     def _shrink_init_blocks(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
         """Record that reused init-container memory now belongs to this container, so the pod's
@@ -439,7 +445,7 @@ def default_machine_state(machine: Mapping[int, tuple[int, Mapping[str, int]]],
     return MachineState(nodes)
 
 
-def machine_of(topology) -> dict[int, tuple[int, dict[str, int]]]:
+def machine_of(topology: Topology) -> dict[int, tuple[int, dict[str, int]]]:
     """What cadvisor reports per NUMA node: its memory and every hugepage size the machine has."""
     sizes = sorted({size for n in topology.numa_nodes for size in n.hugepages})
     return {n.id: (n.memory, {s: n.hugepages.get(s, 0) for s in sizes}) for n in topology.numa_nodes}
