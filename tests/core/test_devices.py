@@ -286,3 +286,9 @@ def test_flat_in_use_set_spans_resources():
     assert got == {"gpu": [H([1], True), H([0, 1], False)], "nic": []}
     with pytest.raises(RequestError, match="'zz'"):
         container_device_hints([0, 1], devices, {"gpu": 1}, in_use={"zz"})
+
+
+def test_the_shortfall_counts_what_is_left_after_the_reusable_devices():
+    devices = [Device(f"g{i}", "gpu", (0,)) for i in range(3)]
+    with pytest.raises(InsufficientResourcesError, match="Requested: 2, Available: 1"):
+        devices_to_allocate("gpu", devices, 3, in_use={"g0", "g1"}, reusable={"g0"})

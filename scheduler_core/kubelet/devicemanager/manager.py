@@ -351,16 +351,38 @@ def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, 
     used = _known(in_use, index, f"devices in use for {resource}")
     reuse = _known(reusable, index, f"reusable devices for {resource}")
     held = None if already_allocated is None else _known(already_allocated, index, f"devices held for {resource}")
+    healthy = _allocatable(resource, index, required, held, registered, pod_uid, container)
+    if held is not None or required == 0:  # a container keeps what it holds
+        return frozenset()
+    picker = _Picker(required, preferred_allocation)
+    if picker.take_from(reuse):
+        return picker.picked()
+    available = healthy - used - set(picker.taken)
+    if len(available) < picker.needed:
+        raise InsufficientResourcesError(f"requested number of devices unavailable for {resource}. "
+                                         f"Requested: {picker.needed}, Available: {len(available)}")
+    aligned, unaligned, no_affinity = filter_by_affinity(index, available, affinity)
+    if picker.needed < len(aligned):
+        if picker.take_from(picker.preferred(set(aligned)) & aligned) or picker.take_from(aligned):
+            return picker.picked()
+    else:
+        if picker.take_from(aligned):
+            return picker.picked()
+        if (picker.take_from(picker.preferred(available) & available) or picker.take_from(unaligned)
+                or picker.take_from(no_affinity)):
+            return picker.picked()
+    raise InsufficientResourcesError(f"unexpectedly allocated less resources than required. "
+                                     f"Requested: {required}, Got: {required - picker.needed}")
 
-    needed = required
-    if held is not None:
-        needed -= len(held)
-        if needed != 0:
-            raise RequestError(f'pod "{pod_uid}" container "{container}" changed request for resource '
-                               f'"{resource}" from {len(held)} to {required}')
-    if registered is None:
-        registered = bool(index)
-    if not registered:
+
+def _allocatable(resource: str, index: Mapping[str, Device], required: int, held: set[str] | None,
+                 registered: bool | None, pod_uid: str, container: str) -> set[str]:
+    """The healthy devices of a registered resource, after the checks the kubelet makes before it
+    takes any: an unchanged request for a container that holds devices, and those still healthy."""
+    if held is not None and len(held) != required:
+        raise RequestError(f'pod "{pod_uid}" container "{container}" changed request for resource '
+                           f'"{resource}" from {len(held)} to {required}')
+    if not (bool(index) if registered is None else registered):
         raise RequestError(f"cannot allocate unregistered device {resource}")
     healthy = {i for i, d in index.items() if d.healthy}
     if not healthy:
@@ -368,45 +390,35 @@ def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, 
     if held is not None and not held <= healthy:
         raise InsufficientResourcesError(
             f"previously allocated devices are no longer healthy; cannot allocate unhealthy devices {resource}")
-    if needed == 0:
-        return frozenset()
+    return healthy
 
-    allocated: list[str] = []
-    taken: set[str] = set()
 
-    def take_from(pool: Iterable[str]) -> bool:
-        nonlocal needed
-        for i in sorted_ids(set(pool) - taken):
-            taken.add(i)
-            allocated.append(i)
-            needed -= 1
-            if needed == 0:
+class _Picker:
+    """devicesToAllocate's taking: devices in natural id order, pool after pool, until `required`
+    are taken; the plugin's preference is asked with what is taken so far."""
+
+    def __init__(self, required: int, preferred_allocation: PreferredAllocation | None) -> None:
+        self.required = self.needed = required
+        self.preferred_allocation = preferred_allocation
+        self.taken: list[str] = []
+
+    def take_from(self, pool: Iterable[str]) -> bool:
+        """Take from `pool` what is not taken yet; whether the request is complete."""
+        for i in sorted_ids(set(pool) - set(self.taken)):
+            self.taken.append(i)
+            self.needed -= 1
+            if self.needed == 0:
                 return True
         return False
 
-    def preferred(pool: set[str]) -> set[str]:
-        if preferred_allocation is None:
+    def preferred(self, pool: set[str]) -> set[str]:
+        if self.preferred_allocation is None:
             return set()
-        return set(preferred_allocation(frozenset(pool | taken), frozenset(taken), required))
+        taken = frozenset(self.taken)
+        return set(self.preferred_allocation(frozenset(pool | taken), taken, self.required))
 
-    if take_from(reuse):
-        return frozenset(allocated)
-    available = healthy - used - taken
-    if len(available) < needed:
-        raise InsufficientResourcesError(f"requested number of devices unavailable for {resource}. "
-                                         f"Requested: {needed}, Available: {len(available)}")
-    aligned, unaligned, no_affinity = filter_by_affinity(index, available, affinity)
-    if needed < len(aligned):
-        if take_from(preferred(set(aligned)) & aligned) or take_from(aligned):
-            return frozenset(allocated)
-    else:
-        if take_from(aligned):
-            return frozenset(allocated)
-        if (take_from(preferred(available) & available) or take_from(unaligned)
-                or take_from(no_affinity)):
-            return frozenset(allocated)
-    raise InsufficientResourcesError(f"unexpectedly allocated less resources than required. "
-                                     f"Requested: {required}, Got: {required - needed}")
+    def picked(self) -> frozenset[str]:
+        return frozenset(self.taken)
 
 
 # -- per-node state ----------------------------------------------------------------------------------
