@@ -207,30 +207,19 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
         result.reasons.append(f"the node's CPU Manager policy is {node.kubelet.cpu_manager_policy}, so the model "
                               "pins no CPUs; set it to static to compare")
     result.containers = _run(node, pods, cpu["entries"], mem_entries)
-    all_cpus = node.topology.all_cpus
     assigned = CPUSet()
     for cpus in cpu["entries"].values():
         assigned |= cpus
     result.actual_default = cpu["default"]
-    pool = all_cpus & ~assigned.mask if node.kubelet.static_cpus else 0  # the none policy keeps no pool
-    if node.kubelet.cpu_manager_options.strict_cpu_reservation:
-        pool &= ~node.reserved_cpus.mask
-    result.predicted_default = CPUSet(pool)
-    outside = (assigned | cpu["default"]) - CPUSet(all_cpus)
+    result.predicted_default = _shared_pool(node, assigned)
+    outside = (assigned | cpu["default"]) - CPUSet(node.topology.all_cpus)
     if outside:
         result.reasons.append(f"CPUs {outside} are not on this node's topology (a state file of another machine?)")
     if cpu["policy"] != node.kubelet.cpu_manager_policy:
         result.reasons.append(f"the state file was written by the {cpu['policy']} CPU Manager policy, the node is "
                               f"set to {node.kubelet.cpu_manager_policy}")
     if result.mismatches and not outside:
-        matching = []
-        for label, config in _alternatives(node.kubelet):
-            try:
-                alt = _run(Node(node.name, node.topology, config), pods, cpu["entries"], mem_entries)
-            except EngineError:  # a setting the engine refuses for this node is no candidate
-                continue
-            if alt and all(c.match for c in alt):
-                matching.append(label)
+        matching = _matching_alternatives(node, pods, cpu["entries"], mem_entries)
         if matching:
             result.reasons.append("the state file was written under another policy option: the replay matches "
                                   f"every container {' or '.join(matching)}")
@@ -244,6 +233,29 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
         result.reasons.append(f"defaultCpuSet is {result.actual_default}, the model's shared pool "
                               f"{result.predicted_default}")
     return result
+
+
+def _shared_pool(node: Node, assigned: CPUSet) -> CPUSet:
+    """The shared pool the model expects beside the assigned CPUs: none under the none policy, and
+    without the reserved CPUs under strict-cpu-reservation."""
+    pool = node.topology.all_cpus & ~assigned.mask if node.kubelet.static_cpus else 0
+    if node.kubelet.cpu_manager_options.strict_cpu_reservation:
+        pool &= ~node.reserved_cpus.mask
+    return CPUSet(pool)
+
+
+def _matching_alternatives(node: Node, pods: Sequence[Pod], cpu_entries: CPUEntries,
+                           mem_entries: MemoryEntries | None) -> list[str]:
+    """The other policy settings under which the replay matches every container of the files."""
+    matching = []
+    for label, config in _alternatives(node.kubelet):
+        try:
+            alt = _run(Node(node.name, node.topology, config), pods, cpu_entries, mem_entries)
+        except EngineError:  # a setting the engine refuses for this node is no candidate
+            continue
+        if alt and all(c.match for c in alt):
+            matching.append(label)
+    return matching
 
 
 def _why(node: Node, c: ContainerCheck) -> str:
