@@ -46,7 +46,11 @@ Units everywhere: CPU in millicores in requests, CPUs as ids; memory and hugepag
 Errors on bad input are subclasses of ``EngineError`` (a ``ValueError``) naming the offending value.
 """
 
+from __future__ import annotations
+
 from importlib import import_module
+
+from .model import reserved as _reserved
 
 # False at run time, true for type checkers (mypy and pyright treat the name so); unlike
 # `typing.TYPE_CHECKING` it keeps `import scheduler_core` from loading `typing`.
@@ -163,6 +167,18 @@ __all__ = [
     "run_session",
     "take_by_topology",
 ]
+
+
+def _static_policy_reserved(topology: Topology, kubelet: KubeletConfig) -> CPUSet:
+    """The CPU Manager's reserved CPUs for `model.reserved` (its module loads on the first node that
+    reserves CPUs)."""
+    policy = import_module(f"{__name__}.kubelet.cpumanager.policy_static")
+    reserved: CPUSet = policy.reserved_cpu_set(topology, kubelet.reserved_cpus, kubelet.reserved_cpu_milli,
+                                               kubelet.cpu_manager_options)
+    return reserved
+
+
+_reserved.rule = _static_policy_reserved
 
 
 def __getattr__(name: str):

@@ -15,13 +15,37 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypedDict
+
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
 from ..model.node import IMPORTED, Allocation
 from ._common import CPURecord, Draft, build_topology, json_object, parse_int
 
+if TYPE_CHECKING:
+    from . import Loaded
 
-def _get(data: dict, key: str):
+
+class CPUState(TypedDict):
+    """A parsed cpu_manager_state; `entries` maps (pod, container) to its CPUs."""
+
+    policy: str
+    default: CPUSet
+    entries: dict[tuple[str, str], CPUSet]
+    checksum: int | None
+    layout: str
+
+
+class MemoryState(TypedDict):
+    """A parsed memory_manager_state, as allocations: NUMA sizes and memory per (pod, container)."""
+
+    policy: object
+    nodes: dict[int, dict[str, int]]
+    entries: dict[tuple[str, str], dict[int, dict[str, int]]]
+    checksum: object
+
+
+def go_key(data: dict[str, Any], key: str) -> Any:
     """Go's case-insensitive JSON key match."""
     for k, v in data.items():
         if k.lower() == key.lower():
@@ -38,18 +62,18 @@ def _cpus(text: object, what: str) -> CPUSet:
         raise FormatError(f"{what}: {exc}") from None
 
 
-def cpu_state(text: str) -> dict:
+def cpu_state(text: str) -> CPUState:
     """Parsed cpu_manager_state: policy, default cpuset, checksum, {(pod, container): CPUSet}."""
     what = "cpu_manager_state"
     data = json_object(text, what)
-    policy = _get(data, "policyName")
+    policy = go_key(data, "policyName")
     if not isinstance(policy, str):
         raise FormatError(f"{what}: 'policyName' must be a string")
-    default = _cpus(_get(data, "defaultCpuSet") or "", f"{what}: defaultCpuSet")
-    entries = _get(data, "entries") or {}
+    default = _cpus(go_key(data, "defaultCpuSet") or "", f"{what}: defaultCpuSet")
+    entries = go_key(data, "entries") or {}
     if not isinstance(entries, dict):
         raise FormatError(f"{what}: 'entries' must be an object")
-    assigned: dict[tuple[str, str | None], CPUSet] = {}
+    assigned: dict[tuple[str, str], CPUSet] = {}
     layout = "none"
     for key, value in entries.items():
         if isinstance(value, dict):
@@ -59,17 +83,17 @@ def cpu_state(text: str) -> dict:
         else:
             layout = "v1"
             assigned[(f"container:{key}", str(key))] = _cpus(value, f"{what}: entries[{key!r}]")
-    checksum = _get(data, "checksum")
+    checksum = go_key(data, "checksum")
     if checksum is not None and (isinstance(checksum, bool) or not isinstance(checksum, int)):
         raise FormatError(f"{what}: 'checksum' must be an integer")
     return {"policy": policy, "default": default, "entries": assigned, "checksum": checksum, "layout": layout}
 
 
-def memory_state(text: str) -> dict:
+def memory_state(text: str) -> MemoryState:
     what = "memory_manager_state"
     data = json_object(text, what)
-    policy = _get(data, "policyName")
-    machine = _get(data, "machineState") or {}
+    policy = go_key(data, "policyName")
+    machine = go_key(data, "machineState") or {}
     if not isinstance(machine, dict):
         raise FormatError(f"{what}: 'machineState' must be an object keyed by NUMA id")
     nodes: dict[int, dict[str, int]] = {}
@@ -83,7 +107,7 @@ def memory_state(text: str) -> dict:
                 raise FormatError(f"{what}: machineState[{key!r}].memoryMap.{res}.total must be a byte count")
             nodes[nid][str(res)] = total
     entries: dict[tuple[str, str], dict[int, dict[str, int]]] = {}
-    for pod, containers in (_get(data, "entries") or {}).items():
+    for pod, containers in (go_key(data, "entries") or {}).items():
         if not isinstance(containers, dict):
             raise FormatError(f"{what}: entries[{pod!r}] must map containers to blocks")
         for container, blocks in containers.items():
@@ -106,17 +130,15 @@ def memory_state(text: str) -> dict:
                     amount = share + (rest if j == 0 else 0)
                     memory.setdefault(nid, {})[res] = memory.get(nid, {}).get(res, 0) + amount
             entries[(str(pod), str(container))] = memory
-    return {"policy": policy, "nodes": nodes, "entries": entries, "checksum": _get(data, "checksum")}
+    return {"policy": policy, "nodes": nodes, "entries": entries, "checksum": go_key(data, "checksum")}
 
 
 def allocations(text: str, fmt: str) -> list[Allocation]:
     if fmt == "cpu-manager-state":
-        state = cpu_state(text)
         return [Allocation(pod, container, cpus, origin=IMPORTED)
-                for (pod, container), cpus in state["entries"].items()]
-    state = memory_state(text)
+                for (pod, container), cpus in cpu_state(text)["entries"].items()]
     return [Allocation(pod, container, memory=memory, origin=IMPORTED)
-            for (pod, container), memory in state["entries"].items()]
+            for (pod, container), memory in memory_state(text)["entries"].items()]
 
 
 def merge(old: Allocation | None, new: Allocation) -> Allocation:
@@ -131,12 +153,13 @@ def merge(old: Allocation | None, new: Allocation) -> Allocation:
                       IMPORTED)
 
 
-def load_as_topology(text: str, fmt: str):
+def load_as_topology(text: str, fmt: str) -> Loaded:
     """The little a state file says about the machine, as a Loaded result (everything inferred)."""
     from . import Loaded
 
     draft = Draft(description=fmt)
     draft.inferred.update(("cores", "sockets"))
+    extra: dict[str, object]
     if fmt == "cpu-manager-state":
         state = cpu_state(text)
         cpus = state["default"]
@@ -151,92 +174,17 @@ def load_as_topology(text: str, fmt: str):
                  "layout": state["layout"]}
         notes = ["CPUs are defaultCpuSet plus assigned CPUs; reserved CPUs are missing with strict-cpu-reservation"]
     else:
-        state = memory_state(text)
-        if not state["nodes"]:
+        memory = memory_state(text)
+        if not memory["nodes"]:
             raise FormatError("memory_manager_state: no machineState")
         draft.inferred.add("cpus")
-        for nid, res in state["nodes"].items():
+        for nid, res in memory["nodes"].items():
             draft.numa_memory[nid] = res.get("memory", 0)
             pages = {r: b for r, b in res.items() if r.startswith("hugepages-")}
             if pages:
                 draft.numa_hugepages[nid] = pages
             draft.cpus.append(CPURecord(nid, ("cpu", nid), nid, nid))
-        extra = {"policy": state["policy"], "checksum": state["checksum"]}
+        extra = {"policy": memory["policy"], "checksum": memory["checksum"]}
         notes = ["memory_manager_state has no CPUs: one placeholder CPU per NUMA node"]
     topology = build_topology(draft, fmt)
     return Loaded(fmt, topology, None, allocations(text, fmt), notes + draft.notes, [], extra)
-
-
-def memory_checkpoint(text: str) -> dict:
-    """memory_manager_state as the Memory Manager restores it: policy, the whole machine state
-    (`cells`, `numberOfAssignments`, every table of `memoryMap`) and the blocks per pod and container."""
-    from ..kubelet.memorymanager.state import Block, MachineState, MemoryTable, NUMANodeState
-
-    what = "memory_manager_state"
-    data = json_object(text, what)
-    policy = _get(data, "policyName")
-    if not isinstance(policy, str):
-        raise FormatError(f"{what}: 'policyName' must be a string")
-    machine = _get(data, "machineState") or {}
-    if not isinstance(machine, dict):
-        raise FormatError(f"{what}: 'machineState' must be an object keyed by NUMA id")
-
-    def count(value: object, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise FormatError(f"{what}: {where} must be a non-negative integer, not {value!r}")
-        return value
-
-    nodes = {}
-    for key, state in machine.items():
-        nid = parse_int(key, f"{what}: machineState key")
-        if not isinstance(state, dict):
-            raise FormatError(f"{what}: machineState[{key!r}] must be an object")
-        tables = {}
-        for res, table in (state.get("memoryMap") or {}).items():
-            where = f"machineState[{key!r}].memoryMap.{res}"
-            if not isinstance(table, dict):
-                raise FormatError(f"{what}: {where} must be an object")
-            tables[str(res)] = MemoryTable(*(count(table.get(f, 0), f"{where}.{f}")
-                                             for f in ("total", "systemReserved", "allocatable", "reserved", "free")))
-        cells = state.get("cells") or []
-        if not isinstance(cells, list):
-            raise FormatError(f"{what}: machineState[{key!r}].cells must be a list of NUMA ids")
-        assigned = count(state.get("numberOfAssignments", 0), f"machineState[{key!r}].numberOfAssignments")
-        nodes[nid] = NUMANodeState([count(c, f"machineState[{key!r}].cells") for c in cells], assigned, tables)
-    entries: dict[str, dict[str, list]] = {}
-    for pod, containers in (_get(data, "entries") or {}).items():
-        if not isinstance(containers, dict):
-            raise FormatError(f"{what}: entries[{pod!r}] must map containers to blocks")
-        for container, blocks in containers.items():
-            where = f"entries[{pod!r}][{container!r}]"
-            if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
-                raise FormatError(f"{what}: {where} must be a list of blocks")
-            entries.setdefault(str(pod), {})[str(container)] = [
-                Block(tuple(count(n, f"{where}[{i}].numaAffinity") for n in b.get("numaAffinity") or ()),
-                      str(b.get("type")), count(b.get("size", 0), f"{where}[{i}].size"))
-                for i, b in enumerate(blocks)]
-    return {"policy": policy, "machine_state": MachineState(nodes), "entries": entries}
-
-
-def dump_cpu_checkpoint(policy: str, default: CPUSet, assignments: dict[str, dict[str, CPUSet]]) -> str:
-    """A cpu_manager_state as the kubelet writes it (v2 layout; checksum 0: not computed)."""
-    import json
-
-    entries = {pod: {c: str(cpus) for c, cpus in containers.items()} for pod, containers in assignments.items()}
-    return json.dumps({"policyName": policy, "defaultCpuSet": str(default), **({"entries": entries} if entries else {}),
-                       "checksum": 0})
-
-
-def dump_memory_checkpoint(policy: str, machine_state, blocks: dict[str, dict[str, list]]) -> str:
-    """A memory_manager_state as the kubelet writes it (checksum 0: not computed)."""
-    import json
-
-    machine = {str(nid): {"numberOfAssignments": s.assignments, "cells": list(s.cells),
-                          "memoryMap": {r: {"total": t.total, "systemReserved": t.system_reserved,
-                                            "allocatable": t.allocatable, "reserved": t.reserved, "free": t.free}
-                                        for r, t in s.memory.items()}}
-               for nid, s in machine_state.nodes.items()}
-    entries = {pod: {c: [{"numaAffinity": list(b.numa_affinity), "type": b.type, "size": b.size} for b in bs]
-                     for c, bs in containers.items()} for pod, containers in blocks.items()}
-    return json.dumps({"policyName": policy, "machineState": machine, **({"entries": entries} if entries else {}),
-                       "checksum": 0})

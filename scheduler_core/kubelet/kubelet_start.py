@@ -24,15 +24,18 @@ the Device Manager's checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import EngineError, PolicyError, TopologyError
+from ..formats.kubelet_state import cpu_state
 from ..model.cpuset import CPUSet
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, KubeletConfig, TopologyOptions, choice
 from ..model.node import Node
 from ..model.quantity import format_bytes
 from ..model.topology import Topology
+from .checkpoint import dump_cpu_checkpoint, dump_memory_checkpoint, memory_checkpoint
 from .cpumanager.cpu_policy import StateValidationError, StaticPolicy
 from .memorymanager.policy_static import (
     MemoryAllocationError,
@@ -44,6 +47,7 @@ from .memorymanager.policy_static import (
 )
 from .memorymanager.state import Block, MachineState
 from .topologymanager.numa_info import NUMAInfo
+from .topologymanager.policies import POLICIES
 
 CPU_STATE_FILE = "/var/lib/kubelet/cpu_manager_state"
 MEMORY_STATE_FILE = "/var/lib/kubelet/memory_manager_state"
@@ -71,7 +75,7 @@ class Refusal:
         return (f"drain the node (kubectl drain NODE --ignore-daemonsets --delete-emptydir-data), stop the kubelet, "
                 f"delete {self.file}, start the kubelet, then uncordon the node")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"manager": self.manager, "stage": self.stage, "message": self.message, "cause": self.cause,
                 "file": self.file, "action": self.action}
 
@@ -108,9 +112,11 @@ class StartVerdict:
         if self.starts:
             pool = "" if self.default_cpuset is None else f" with shared pool {self.default_cpuset or '(empty)'}"
             return f"the kubelet starts{pool}, keeping the {len(self.pinned_pods)} pods its checkpoints pin"
+        if self.refusal is None:  # a verdict not (yet) given: no refusal to quote
+            return "the kubelet does not start"
         return f"the kubelet refuses to start: {self.refusal.message}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "starts": self.starts,
             "summary": self.summary,
@@ -154,12 +160,14 @@ def _construction_failed(manager: str, cause: str) -> _Refused:
 
 def new_topology_manager(numa_nodes: Iterable[int], policy: str, scope: str = "container",
                          options: Mapping[str, object] | TopologyOptions | None = None,
-                         distances: Mapping | None = None) -> tuple[str, str]:
+                         distances: Mapping[int, Sequence[int]] | None = None) -> tuple[str, str]:
     """The Topology Manager's construction (NewManager, ENGINE.md §2.4) with the kubelet's error texts:
-    `none` accepts anything else as is; otherwise the options are parsed, the NUMA information built
-    (distances needed with prefer-closest-numa-nodes), the NUMA count checked against
-    max-allowable-numa-nodes, then the policy and the scope names. Returns (policy, scope)."""
-    if policy == "none":
+    a policy that merges nothing (`none`) runs the none scope and accepts anything else as is; otherwise
+    the options are parsed, the NUMA information built (distances needed with prefer-closest-numa-nodes),
+    the NUMA count checked against max-allowable-numa-nodes, then the policy and the scope names.
+    Returns (policy, scope)."""
+    known = POLICIES.get(policy)
+    if known is not None and not known.merges:
         return policy, "container"
     opts = TopologyOptions.parse(options)
     nodes = list(numa_nodes)
@@ -260,10 +268,9 @@ def _check_reserved_memory(config: KubeletConfig, reservation: Mapping[str, int]
 
 def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | None,
                file: str, verdict: StartVerdict) -> None:
-    from ..formats.kubelet_state import cpu_state
-
     name = config.cpu_manager_policy
-    default, assignments = CPUSet(), {}
+    default = CPUSet()
+    assignments: dict[str, dict[str, CPUSet]] = {}
     if text is not None:
         state = cpu_state(text)
         if state["policy"] != name:
@@ -287,8 +294,6 @@ def _start_cpu(config: KubeletConfig, policy: StaticPolicy | None, text: str | N
 
 def _start_memory(topology: Topology, config: KubeletConfig, text: str | None, file: str,
                   verdict: StartVerdict) -> None:
-    from ..formats.kubelet_state import memory_checkpoint
-
     name = config.memory_manager_policy
     stored, entries = MachineState({}), {}
     if text is not None:
@@ -322,8 +327,6 @@ def model_checkpoints(node: Node) -> tuple[str, str | None]:
     its allocations as assignments): `cpu_manager_state` and, with the static Memory Manager,
     `memory_manager_state` (else None). A container's memory on several NUMA nodes is one block per
     resource over those nodes. What a planned configuration is judged against when no real file is given."""
-    from ..formats.kubelet_state import dump_cpu_checkpoint, dump_memory_checkpoint
-
     k = node.kubelet
     assignments: dict[str, dict[str, CPUSet]] = {}
     blocks: dict[str, dict[str, list[Block]]] = {}

@@ -25,14 +25,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import EngineError, FormatError
+from ..formats.kubelet_state import cpu_state as parse_cpu
+from ..formats.kubelet_state import memory_state as parse_memory
 from ..model.cpuset import CPUSet
 from ..model.kubelet_config import CPU_OPTIONS, TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
 from ..model.pods import GUARANTEED, Container, Pod
-from .admission import admit_pod
+from .admission import AdmitResult, admit_pod
 from .kubelet_start import StartVerdict, changed_settings, kubelet_start
+
+#: a state file's entries by (pod, container): CPUs, and memory per NUMA node and resource
+CPUEntries = Mapping[tuple[str, str], CPUSet]
+MemoryEntries = Mapping[tuple[str, str], dict[int, dict[str, int]]]
 
 
 @dataclass
@@ -52,14 +59,15 @@ class ContainerCheck:
             return False
         return self.actual_memory is None or self.actual_memory == (self.predicted_memory or {})
 
-    def to_dict(self) -> dict:
-        def mem(m):
-            return None if m is None else {str(n): dict(r) for n, r in sorted(m.items())}
-
+    def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "container": self.container, "actual_cpus": str(self.actual_cpus),
-                "predicted_cpus": str(self.predicted_cpus), "actual_memory": mem(self.actual_memory),
-                "predicted_memory": mem(self.predicted_memory), "match": self.match, "error": self.error,
+                "predicted_cpus": str(self.predicted_cpus), "actual_memory": _memory_dict(self.actual_memory),
+                "predicted_memory": _memory_dict(self.predicted_memory), "match": self.match, "error": self.error,
                 "why": self.why}
+
+
+def _memory_dict(memory: Mapping[int, Mapping[str, int]] | None) -> dict[str, dict[str, int]] | None:
+    return None if memory is None else {str(n): dict(r) for n, r in sorted(memory.items())}
 
 
 @dataclass
@@ -89,7 +97,7 @@ class StateCheck:
                 else f"all {len(self.containers)} containers match, but")
         return f"{head}: {'; '.join(self.reasons) or 'see each container'}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "file_policy": self.file_policy, "order": self.order,
                 "verdict": self.verdict, "match": not self.mismatches and not self.reasons,
                 "mismatches": len(self.mismatches), "reasons": list(self.reasons),
@@ -100,12 +108,12 @@ class StateCheck:
                 "planned_changes": {k: {"node": a, "planned": b} for k, (a, b) in self.planned.items()}}
 
 
-def replay(node: Node, pods: Iterable[Pod]) -> list:
+def replay(node: Node, pods: Iterable[Pod]) -> list[AdmitResult]:
     """Admit `pods` one after the other on `node` (committing each admitted one): the AdmitResults."""
     return [admit_pod(node, pod, commit=True) for pod in pods]
 
 
-def _state_pods(cpu_entries: dict, mem_entries: dict) -> tuple[list[Pod], str]:
+def _state_pods(cpu_entries: CPUEntries, mem_entries: MemoryEntries) -> tuple[list[Pod], str]:
     """Pods rebuilt from the state files alone, ordered by their lowest assigned CPU."""
     by_pod: dict[str, dict[str, CPUSet]] = {}
     for (pod, container), cpus in cpu_entries.items():
@@ -134,7 +142,8 @@ def _state_pods(cpu_entries: dict, mem_entries: dict) -> tuple[list[Pod], str]:
     return [p for _, _, p in pods], "lowest assigned CPU"
 
 
-def _run(node: Node, pods: Sequence[Pod], cpu_entries: dict, mem_entries: dict | None) -> list[ContainerCheck]:
+def _run(node: Node, pods: Sequence[Pod], cpu_entries: CPUEntries, mem_entries: MemoryEntries | None,
+         ) -> list[ContainerCheck]:
     fresh = Node(node.name, node.topology, node.kubelet)
     out = []
     for pod, result in zip(pods, replay(fresh, pods), strict=True):
@@ -183,9 +192,6 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
     and say whether a kubelet with `config` (default: the node's settings; `memory_reservation` from its
     KubeletConfiguration) would start with them. `node` gives the topology and kubelet settings; its own
     allocations are not used."""
-    from ..formats.kubelet_state import cpu_state as parse_cpu
-    from ..formats.kubelet_state import memory_state as parse_memory
-
     cpu = parse_cpu(cpu_state)
     mem = parse_memory(memory_state) if memory_state is not None else None
     mem_entries = mem["entries"] if mem is not None else None
@@ -201,30 +207,19 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
         result.reasons.append(f"the node's CPU Manager policy is {node.kubelet.cpu_manager_policy}, so the model "
                               "pins no CPUs; set it to static to compare")
     result.containers = _run(node, pods, cpu["entries"], mem_entries)
-    all_cpus = node.topology.all_cpus
     assigned = CPUSet()
     for cpus in cpu["entries"].values():
         assigned |= cpus
     result.actual_default = cpu["default"]
-    pool = all_cpus & ~assigned.mask if node.kubelet.static_cpus else 0  # the none policy keeps no pool
-    if node.kubelet.cpu_manager_options.strict_cpu_reservation:
-        pool &= ~node.reserved_cpus.mask
-    result.predicted_default = CPUSet(pool)
-    outside = (assigned | cpu["default"]) - CPUSet(all_cpus)
+    result.predicted_default = _shared_pool(node, assigned)
+    outside = (assigned | cpu["default"]) - CPUSet(node.topology.all_cpus)
     if outside:
         result.reasons.append(f"CPUs {outside} are not on this node's topology (a state file of another machine?)")
     if cpu["policy"] != node.kubelet.cpu_manager_policy:
         result.reasons.append(f"the state file was written by the {cpu['policy']} CPU Manager policy, the node is "
                               f"set to {node.kubelet.cpu_manager_policy}")
     if result.mismatches and not outside:
-        matching = []
-        for label, config in _alternatives(node.kubelet):
-            try:
-                alt = _run(Node(node.name, node.topology, config), pods, cpu["entries"], mem_entries)
-            except EngineError:  # a setting the engine refuses for this node is no candidate
-                continue
-            if alt and all(c.match for c in alt):
-                matching.append(label)
+        matching = _matching_alternatives(node, pods, cpu["entries"], mem_entries)
         if matching:
             result.reasons.append("the state file was written under another policy option: the replay matches "
                                   f"every container {' or '.join(matching)}")
@@ -238,6 +233,29 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
         result.reasons.append(f"defaultCpuSet is {result.actual_default}, the model's shared pool "
                               f"{result.predicted_default}")
     return result
+
+
+def _shared_pool(node: Node, assigned: CPUSet) -> CPUSet:
+    """The shared pool the model expects beside the assigned CPUs: none under the none policy, and
+    without the reserved CPUs under strict-cpu-reservation."""
+    pool = node.topology.all_cpus & ~assigned.mask if node.kubelet.static_cpus else 0
+    if node.kubelet.cpu_manager_options.strict_cpu_reservation:
+        pool &= ~node.reserved_cpus.mask
+    return CPUSet(pool)
+
+
+def _matching_alternatives(node: Node, pods: Sequence[Pod], cpu_entries: CPUEntries,
+                           mem_entries: MemoryEntries | None) -> list[str]:
+    """The other policy settings under which the replay matches every container of the files."""
+    matching = []
+    for label, config in _alternatives(node.kubelet):
+        try:
+            alt = _run(Node(node.name, node.topology, config), pods, cpu_entries, mem_entries)
+        except EngineError:  # a setting the engine refuses for this node is no candidate
+            continue
+        if alt and all(c.match for c in alt):
+            matching.append(label)
+    return matching
 
 
 def _why(node: Node, c: ContainerCheck) -> str:

@@ -50,8 +50,9 @@ class TopologyOptions:
     max_allowable_numa_nodes: int = DEFAULT_MAX_NUMA_NODES
 
     @classmethod
-    def parse(cls, options: Mapping[str, object] | None) -> TopologyOptions:
-        """Parse `{name: value}` as the kubelet does; unknown names and bad values raise PolicyError."""
+    def parse(cls, options: Mapping[str, object] | TopologyOptions | None) -> TopologyOptions:
+        """Parse `{name: value}` as the kubelet does (options already parsed are kept); unknown names and
+        bad values raise PolicyError."""
         if isinstance(options, TopologyOptions):
             return options
         prefer, max_nodes = False, DEFAULT_MAX_NUMA_NODES
@@ -94,7 +95,7 @@ class CPUOptions:
     distribute_cpus_across_cores: bool = False
 
     @classmethod
-    def parse(cls, options: Mapping[str, object] | None) -> CPUOptions:
+    def parse(cls, options: Mapping[str, object] | CPUOptions | None) -> CPUOptions:
         if isinstance(options, CPUOptions):
             return options
         values: dict[str, bool] = {}

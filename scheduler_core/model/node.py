@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import InsufficientResourcesError, RequestError, TopologyError
 from .cpuset import CPUSet
 from .kubelet_config import KubeletConfig
+from .reserved import reserved_cpus
 from .topology import Topology
 
 SCHEDULED, IMPORTED = "scheduled", "imported"
@@ -73,14 +74,12 @@ class Node:
             self.allocate(alloc)
 
     def _reserved(self) -> CPUSet:
-        """The CPU Manager's reserved CPUs: `reservedSystemCPUs`, else ceil(reserved milli / 1000)
-        CPUs picked the kubelet's way; none when neither is set."""
+        """The CPU Manager's reserved CPUs (`model.reserved`: `reservedSystemCPUs`, else ceil(reserved
+        milli / 1000) CPUs picked the kubelet's way); none when neither is set."""
         k = self.kubelet
         if k.reserved_cpus is None and not k.reserved_cpu_milli:
             return CPUSet()
-        from ..kubelet.cpumanager.policy_static import reserved_cpu_set
-
-        return reserved_cpu_set(self.topology, k.reserved_cpus, k.reserved_cpu_milli, k.cpu_manager_options)
+        return reserved_cpus(self.topology, k)
 
     # -- state changes ---------------------------------------------------------------------------
     def allocate(self, alloc: Allocation) -> None:

@@ -113,82 +113,31 @@ class Topology:
         inferred: Iterable[str] = (),
         description: str = "",
     ) -> None:
-        cpu_list = sorted(cpus, key=lambda c: c.id if isinstance(c.id, int) else -1)
-        if not cpu_list:
-            raise TopologyError("a topology needs at least one CPU")
-        info: dict[int, CPU] = {}
-        for c in cpu_list:
-            _int(c.id, "CPU id")
-            if c.id in info:
-                raise TopologyError(f"CPU {c.id} is listed twice")
-            if c.numa is None:
-                raise TopologyError(f"CPU {c.id} has no NUMA node")
-            for attr in ("core", "socket", "numa", "uncore"):
-                _int(getattr(c, attr), f"{attr} of CPU {c.id}")
-            info[c.id] = c
+        cpu_list, info = _checked_cpus(cpus)
         self.cpus: tuple[CPU, ...] = tuple(cpu_list)
         self.cpu_info = info
-
         cpu_numas = sorted({c.numa for c in cpu_list})
-        if numa_nodes is None:
-            nodes = tuple(NUMANode(n) for n in cpu_numas)
-        else:
-            nodes = tuple(sorted(numa_nodes, key=lambda n: n.id))
-            seen: set[int] = set()
-            for n in nodes:
-                _int(n.id, "NUMA node id")
-                if n.id in seen:
-                    raise TopologyError(f"NUMA node {n.id} is listed twice")
-                seen.add(n.id)
-                _int(n.memory, f"memory of NUMA node {n.id}")
-                for size, amount in n.hugepages.items():
-                    if not str(size).startswith("hugepages-"):
-                        raise TopologyError(f"hugepages key {size!r} of NUMA node {n.id} must look like hugepages-2Mi")
-                    _int(amount, f"{size} of NUMA node {n.id}")
-            for c in cpu_list:
-                if c.numa not in seen:
-                    raise TopologyError(
-                        f"CPU {c.id} is on NUMA node {c.numa}, which is not among the NUMA nodes {sorted(seen)}")
-        if len(nodes) > 64:
-            raise TopologyError(f"{len(nodes)} NUMA nodes: at most 64 are supported (the kubelet's mask width)")
-        if any(n.id > 63 for n in nodes):
-            raise TopologyError(f"NUMA node id {max(n.id for n in nodes)} is above 63, the kubelet's mask width")
+        nodes = _checked_numa_nodes(numa_nodes, cpu_list, cpu_numas)
         self.numa_nodes: tuple[NUMANode, ...] = nodes
         self.numa_ids: tuple[int, ...] = tuple(n.id for n in nodes)
         self.cpu_numa_ids: tuple[int, ...] = tuple(cpu_numas)
         self._numa_index = {nid: i for i, nid in enumerate(self.numa_ids)}
+        self.distances = _checked_distances(distances, self.numa_ids) if distances else None
+        self.devices: tuple[Device, ...] = _checked_devices(devices, self._numa_index)
+        self._index_cpus(cpu_list)
+        self._set_header(header, Header(len(cpu_list), len(self.socket_cpus), len(self.core_cpus), len(cpu_numas),
+                                        len(self.uncore_cpus)))
+        offline_cpus = offline_cpus or CPUSet()
+        if offline_cpus & CPUSet(info):
+            raise TopologyError(f"CPUs {offline_cpus & CPUSet(info)} are both online and offline")
+        self.offline_cpus = offline_cpus
+        self.inferred = tuple(sorted(set(inferred)))
+        self.description = description
+        self._fingerprint: str | None = None
 
-        self.distances: dict[int, tuple[int, ...]] | None = None
-        if distances:
-            rows: dict[int, tuple[int, ...]] = {}
-            for nid, row in distances.items():
-                if nid not in self._numa_index:
-                    raise TopologyError(f"distances given for NUMA node {nid}, which is not in the topology")
-                values = tuple(row)
-                if len(values) != len(nodes):
-                    raise TopologyError(
-                        f"distance row of NUMA node {nid} has {len(values)} values; expected {len(nodes)}")
-                for v in values:
-                    _int(v, f"distance from NUMA node {nid}")
-                rows[nid] = values
-            missing = [nid for nid in self.numa_ids if nid not in rows]
-            if missing:
-                raise TopologyError(f"distances are missing for NUMA nodes {missing}")
-            self.distances = {nid: rows[nid] for nid in self.numa_ids}
-
-        dev_list = tuple(devices)
-        seen_dev: set[tuple[str, str]] = set()
-        for d in dev_list:
-            if not d.id or not d.resource:
-                raise TopologyError(f"device {d.id!r} needs an id and a resource name")
-            if (d.resource, d.id) in seen_dev:
-                raise TopologyError(f"device {d.id!r} of {d.resource} is listed twice")
-            seen_dev.add((d.resource, d.id))
-            for nid in d.numa or ():
-                if nid not in self._numa_index:
-                    raise TopologyError(f"device {d.id!r} is on NUMA node {nid}, which is not in the topology")
-        self.devices: tuple[Device, ...] = dev_list
-
+    def _index_cpus(self, cpu_list: list[CPU]) -> None:
+        """The CPU masks of every NUMA node, socket, core and uncore cache, and which sockets share
+        a NUMA node (the indexes the hot paths AND and count)."""
         numa_cpus: dict[int, int] = {n: 0 for n in self.numa_ids}
         socket_cpus: dict[int, int] = {}
         core_cpus: dict[int, int] = {}
@@ -203,7 +152,7 @@ class Topology:
             uncore_cpus[c.uncore] = uncore_cpus.get(c.uncore, 0) | bit
             numa_sockets[c.numa].add(c.socket)
             socket_numas.setdefault(c.socket, set()).add(c.numa)
-        self.all_cpus = CPUSet(info).mask
+        self.all_cpus = CPUSet(self.cpu_info).mask
         self.numa_cpus = numa_cpus
         self.socket_cpus = dict(sorted(socket_cpus.items()))
         self.core_cpus = dict(sorted(core_cpus.items()))
@@ -211,7 +160,9 @@ class Topology:
         self.numa_sockets = {n: tuple(sorted(s)) for n, s in numa_sockets.items()}
         self.socket_numas = {s: tuple(sorted(n)) for s, n in sorted(socket_numas.items())}
 
-        counted = Header(len(cpu_list), len(socket_cpus), len(core_cpus), len(cpu_numas), len(uncore_cpus))
+    def _set_header(self, header: Header | None, counted: Header) -> None:
+        """The declared header (a source may state counts the CPU list does not show), else the
+        counted one, and the per-core / socket / uncore sizes derived from it."""
         self._declared_header = header is not None and header != counted
         h = header or counted
         for attr in ("num_cpus", "num_sockets", "num_cores", "num_numa_nodes", "num_uncore_caches"):
@@ -221,14 +172,6 @@ class Topology:
         self.cpus_per_socket = h.num_cpus // h.num_sockets if h.num_sockets else 0
         self.cpus_per_uncore = h.num_cpus // h.num_uncore_caches if h.num_uncore_caches else 0
         self.numa_first = h.num_sockets >= h.num_numa_nodes
-
-        offline_cpus = offline_cpus or CPUSet()
-        if offline_cpus & CPUSet(info):
-            raise TopologyError(f"CPUs {offline_cpus & CPUSet(info)} are both online and offline")
-        self.offline_cpus = offline_cpus
-        self.inferred = tuple(sorted(set(inferred)))
-        self.description = description
-        self._fingerprint: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -416,3 +359,89 @@ def synthetic(sockets: int, numa_per_socket: int, cores_per_numa: int, threads: 
             for i in range(per_numa):
                 devices.append(Device(f"{short}{n * per_numa + i}", resource, (n,)))
     return Topology(cpus, nodes, distances, devices)
+
+
+# -- the constructor's checks ---------------------------------------------------------------------------
+
+def _checked_cpus(cpus: Iterable[CPU]) -> tuple[list[CPU], dict[int, CPU]]:
+    """The CPUs by id (at least one, each once, with integer ids and a NUMA node)."""
+    cpu_list = sorted(cpus, key=lambda c: c.id if isinstance(c.id, int) else -1)
+    if not cpu_list:
+        raise TopologyError("a topology needs at least one CPU")
+    info: dict[int, CPU] = {}
+    for c in cpu_list:
+        _int(c.id, "CPU id")
+        if c.id in info:
+            raise TopologyError(f"CPU {c.id} is listed twice")
+        if c.numa is None:
+            raise TopologyError(f"CPU {c.id} has no NUMA node")
+        for attr in ("core", "socket", "numa", "uncore"):
+            _int(getattr(c, attr), f"{attr} of CPU {c.id}")
+        info[c.id] = c
+    return cpu_list, info
+
+
+def _checked_numa_nodes(numa_nodes: Iterable[NUMANode] | None, cpu_list: list[CPU],
+                        cpu_numas: list[int]) -> tuple[NUMANode, ...]:
+    """The NUMA nodes by id (those of the CPUs when none are given): each once, sizes and hugepage
+    names valid, every CPU's node among them, at most 64 with ids below 64 (the kubelet's mask)."""
+    if numa_nodes is None:
+        nodes = tuple(NUMANode(n) for n in cpu_numas)
+    else:
+        nodes = tuple(sorted(numa_nodes, key=lambda n: n.id))
+        seen: set[int] = set()
+        for n in nodes:
+            _int(n.id, "NUMA node id")
+            if n.id in seen:
+                raise TopologyError(f"NUMA node {n.id} is listed twice")
+            seen.add(n.id)
+            _int(n.memory, f"memory of NUMA node {n.id}")
+            for size, amount in n.hugepages.items():
+                if not str(size).startswith("hugepages-"):
+                    raise TopologyError(f"hugepages key {size!r} of NUMA node {n.id} must look like hugepages-2Mi")
+                _int(amount, f"{size} of NUMA node {n.id}")
+        for c in cpu_list:
+            if c.numa not in seen:
+                raise TopologyError(
+                    f"CPU {c.id} is on NUMA node {c.numa}, which is not among the NUMA nodes {sorted(seen)}")
+    if len(nodes) > 64:
+        raise TopologyError(f"{len(nodes)} NUMA nodes: at most 64 are supported (the kubelet's mask width)")
+    if any(n.id > 63 for n in nodes):
+        raise TopologyError(f"NUMA node id {max(n.id for n in nodes)} is above 63, the kubelet's mask width")
+    return nodes
+
+
+def _checked_distances(distances: Mapping[int, Iterable[int]],
+                       numa_ids: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
+    """One row of integer distances per NUMA node, as long as there are nodes, in NUMA id order."""
+    rows: dict[int, tuple[int, ...]] = {}
+    for nid, row in distances.items():
+        if nid not in numa_ids:
+            raise TopologyError(f"distances given for NUMA node {nid}, which is not in the topology")
+        values = tuple(row)
+        if len(values) != len(numa_ids):
+            raise TopologyError(
+                f"distance row of NUMA node {nid} has {len(values)} values; expected {len(numa_ids)}")
+        for v in values:
+            _int(v, f"distance from NUMA node {nid}")
+        rows[nid] = values
+    missing = [nid for nid in numa_ids if nid not in rows]
+    if missing:
+        raise TopologyError(f"distances are missing for NUMA nodes {missing}")
+    return {nid: rows[nid] for nid in numa_ids}
+
+
+def _checked_devices(devices: Iterable[Device], numa_index: Mapping[int, int]) -> tuple[Device, ...]:
+    """The devices, each named, listed once and on NUMA nodes of the topology."""
+    dev_list = tuple(devices)
+    seen: set[tuple[str, str]] = set()
+    for d in dev_list:
+        if not d.id or not d.resource:
+            raise TopologyError(f"device {d.id!r} needs an id and a resource name")
+        if (d.resource, d.id) in seen:
+            raise TopologyError(f"device {d.id!r} of {d.resource} is listed twice")
+        seen.add((d.resource, d.id))
+        for nid in d.numa or ():
+            if nid not in numa_index:
+                raise TopologyError(f"device {d.id!r} is on NUMA node {nid}, which is not in the topology")
+    return dev_list

@@ -22,7 +22,7 @@ from scheduler_core.kubelet.memorymanager.state import Block, MachineState
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig
-from scheduler_core.model.node import Node
+from scheduler_core.model.node import Allocation, Node
 from scheduler_core.model.pods import APP, INIT, SIDECAR, Container, Pod
 from scheduler_core.model.topology import Topology, synthetic
 from tests.conftest import load_vectors
@@ -288,6 +288,9 @@ class _MockProvider:
 
     def get_pod_topology_hints(self, pod):
         return self.hints
+
+    def allocate(self, pod, container, hint):
+        return Allocation(pod.uid, container.name)
 
 
 def _tm_admit(case):

@@ -60,15 +60,15 @@ def test_seed003_container0_and_container1_gpu_nic_hints():
     for hints in hints0.values():
         assert [h for h in hints if h.preferred] == [H([0], True), H([1], True)]
         assert hints == [H([0], True), H([1], True), H([0, 1], False)]
-    got0 = dm.allocate(pod, c0, mask_of([0]))
-    assert got0 == {"gpu-vendor.com/gpu": {"gpu0"}, "nic-vendor.com/nic": {"nic0"}}
+    got0 = dm.allocate(pod, c0, mask_of([0])).devices
+    assert got0 == {"gpu-vendor.com/gpu": ("gpu0",), "nic-vendor.com/nic": ("nic0",)}
 
     hints1 = dm.get_topology_hints(pod, c1)
     for hints in hints1.values():
         assert [h for h in hints if h.preferred] == [H([1], True)]
         assert hints == [H([1], True), H([0, 1], False)]
-    got1 = dm.allocate(pod, c1, mask_of([1]))
-    assert got1 == {"gpu-vendor.com/gpu": {"gpu1"}, "nic-vendor.com/nic": {"nic1"}}
+    got1 = dm.allocate(pod, c1, mask_of([1])).devices
+    assert got1 == {"gpu-vendor.com/gpu": ("gpu1",), "nic-vendor.com/nic": ("nic1",)}
     # nothing left: a third container cannot be placed at all ([] = impossible)
     c2 = Container("container2", limits, limits)
     assert dm.get_topology_hints(Pod("other", [c2]), c2) == {"gpu-vendor.com/gpu": [], "nic-vendor.com/nic": []}
@@ -239,17 +239,17 @@ def test_init_container_devices_are_reused_by_app_but_not_sidecar_devices():
     side = Container("side", {"gpu": 1}, {"gpu": 1}, "sidecar")
     app = Container("app", {"gpu": 2}, {"gpu": 2})
     pod = Pod("p", [app], [init, side])
-    assert dm.allocate(pod, init, mask_of([0]))["gpu"] == {"gpu0", "gpu1"}
+    assert dm.allocate(pod, init, mask_of([0])).devices["gpu"] == ("gpu0", "gpu1")
     assert dm.reuse[pod.uid]["gpu"] == {"gpu0", "gpu1"}
     # the sidecar takes a reusable device first, and keeps it: it leaves the reusable set
-    assert dm.allocate(pod, side, mask_of([0]))["gpu"] == {"gpu0"}
+    assert dm.allocate(pod, side, mask_of([0])).devices["gpu"] == ("gpu0",)
     assert dm.reuse[pod.uid]["gpu"] == {"gpu1"}
     # the app reuses what is left, then takes one free device (NUMA 1 is all that is free)
-    assert dm.allocate(pod, app, mask_of([0]))["gpu"] == {"gpu1", "gpu2"}
+    assert dm.allocate(pod, app, mask_of([0])).devices["gpu"] == ("gpu1", "gpu2")
     assert dm.reuse[pod.uid]["gpu"] == set()
     assert dm.in_use("gpu") == {"gpu0", "gpu1", "gpu2"}
     # allocating again for a container that holds its devices is a no-op
-    assert dm.allocate(pod, app, mask_of([0]))["gpu"] == {"gpu1", "gpu2"}
+    assert dm.allocate(pod, app, mask_of([0])).devices["gpu"] == ("gpu1", "gpu2")
 
 
 def test_reuse_state_is_kept_for_one_pod_only_and_pod_removal_frees_devices():
@@ -286,3 +286,9 @@ def test_flat_in_use_set_spans_resources():
     assert got == {"gpu": [H([1], True), H([0, 1], False)], "nic": []}
     with pytest.raises(RequestError, match="'zz'"):
         container_device_hints([0, 1], devices, {"gpu": 1}, in_use={"zz"})
+
+
+def test_the_shortfall_counts_what_is_left_after_the_reusable_devices():
+    devices = [Device(f"g{i}", "gpu", (0,)) for i in range(3)]
+    with pytest.raises(InsufficientResourcesError, match="Requested: 2, Available: 1"):
+        devices_to_allocate("gpu", devices, 3, in_use={"g0", "g1"}, reusable={"g0"})

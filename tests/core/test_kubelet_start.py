@@ -12,6 +12,7 @@ from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.kubelet.kubelet_start import (
     CPU_STATE_FILE,
     MEMORY_STATE_FILE,
+    StartVerdict,
     changed_settings,
     kubelet_start,
     model_checkpoints,
@@ -143,3 +144,10 @@ def test_topology_manager_beyond_eight_numa_nodes():
 def test_a_checkpoint_that_is_not_one_is_bad_input():
     with pytest.raises(FormatError):
         kubelet_start(TOPO, STATIC, '{"policyName": 3}')
+
+
+def test_a_verdict_without_a_refusal_says_so_instead_of_failing():
+    """`summary` (and so `to_dict`) read `refusal.message` of a verdict that does not start, refusal or not."""
+    verdict = StartVerdict(starts=False)
+    assert verdict.summary == "the kubelet does not start"
+    assert verdict.to_dict()["refusal"] is None

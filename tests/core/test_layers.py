@@ -12,20 +12,12 @@ ROOT = Path(scheduler_core.__file__).parent
 ALLOWED = {
     "errors": set(),
     "model": {"errors"},
-    "kubelet": {"errors", "model"},
+    "formats": {"errors", "model"},
+    "kubelet": {"errors", "model", "formats"},
     "volcano": {"errors", "model"},
     "scheduler": {"errors", "model", "kubelet", "volcano"},
-    "formats": {"errors", "model"},
     "bench": {"errors", "model", "kubelet", "scheduler"},
     "": {"errors", "model", "kubelet", "scheduler", "formats"},
-}
-#: known exceptions, each to be removed (docs/ARCHITECTURE.md names them)
-EXCEPTIONS = {
-    ("scheduler_core.model.node", "scheduler_core.kubelet.cpumanager.policy_static"),
-    ("scheduler_core.kubelet.state_check", "scheduler_core.formats.kubelet_state"),
-    # the checkpoint files, read and written in formats/ (see docs/ARCHITECTURE.md)
-    ("scheduler_core.kubelet.kubelet_start", "scheduler_core.formats.kubelet_state"),
-    ("scheduler_core.formats.kubelet_state", "scheduler_core.kubelet.memorymanager.state"),
 }
 
 
@@ -53,10 +45,6 @@ def test_every_import_follows_the_layers() -> None:
     imports = _imports()
     assert len(imports) > 100  # the walk found the engine's imports
     wrong = [(a, b) for a, b in imports
-             if _layer(a) != _layer(b) and _layer(b) not in ALLOWED[_layer(a)] and (a, b) not in EXCEPTIONS]
+             if _layer(a) != _layer(b) and _layer(b) not in ALLOWED[_layer(a)]]
     assert wrong == []
 
-
-def test_the_exceptions_still_exist() -> None:
-    """An exception that was fixed leaves the list (so the list never hides a new one)."""
-    assert set(_imports()) >= EXCEPTIONS

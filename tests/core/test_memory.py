@@ -187,8 +187,9 @@ def test_manager_init_container_memory_is_reused_by_the_app_container():
     assert mm.reusable[pod.uid] == {"01": {"memory": 3 * Gi // 2}}
     # only 0.5Gi is free on NUMA 0, but the init container's 1.5Gi there is reusable
     assert mm.get_topology_hints(pod, app)["memory"][0] == H([0], True)
-    blocks = mm.allocate(pod, app, H([0], True))
-    assert blocks == [Block((0,), "memory", Gi)]
+    carved = mm.allocate(pod, app, H([0], True))
+    assert mm.blocks[(pod.uid, "app")] == [Block((0,), "memory", Gi)]
+    assert carved.memory == {}, "the app container's memory was carved for the init container"
     assert mm.machine_state.nodes[0].memory["memory"].free == Gi // 2, "reused memory is not carved twice"
     assert mm.blocks[(pod.uid, "init")] == [Block((0,), "memory", Gi // 2)]
     assert mm.reusable[pod.uid]["01"]["memory"] == Gi // 2
@@ -204,9 +205,10 @@ def test_manager_pod_scope_and_non_guaranteed():
     mm.allocate(pod, a, H([1], True))
     # existing blocks are compared with the pod-level request (3Gi): mismatch -> None
     assert mm.get_pod_topology_hints(pod) is None
-    assert mm.allocate(pod, a, H([0], True)) == [Block((1,), "memory", Gi)], "allocation is idempotent"
+    assert mm.allocate(pod, a, H([0], True)).memory == {}, "allocation is idempotent"
+    assert mm.blocks[(pod.uid, "a")] == [Block((1,), "memory", Gi)]
     burst = Pod("q", [Container("c", {"memory": Gi}, {"memory": 2 * Gi})])
-    assert mm.allocate(burst, burst.containers[0], None) == []
+    assert mm.allocate(burst, burst.containers[0], None).memory == {}
     assert mm.get_pod_topology_hints(burst) is None
 
 
@@ -216,3 +218,11 @@ def test_hint_calculation_on_16_numa_nodes():
     hints = calculate_hints(st, {"memory": 20 * Gi})
     assert hints["memory"][0] == H([0, 1, 2], True)
     assert len(hints["memory"]) == sum(1 for m in range(1, 1 << 16) if m.bit_count() >= 3)
+
+
+def test_best_hint_ranks_a_nil_mask_as_the_widest_instead_of_failing():
+    """findBestHint among hints one of which is nil ("any NUMA node"): it compared None.bit_count()."""
+    nil = TopologyHint(None, True)
+    assert best_hint([nil, H([1], True)]) == H([1], True)
+    assert best_hint([H([1], True), nil]) == H([1], True)
+    assert best_hint([nil, TopologyHint(None, True)]) is nil

@@ -1,8 +1,12 @@
 """Node allocation state: allocate, release, no double booking, JSON round trip."""
 
+import subprocess
+import sys
+
 import pytest
 
 from scheduler_core import Allocation, CPUSet, InsufficientResourcesError, KubeletConfig, Node
+from scheduler_core.kubelet.cpumanager.policy_static import reserved_cpu_set
 from scheduler_core.model.topology import synthetic
 
 GiB = 1 << 30
@@ -62,3 +66,16 @@ def test_state_key_is_hashable_with_reserved_memory():
     a = Node("a", t, KubeletConfig(reserved_memory={0: {"memory": GiB}}))
     b = Node("b", synthetic(1, 2, 2, 2, memory_per_numa=8 * GiB), KubeletConfig(reserved_memory={0: {"memory": GiB}}))
     assert {a.state_key(): "class"}[b.state_key()] == "class"
+
+
+def test_reserved_cpus_by_millicores_are_the_cpu_managers_choice_without_importing_it_first():
+    """The model imports no manager: the package plugs the CPU Manager's reserved-CPU rule in, so a node
+    built from `scheduler_core.model.node` alone (a fresh interpreter) still gets the kubelet's choice."""
+    code = ("from scheduler_core.model.node import Node; from scheduler_core.model.kubelet_config import KubeletConfig;"
+            "from scheduler_core.model.topology import synthetic;"
+            "import sys; assert 'scheduler_core.kubelet.cpumanager.policy_static' not in sys.modules;"
+            "k = KubeletConfig(cpu_manager_policy='static', reserved_cpu_milli=1500);"
+            "print(Node('n', synthetic(1, 2, 2, 2), k).reserved_cpus)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    topology = synthetic(1, 2, 2, 2)
+    assert out.strip() == str(reserved_cpu_set(topology, None, 1500)) == "0,4"

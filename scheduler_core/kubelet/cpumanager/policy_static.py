@@ -12,29 +12,19 @@ hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
-from ...errors import EngineError, InsufficientResourcesError, PolicyError
+from ...errors import InsufficientResourcesError, PolicyError
 from ...model.bitmask import bits_of as _bits
 from ...model.cpuset import CPUSet
-from ...model.kubelet_config import CPUOptions, KubeletConfig
+from ...model.kubelet_config import CPUOptions
+from ...model.node import Allocation, Node
 from ...model.pods import INIT, Container, Pod, guaranteed_cpus
 from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
+from ..topologymanager.scope import AdmissionError
 from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
 from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
-
-
-class NodeState(Protocol):
-    """What the manager reads of a node (`model.node.Node`, which itself asks this module for its
-    reserved CPUs, so it is not imported here)."""
-
-    topology: Topology
-    kubelet: KubeletConfig
-    free_cpus: int
-    reserved_cpus: CPUSet
-
 
 __all__ = [
     "CPUManager", "SMTAlignmentError", "allocate_container", "allocate_cpus", "check_smt_alignment",
@@ -43,8 +33,9 @@ __all__ = [
 ]
 
 
-class SMTAlignmentError(EngineError):
-    """`full-pcpus-only` cannot be honoured; `reason` is the kubelet's admission reason string."""
+class SMTAlignmentError(AdmissionError):
+    """`full-pcpus-only` cannot be honoured; `reason` is the kubelet's admission reason string (an
+    admission reports it as is, naming the container)."""
 
     reason = "SMTAlignmentError"
 
@@ -177,6 +168,8 @@ class CPUManager:
     each container of the pod being admitted holds, and the CPUs its finished init containers left
     for later containers (cpusToReuse). With a non-static policy it has no hints and pins nothing."""
 
+    resource = "cpu"
+
     def __init__(self, topology: Topology, default_cpuset: CPUSet, reserved: CPUSet, options: CPUOptions,
                  static: bool = True) -> None:
         self.topology = topology
@@ -188,7 +181,7 @@ class CPUManager:
         self.reusable = CPUSet()
 
     @classmethod
-    def for_node(cls, node: NodeState) -> CPUManager:
+    def for_node(cls, node: Node) -> CPUManager:
         k = node.kubelet
         return cls(node.topology, CPUSet(node.free_cpus), node.reserved_cpus, k.cpu_manager_options, k.static_cpus)
 
@@ -204,15 +197,15 @@ class CPUManager:
         return pod_cpu_hints(self.topology, pod, self.free, self.reserved, self.assignments, self.reusable,
                              self.options)
 
-    def allocate(self, pod: Pod, container: Container, hint: TopologyHint) -> CPUSet:
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint) -> Allocation:
         """Pin the container's exclusive CPUs with the merged hint (`SMTAlignmentError` under
         full-pcpus-only); the CPUs leave the shared pool and the reuse set is updated."""
         if not self.static:
-            return CPUSet()
+            return Allocation(pod.uid, container.name)
         cpus = allocate_container(self.topology, pod, container, hint.affinity, self.free, self.reserved,
                                   self.reusable, self.options)
         if cpus:
             self.assignments[container.name] = cpus
             self.free &= ~cpus.mask
             self.reusable = update_cpus_to_reuse(container, cpus, self.reusable)
-        return cpus
+        return Allocation(pod.uid, container.name, cpus)

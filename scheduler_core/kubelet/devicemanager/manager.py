@@ -25,10 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import InsufficientResourcesError, RequestError, check_int
 from ...model.bitmask import BitMaskError, iterate_masks, mask_of
+from ...model.node import Allocation
 from ...model.pods import INIT, Container, Pod, pod_device_request
 from ...model.topology import Device, Topology
 from ..topologymanager.hint import TopologyHint
@@ -350,16 +351,38 @@ def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, 
     used = _known(in_use, index, f"devices in use for {resource}")
     reuse = _known(reusable, index, f"reusable devices for {resource}")
     held = None if already_allocated is None else _known(already_allocated, index, f"devices held for {resource}")
+    healthy = _allocatable(resource, index, required, held, registered, pod_uid, container)
+    if held is not None or required == 0:  # a container keeps what it holds
+        return frozenset()
+    picker = _Picker(required, preferred_allocation)
+    if picker.take_from(reuse):
+        return picker.picked()
+    available = healthy - used - set(picker.taken)
+    if len(available) < picker.needed:
+        raise InsufficientResourcesError(f"requested number of devices unavailable for {resource}. "
+                                         f"Requested: {picker.needed}, Available: {len(available)}")
+    aligned, unaligned, no_affinity = filter_by_affinity(index, available, affinity)
+    if picker.needed < len(aligned):
+        if picker.take_from(picker.preferred(set(aligned)) & aligned) or picker.take_from(aligned):
+            return picker.picked()
+    else:
+        if picker.take_from(aligned):
+            return picker.picked()
+        if (picker.take_from(picker.preferred(available) & available) or picker.take_from(unaligned)
+                or picker.take_from(no_affinity)):
+            return picker.picked()
+    raise InsufficientResourcesError(f"unexpectedly allocated less resources than required. "
+                                     f"Requested: {required}, Got: {required - picker.needed}")
 
-    needed = required
-    if held is not None:
-        needed -= len(held)
-        if needed != 0:
-            raise RequestError(f'pod "{pod_uid}" container "{container}" changed request for resource '
-                               f'"{resource}" from {len(held)} to {required}')
-    if registered is None:
-        registered = bool(index)
-    if not registered:
+
+def _allocatable(resource: str, index: Mapping[str, Device], required: int, held: set[str] | None,
+                 registered: bool | None, pod_uid: str, container: str) -> set[str]:
+    """The healthy devices of a registered resource, after the checks the kubelet makes before it
+    takes any: an unchanged request for a container that holds devices, and those still healthy."""
+    if held is not None and len(held) != required:
+        raise RequestError(f'pod "{pod_uid}" container "{container}" changed request for resource '
+                           f'"{resource}" from {len(held)} to {required}')
+    if not (bool(index) if registered is None else registered):
         raise RequestError(f"cannot allocate unregistered device {resource}")
     healthy = {i for i, d in index.items() if d.healthy}
     if not healthy:
@@ -367,45 +390,35 @@ def devices_to_allocate(resource: str, devices: Iterable[Device] | Mapping[str, 
     if held is not None and not held <= healthy:
         raise InsufficientResourcesError(
             f"previously allocated devices are no longer healthy; cannot allocate unhealthy devices {resource}")
-    if needed == 0:
-        return frozenset()
+    return healthy
 
-    allocated: list[str] = []
-    taken: set[str] = set()
 
-    def take_from(pool: Iterable[str]) -> bool:
-        nonlocal needed
-        for i in sorted_ids(set(pool) - taken):
-            taken.add(i)
-            allocated.append(i)
-            needed -= 1
-            if needed == 0:
+class _Picker:
+    """devicesToAllocate's taking: devices in natural id order, pool after pool, until `required`
+    are taken; the plugin's preference is asked with what is taken so far."""
+
+    def __init__(self, required: int, preferred_allocation: PreferredAllocation | None) -> None:
+        self.required = self.needed = required
+        self.preferred_allocation = preferred_allocation
+        self.taken: list[str] = []
+
+    def take_from(self, pool: Iterable[str]) -> bool:
+        """Take from `pool` what is not taken yet; whether the request is complete."""
+        for i in sorted_ids(set(pool) - set(self.taken)):
+            self.taken.append(i)
+            self.needed -= 1
+            if self.needed == 0:
                 return True
         return False
 
-    def preferred(pool: set[str]) -> set[str]:
-        if preferred_allocation is None:
+    def preferred(self, pool: set[str]) -> set[str]:
+        if self.preferred_allocation is None:
             return set()
-        return set(preferred_allocation(frozenset(pool | taken), frozenset(taken), required))
+        taken = frozenset(self.taken)
+        return set(self.preferred_allocation(frozenset(pool | taken), taken, self.required))
 
-    if take_from(reuse):
-        return frozenset(allocated)
-    available = healthy - used - taken
-    if len(available) < needed:
-        raise InsufficientResourcesError(f"requested number of devices unavailable for {resource}. "
-                                         f"Requested: {needed}, Available: {len(available)}")
-    aligned, unaligned, no_affinity = filter_by_affinity(index, available, affinity)
-    if needed < len(aligned):
-        if take_from(preferred(set(aligned)) & aligned) or take_from(aligned):
-            return frozenset(allocated)
-    else:
-        if take_from(aligned):
-            return frozenset(allocated)
-        if (take_from(preferred(available) & available) or take_from(unaligned)
-                or take_from(no_affinity)):
-            return frozenset(allocated)
-    raise InsufficientResourcesError(f"unexpectedly allocated less resources than required. "
-                                     f"Requested: {required}, Got: {required - needed}")
+    def picked(self) -> frozenset[str]:
+        return frozenset(self.taken)
 
 
 # -- per-node state ----------------------------------------------------------------------------------
@@ -416,6 +429,9 @@ class DeviceManager:
 
     `plugins_with_preference` maps a resource to its plugin's GetPreferredAllocation callback.
     """
+
+    #: an allocation failure names no resource (the manager serves several)
+    resource: ClassVar[str | None] = None
 
     numa_nodes: tuple[int, ...]
     devices: tuple[Device, ...]
@@ -458,13 +474,13 @@ class DeviceManager:
         in_use = {r: self.in_use(r) for r in requests}
         return pod_device_hints(self.numa_nodes, self.devices, requests, in_use, allocated)
 
-    def allocate(self, pod: Pod, container: Container,
-                 affinity: int | TopologyHint | None = None) -> dict[str, frozenset[str]]:
-        """Allocate every device resource of `container` with the stored hint; update reuse state."""
+    def allocate(self, pod: Pod, container: Container, affinity: int | TopologyHint | None = None) -> Allocation:
+        """Allocate every device resource of `container` with the stored hint and update the reuse
+        state; returns the devices the container holds (ids sorted, resources without any left out)."""
         for uid in [u for u in self.reuse if u != pod.uid]:
             del self.reuse[uid]
         pod_reuse = self.reuse.setdefault(pod.uid, {})
-        out: dict[str, frozenset[str]] = {}
+        out: dict[str, tuple[str, ...]] = {}
         for resource, required in sorted(container.device_requests().items()):
             if resource not in self._registry:
                 continue
@@ -477,7 +493,9 @@ class DeviceManager:
                 pod_uid=pod.uid, container=container.name)
             if got:
                 self.assignments[key] = got
-            out[resource] = self.assignments.get(key, frozenset())
+            ids = self.assignments.get(key)
+            if ids:
+                out[resource] = tuple(sorted(ids))
         mine = {r: ids for (p, c, r), ids in self.assignments.items() if p == pod.uid and c == container.name}
         if container.kind == INIT:
             for r, ids in mine.items():
@@ -485,7 +503,7 @@ class DeviceManager:
         else:
             for r, ids in mine.items():
                 pod_reuse.get(r, set()).difference_update(ids)
-        return out
+        return Allocation(pod.uid, container.name, devices=out)
 
     def remove_pod(self, pod_uid: str) -> None:
         for key in [k for k in self.assignments if k[0] == pod_uid]:

@@ -18,19 +18,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from ...errors import InsufficientResourcesError, RequestError
 from ...model.bitmask import bits_of, iterate_masks, mask_string
+from ...model.node import Allocation
 from ...model.pods import GUARANTEED, INIT, SIDECAR, Container, Pod, is_memory_resource, pod_memory_request
+from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
 from .state import MEMORY, Block, MachineState, MemoryTable, NUMANodeState, as_bytes
+
+#: bytes per NUMA node and resource, as an `Allocation` holds memory
+MemoryByNUMA = dict[int, dict[str, int]]
 
 
 class MemoryAllocationError(InsufficientResourcesError):
     """The static policy could not place a container's memory; the text is the kubelet's."""
 
 
-def _state(machine_state: MachineState | Mapping) -> MachineState:
+def _state(machine_state: MachineState | Mapping[Any, Any]) -> MachineState:
     return machine_state if isinstance(machine_state, MachineState) else MachineState.from_dict(machine_state)
 
 
@@ -45,7 +51,7 @@ def _requested(requested: Mapping[str, int]) -> dict[str, int]:
 
 # -- hints (ENGINE.md §2.8) ----------------------------------------------------------------------------
 
-def calculate_hints(machine_state: MachineState | Mapping, requested: Mapping[str, int],
+def calculate_hints(machine_state: MachineState | Mapping[Any, Any], requested: Mapping[str, int],
                     reusable: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[TopologyHint]]:
     """calculateHints: every NUMA mask (IterateBitMasks over the sorted node ids) that can hold the
     request; preferred iff as narrow as the narrowest mask whose *allocatable* memory fits.
@@ -109,7 +115,7 @@ def regenerate_hints(blocks: Iterable[Block], requested: Mapping[str, int]) -> d
     return hints
 
 
-def _blocks(blocks: Iterable[Block | Mapping] | None) -> list[Block] | None:
+def _blocks(blocks: Iterable[Block | Mapping[str, Any]] | None) -> list[Block] | None:
     if blocks is None:
         return None
     out = []
@@ -121,9 +127,10 @@ def _blocks(blocks: Iterable[Block | Mapping] | None) -> list[Block] | None:
     return out
 
 
-def memory_topology_hints(machine_state: MachineState | Mapping | None, requested: Mapping[str, int] | None = None,
-                          *, pod: Pod | None = None, container: Container | None = None, qos: str | None = None,
-                          existing_blocks: Iterable[Block | Mapping] | None = None,
+def memory_topology_hints(machine_state: MachineState | Mapping[Any, Any] | None,
+                          requested: Mapping[str, int] | None = None, *, pod: Pod | None = None,
+                          container: Container | None = None, qos: str | None = None,
+                          existing_blocks: Iterable[Block | Mapping[str, Any]] | None = None,
                           reusable: Mapping[str, Mapping[str, int]] | None = None,
                           ) -> dict[str, list[TopologyHint]] | None:
     """The Memory Manager's hints (static policy).
@@ -165,7 +172,11 @@ def best_hint(hints: Iterable[TopologyHint]) -> TopologyHint | None:
     return best
 
 
-def _narrower(a: int, b: int) -> bool:
+def _narrower(a: int | None, b: int | None) -> bool:
+    """Whether mask `a` is narrower than `b` (fewer NUMA nodes, then the lower mask); a nil mask
+    ("any NUMA node") is the widest of all, so nil hints compare instead of failing."""
+    if a is None or b is None:
+        return b is None and a is not None
     ca, cb = a.bit_count(), b.bit_count()
     return a < b if ca == cb else ca < cb
 
@@ -195,10 +206,15 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
     order and every node of the mask gets `cells` = the mask's nodes. `reusable` is the memory of
     the pod's init containers keyed by mask string (it is handed on, not carved again).
     """
-    state = machine_state
     requested = _requested(requested)
     reusable = reusable or {}
-    hint = hint or TopologyHint(None, False)
+    mask = _placement(machine_state, requested, hint or TopologyHint(None, False), reusable)
+    return _carve(machine_state, requested, mask, reusable)[0]
+
+
+def _placement(state: MachineState, requested: dict[str, int], hint: TopologyHint,
+               reusable: Mapping[str, Mapping[str, int]]) -> int:
+    """The NUMA mask the request goes to: the hint's, a default for a nil hint, extended when too small."""
     best = hint
     if best.affinity is None:
         default = best_hint(_leading(calculate_hints(state, requested, reusable)))
@@ -208,23 +224,37 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
         if not default.preferred and best.preferred:
             raise MemoryAllocationError("[memorymanager] failed to find the default preferred hint")
         best = default
-    for n in bits_of(best.affinity):
+    mask = _mask_of(best)
+    for n in bits_of(mask):
         state.node(n)
-    if any(state.free(r, best.affinity) < n for r, n in requested.items()):
-        inside = [h for h in _leading(calculate_hints(state, requested, reusable))
-                  if h.affinity & best.affinity == best.affinity]
+    if any(state.free(r, mask) < n for r, n in requested.items()):
+        inside = [h for h in _leading(calculate_hints(state, requested, reusable)) if _mask_of(h) & mask == mask]
         extended = best_hint(inside)
         if extended is None:
             raise MemoryAllocationError("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
         if not extended.preferred and best.preferred:
             raise MemoryAllocationError("[memorymanager] failed to find the extended preferred hint")
-        best = extended
-    if _violates(state, best.affinity):
+        mask = _mask_of(extended)
+    if _violates(state, mask):
         raise MemoryAllocationError("[memorymanager] preferred hint violates NUMA node allocation")
+    return mask
 
-    bits = bits_of(best.affinity)
-    key = mask_string(best.affinity)
+
+def _mask_of(hint: TopologyHint) -> int:
+    """The mask of a calculated (or already defaulted) hint, which is never nil."""
+    if hint.affinity is None:
+        raise RequestError(f"{hint} has no NUMA mask where the memory manager needs one")
+    return hint.affinity
+
+
+def _carve(state: MachineState, requested: dict[str, int], mask: int,
+           reusable: Mapping[str, Mapping[str, int]]) -> tuple[list[Block], MemoryByNUMA]:
+    """Carve `requested` out of the nodes of `mask` (ascending NUMA ids, memory first), binding
+    them to the mask's group; returns the blocks and the bytes taken per node (reused bytes are not)."""
+    bits = bits_of(mask)
+    key = mask_string(mask)
     blocks = []
+    carved: MemoryByNUMA = {}
     for res in sorted(requested, key=lambda r: (r != MEMORY, r)):
         size = requested[res]
         blocks.append(Block(tuple(bits), res, size))
@@ -242,13 +272,28 @@ def allocate_memory(machine_state: MachineState, requested: Mapping[str, int], h
             table.free -= step
             table.reserved += step
             remaining -= step
-    return blocks
+            carved.setdefault(n, {})[res] = step
+    return blocks, in_table_order(state, carved)
 
 
-def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None:
+def in_table_order(state: MachineState, amounts: Mapping[int, Mapping[str, int]]) -> MemoryByNUMA:
+    """`amounts` without zeros, in the machine state's order (NUMA ids, then each node's tables),
+    so an allocation lists its memory the same way whichever path built it."""
+    out: MemoryByNUMA = {}
+    for nid, node in state.nodes.items():
+        got = amounts.get(nid)
+        if got:
+            row = {res: got[res] for res in node.memory if got.get(res)}
+            if row:
+                out[nid] = row
+    return out
+
+
+def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> MemoryByNUMA:
     """RemoveContainer: give the blocks' memory back node by node; a node without assignments
-    left is unbound (`cells` = itself)."""
+    left is unbound (`cells` = itself). Returns the bytes given back per node."""
     state = machine_state
+    released: MemoryByNUMA = {}
     for b in blocks:
         remaining = b.size
         for n in b.numa_affinity:
@@ -266,6 +311,9 @@ def release_memory(machine_state: MachineState, blocks: Iterable[Block]) -> None
             table.reserved -= step
             table.free += step
             remaining -= step
+            per_node = released.setdefault(n, {})
+            per_node[b.type] = per_node.get(b.type, 0) + step
+    return released
 
 
 # -- per-node state ----------------------------------------------------------------------------------
@@ -275,13 +323,16 @@ class MemoryManager:
     """A node's static Memory Manager: machine state, blocks per (pod uid, container) and the
     memory of regular init containers that later containers of the same pod may reuse (ENGINE.md §2.5)."""
 
+    #: what an allocation failure is reported against
+    resource: ClassVar[str] = MEMORY
+
     machine_state: MachineState
     blocks: dict[tuple[str, str], list[Block]] = field(default_factory=dict)
     #: pod uid -> mask string -> resource -> bytes (kept for one pod at a time, like upstream)
     reusable: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     @classmethod
-    def for_topology(cls, topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MemoryManager:
+    def for_topology(cls, topology: Topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MemoryManager:
         return cls(MachineState.from_topology(topology, reserved))
 
     def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint]] | None:
@@ -294,20 +345,24 @@ class MemoryManager:
                          if (pod.uid, c.name) in self.blocks), None)
         return memory_topology_hints(self.machine_state, pod=pod, existing_blocks=existing)
 
-    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> list[Block]:
-        """Allocate: nothing for non-Guaranteed pods; a container holding blocks keeps them."""
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> Allocation:
+        """Allocate: nothing for non-Guaranteed pods; a container holding blocks keeps them. Returns
+        the memory carved for the container per NUMA node (memory it reuses from the pod's init
+        containers was carved for them, so it is not counted again)."""
         if pod.qos_class != GUARANTEED:
-            return []
+            return Allocation(pod.uid, container.name)
         key = (pod.uid, container.name)
         if key in self.blocks:
             self._update_reusable(pod, container, self.blocks[key])
-            return self.blocks[key]
+            return Allocation(pod.uid, container.name)
         pod_reuse = self.reusable.get(pod.uid, {})
-        blocks = allocate_memory(self.machine_state, container.memory_requests(), hint, pod_reuse)
+        requested = _requested(container.memory_requests())
+        mask = _placement(self.machine_state, requested, hint or TopologyHint(None, False), pod_reuse)
+        blocks, carved = _carve(self.machine_state, requested, mask, pod_reuse)
         self._update_reusable(pod, container, blocks)
         self.blocks[key] = blocks
         self._shrink_init_blocks(pod, container, blocks)
-        return blocks
+        return Allocation(pod.uid, container.name, memory=carved)
 
     def _update_reusable(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
         for uid in [u for u in self.reusable if u != pod.uid]:
@@ -320,9 +375,9 @@ class MemoryManager:
             return
         per_mask = self.reusable.get(pod.uid, {})
         for b in blocks:
-            table = per_mask.get(mask_string(_mask(b.numa_affinity)))
-            if table and table.get(b.type):
-                table[b.type] = max(0, table[b.type] - b.size)
+            left = per_mask.get(mask_string(_mask(b.numa_affinity)))
+            if left and left.get(b.type):
+                left[b.type] = max(0, left[b.type] - b.size)
 
     def _shrink_init_blocks(self, pod: Pod, container: Container, blocks: list[Block]) -> None:
         """Record that reused init-container memory now belongs to this container, so the pod's
@@ -344,10 +399,10 @@ class MemoryManager:
                     held[i] = Block(ib.numa_affinity, ib.type, ib.size - used)
                     size -= used
 
-    def remove_container(self, pod_uid: str, container: str) -> None:
+    def remove_container(self, pod_uid: str, container: str) -> MemoryByNUMA:
+        """RemoveContainer; returns the bytes given back per NUMA node."""
         blocks = self.blocks.pop((pod_uid, container), None)
-        if blocks:
-            release_memory(self.machine_state, blocks)
+        return release_memory(self.machine_state, blocks) if blocks else {}
 
     def remove_pod(self, pod_uid: str) -> None:
         for uid, name in [k for k in self.blocks if k[0] == pod_uid]:
@@ -390,7 +445,7 @@ def default_machine_state(machine: Mapping[int, tuple[int, Mapping[str, int]]],
     return MachineState(nodes)
 
 
-def machine_of(topology) -> dict[int, tuple[int, dict[str, int]]]:
+def machine_of(topology: Topology) -> dict[int, tuple[int, dict[str, int]]]:
     """What cadvisor reports per NUMA node: its memory and every hugepage size the machine has."""
     sizes = sorted({size for n in topology.numa_nodes for size in n.hugepages})
     return {n.id: (n.memory, {s: n.hugepages.get(s, 0) for s in sizes}) for n in topology.numa_nodes}

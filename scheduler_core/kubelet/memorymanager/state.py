@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...errors import TopologyError, check_int
 from ...model.bitmask import bits_of
+from ...model.topology import Topology
 
 MEMORY = "memory"
 
@@ -48,7 +50,7 @@ class Block:
     type: str
     size: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"numa_affinity": list(self.numa_affinity), "type": self.type, "size": self.size}
 
 
@@ -65,7 +67,7 @@ class MachineState:
         self.nodes: dict[int, NUMANodeState] = dict(sorted(nodes.items()))
 
     @classmethod
-    def from_topology(cls, topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MachineState:
+    def from_topology(cls, topology: Topology, reserved: Mapping[int, Mapping[str, int]] | None = None) -> MachineState:
         """getDefaultMachineState: hugepages tables first, then memory = node memory − reserved −
         all hugepages of the node. A hugepage size present on some node exists (as 0) on all."""
         reserved = reserved or {}
@@ -98,7 +100,7 @@ class MachineState:
         return cls(nodes)
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> MachineState:
+    def from_dict(cls, data: Mapping[Any, Any]) -> MachineState:
         """The vector format: {numa: {cells, assignments, memory: {resource: {allocatable, free,
         reserved, system_reserved, total}}}} (NUMA ids may be strings)."""
         nodes: dict[int, NUMANodeState] = {}
@@ -117,7 +119,7 @@ class MachineState:
             raise TopologyError(f"machine state {data!r} does not have the expected shape") from None
         return cls(nodes)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {str(nid): {"cells": list(s.cells), "assignments": s.assignments,
                            "memory": {r: t.to_dict() for r, t in sorted(s.memory.items())}}
                 for nid, s in self.nodes.items()}
