@@ -1,18 +1,17 @@
-"""Forms: a comparison (cluster, jobs, a few variant rows, the pod shape for headroom) and the
+"""The comparison pages' forms: a comparison (cluster, jobs, a few variant rows, the pod shape for headroom) and the
 dashboard's headroom box. The engine validates (Variant, Shape); its messages land on the field."""
 
 from __future__ import annotations
 
 from django import forms
 
+from numaweb.comparisons import services
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
 from numaweb.jobs.forms import ClusterJobsMixin
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
 from scheduler_core.scheduler.compare import Shape, Variant
 from scheduler_core.scheduler.profiles import PROFILES
-
-from . import services
 
 PROFILE_CHOICES = [(p, p) for p in PROFILES]
 KEEP = ("", "each node's own")
