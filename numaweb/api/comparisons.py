@@ -81,7 +81,7 @@ class ComparisonExportSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     cluster = serializers.IntegerField()
-    status = serializers.CharField(help_text="pending, running, done or failed (from its variants)")
+    status = serializers.ChoiceField(Comparison.Status.choices, help_text="from its variants")
     jobs = serializers.ListField(child=serializers.IntegerField())
     shape = serializers.DictField(allow_null=True)
     created_at = serializers.DateTimeField()

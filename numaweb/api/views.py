@@ -212,7 +212,7 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
 
 JOB_FILTERS = [
     CLUSTER_PARAM,
-    OpenApiParameter("status", OpenApiTypes.STR, enum=[value for value, _label in Job.STATUS_CHOICES],
+    OpenApiParameter("status", OpenApiTypes.STR, enum=Job.Status.values,
                      description="only jobs with this status"),
     OpenApiParameter("namespace", {"type": "string", "maxLength": 63},
                      description="only jobs in this namespace (exact)"),
