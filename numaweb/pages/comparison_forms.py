@@ -3,6 +3,8 @@ dashboard's headroom box. The engine validates (Variant, Shape); its messages la
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from numaweb.comparisons import services
@@ -32,8 +34,9 @@ class ShapeMixin(forms.Form):
                                label="task policy", help_text="Volcano's topology policy on the pod's task")
     shape_required = True
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("cpu") and not self.shape_required:
             data["shape"] = None
             return data
@@ -72,8 +75,9 @@ class VariantForm(forms.Form):
     weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="numa-aware weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("profile"):
             data["variant"] = None
             return data

@@ -172,7 +172,7 @@ def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str
     passed = 0
     for g in groups:
         if g.get("outcome") in FAILED:
-            reason = g.get("reason") or g.get("outcome")
+            reason = str(g.get("reason") or g.get("outcome"))  # a failed group has an outcome
             failures[reason] = failures.get(reason, 0) + int(g.get("node_count") or 0)
         else:
             passed += int(g.get("node_count") or 0)

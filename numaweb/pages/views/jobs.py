@@ -3,6 +3,10 @@ a job."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import overload
+
+from django import forms
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -31,12 +35,12 @@ JOBS_PER_PAGE = 50
 NAMESPACES_LISTED = 200  # the namespace filter's suggestions
 
 
-def page_cluster(request: HttpRequest, form=None) -> Cluster | None:
+def page_cluster(request: HttpRequest, form: forms.Form | None = None) -> Cluster | None:
     """The cluster the jobs page works in: the one a posted form names, else `?cluster=<id>`, else the
     first by name (None when there is no cluster)."""
-    raw = (form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
-           else request.GET.get("cluster"))
-    chosen = Cluster.objects.filter(pk=raw).first() if str(raw or "").isdigit() else None
+    raw = str((form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
+               else request.GET.get("cluster")) or "")
+    chosen = Cluster.objects.filter(pk=int(raw)).first() if raw.isdigit() else None
     return chosen or Cluster.objects.order_by("name").first()
 
 
@@ -65,7 +69,7 @@ def _job_list_context(request: HttpRequest, cluster: Cluster | None) -> dict:
         job.task_count = counts.get(job.pk, 0)
     query = request.GET.copy()
     query.pop("page", None)
-    query["cluster"] = cluster.pk if cluster else ""
+    query["cluster"] = str(cluster.pk) if cluster else ""
     return {"page": page, "filter_form": filter_form, "filters": filters, "query": query.urlencode(),
             "namespaces": list(Job.objects.filter(cluster=cluster).order_by("namespace")
                                .values_list("namespace", flat=True).distinct()[:NAMESPACES_LISTED])}
@@ -88,7 +92,7 @@ def job_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "pages/jobs.html", jobs_context(request))
 
 
-class _Replicas:
+class _Replicas(Sequence[tuple[Task, int]]):
     """A job's pods as a sequence of (task, replica index) that a Paginator slices without building them all."""
 
     def __init__(self, tasks: list[Task]) -> None:
@@ -98,9 +102,19 @@ class _Replicas:
     def __len__(self) -> int:
         return self.total
 
-    def __getitem__(self, item: slice) -> list[tuple[Task, int]]:
+    @overload
+    def __getitem__(self, item: int) -> tuple[Task, int]: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[tuple[Task, int]]: ...
+
+    def __getitem__(self, item: int | slice) -> tuple[Task, int] | list[tuple[Task, int]]:
+        if isinstance(item, int):
+            i = range(self.total)[item]  # IndexError past the end, as any sequence
+            return self[i:i + 1][0]
         start, stop, _ = item.indices(self.total)
-        out, offset = [], 0
+        out: list[tuple[Task, int]] = []
+        offset = 0
         for t in self.tasks:
             lo, hi = max(start - offset, 0), min(stop - offset, t.replicas)
             out.extend((t, i) for i in range(lo, hi))

@@ -96,9 +96,10 @@ def node_check_state(request: HttpRequest, pk: int) -> HttpResponse:
     ctx: dict = {"node": node, "form": form}
     if request.method == "POST" and form.is_valid():
         files = {f: _upload(form, f) for f in ("cpu_state", "memory_state", "pods", "kubelet_config")}
-        if not form.errors:
+        cpu_state = files["cpu_state"]  # a required field: None only with an error
+        if not form.errors and cpu_state is not None:
             try:
-                result = checks.check_node_state(node, files["cpu_state"], files["memory_state"], files["pods"],
+                result = checks.check_node_state(node, cpu_state, files["memory_state"], files["pods"],
                                                  files["kubelet_config"], form.planned_settings())
             except EngineError as exc:
                 field = (exc.field or "").split(":")[-1]

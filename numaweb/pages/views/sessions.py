@@ -39,6 +39,7 @@ def session_start(request: HtmxHttpRequest) -> HttpResponse:
     data = form.cleaned_data
     jobs = list(data["jobs"]) or None
     error = ""
+    session: SchedulingSession | None
     try:
         session = scheduling.start_session(data["cluster"], data["profile"], data["dry_run"], jobs)
     except scheduling.BrokerUnavailable as exc:
@@ -73,8 +74,9 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
                             "admitted_numa", "predicted_cpus", "message", "kubelet_reason", "session_id")
     page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
-    for p in page:  # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
-        p.differs = _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)
+    # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
+    ctx["differs"] = {p.index for p in page
+                      if _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)}
     ctx["pods"] = page
     chosen = None
     if query["pod"] is not None:
@@ -145,11 +147,11 @@ def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placemen
     if sort == "outcome" and placement.node_name:  # the chosen node's row first
         picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
     page = Paginator(picked, size).get_page(query["page"])
-    verdicts = results.verdicts(session, {g.get("verdict") for g in page})
+    verdicts = results.verdicts(session, {g["verdict"] for g in page})  # every group names its verdict
     names = {g["nodes"][0] for g in page if g.get("nodes")}
     widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
                   .values_list("name", "num_numa_nodes"))
-    rows = [tables.build_row(g, verdicts.get(g.get("verdict")),
+    rows = [tables.build_row(g, verdicts.get(g["verdict"]),
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
     every = len(tables.expand_groups(groups)) if expand else len(groups)  # rows before the filter, same mode
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
