@@ -341,7 +341,7 @@ SPECTACULAR_SETTINGS = {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",
         "MemoryManagerPolicyEnum": "numaweb.inventory.models.MEMORY_MANAGER_CHOICES",
-        "RunStatusEnum": "numaweb.scheduling.models.RunStatus",  # sessions, comparisons, make-room questions
+        "RunStatusEnum": "numaweb.worker.models.RunStatus",  # sessions, comparisons, make-room questions
         "PodStatusEnum": "numaweb.scheduling.models.PodStatus",
     },
 }

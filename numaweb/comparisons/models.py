@@ -8,7 +8,7 @@ from django.db import models
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.scheduling.models import RunStatus
+from numaweb.worker.models import RunStatus
 
 
 class Comparison(models.Model):

@@ -8,7 +8,8 @@ from django.db import models
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.scheduling.models import RunStatus, SchedulingSession
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import RunStatus
 
 
 class RoomPlan(models.Model):

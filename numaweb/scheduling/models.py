@@ -21,17 +21,9 @@ from django.db import models
 from numaweb.access.history import audited
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
+from numaweb.worker.models import RunStatus
 from scheduler_core.scheduler.explain import PodStatus as EnginePodStatus
 from scheduler_core.scheduler.profiles import PROFILES as ENGINE_PROFILES
-
-
-class RunStatus(models.TextChoices):
-    """Where a run is (a session, a comparison variant, a make-room question: numaweb.worker.runs)."""
-
-    PENDING = "pending", "pending"
-    RUNNING = "running", "running"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
 
 
 class PodStatus(models.TextChoices):

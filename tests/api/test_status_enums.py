@@ -5,8 +5,9 @@ import yaml
 from django.core.management import call_command
 
 from numaweb.pages.tables import FAILED
-from numaweb.scheduling.models import PodStatus, RunStatus
+from numaweb.scheduling.models import PodStatus
 from numaweb.scheduling.results import OUTCOMES
+from numaweb.worker.models import RunStatus
 from scheduler_core import Outcome
 from scheduler_core import PodStatus as EnginePodStatus
 
