@@ -68,7 +68,7 @@ class DatabaseCollector(Collector):
         sessions = GaugeMetricFamily("numaweb_sessions", "Scheduling sessions by status", labels=["status"])
         counts = dict(SchedulingSession.objects.values_list("status").annotate(n=Count("id")).values_list(
             "status", "n"))
-        for status, _label in SchedulingSession.STATUS_CHOICES:
+        for status in SchedulingSession.Status.values:
             sessions.add_metric([status], counts.get(status, 0))
         yield sessions
 

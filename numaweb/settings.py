@@ -341,6 +341,8 @@ SPECTACULAR_SETTINGS = {
         "TopologyPolicyEnum": "numaweb.inventory.models.TOPOLOGY_POLICY_CHOICES",
         "CpuManagerPolicyEnum": "numaweb.inventory.models.CPU_MANAGER_CHOICES",
         "MemoryManagerPolicyEnum": "numaweb.inventory.models.MEMORY_MANAGER_CHOICES",
+        "RunStatusEnum": "numaweb.worker.models.RunStatus",  # sessions, comparisons, make-room questions
+        "PodStatusEnum": "numaweb.scheduling.models.PodStatus",
     },
 }
 

@@ -1,19 +1,20 @@
-"""URL map: the pages (numaweb.pages; the dashboard is home), login and logout, the admin, the REST API and its
-offline docs."""
+"""URL map: the pages (numaweb.pages.urls; the dashboard is home), login and logout, the admin, the REST API
+(numaweb.api.urls) and its offline docs, and the project's own endpoints (health, metrics, the 404)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from numaweb.pages import views as pages
+from numaweb.pages import urls as pages
+from numaweb.pages.views import dashboard
 
 from . import metrics, views
 
 handler404 = views.not_found
 
 urlpatterns = [
-    path("", pages.dashboard, name="home"),
+    path("", dashboard.dashboard, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("login/", auth.LoginView.as_view(redirect_authenticated_user=True), name="login"),
@@ -24,7 +25,7 @@ urlpatterns = [
     # no ReDoc: it injects inline styles
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("numaweb.api.urls")),
-    path("comparisons/", include("numaweb.comparisons.urls")),
-    path("make-room/", include("numaweb.room.urls")),
-    path("", include("numaweb.pages.urls")),
+    path("comparisons/", include(pages.comparison_urls)),
+    path("make-room/", include(pages.room_urls)),
+    path("", include(pages)),
 ]

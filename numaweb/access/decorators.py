@@ -6,9 +6,11 @@ from collections.abc import Callable
 from functools import wraps
 from urllib.parse import urlsplit
 
+from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django_htmx.http import HttpResponseClientRedirect
 
 from .roles import READ_METHODS, may
 
@@ -30,13 +32,10 @@ def requires(perm: str, *, write: str | None = None) -> Callable:
             htmx = getattr(request, "htmx", None)
             if htmx:
                 back = urlsplit(htmx.current_url or "").path or request.path
-                response = HttpResponse(status=401)
-                response["HX-Redirect"] = redirect_to_login(back)["Location"]
-                return response
+                return HttpResponseClientRedirect(redirect_to_login(back)["Location"], status=401)
             return redirect_to_login(request.get_full_path())
 
-        guarded.login_required = False  # this guard decides (LoginRequiredMiddleware covers unguarded views)
-        guarded.required_permissions = (perm, write or perm)
-        return guarded
+        guarded.__dict__["required_permissions"] = (perm, write or perm)  # what tests/access checks per page
+        return login_not_required(guarded)  # this guard decides (LoginRequiredMiddleware covers unguarded views)
 
     return decorate

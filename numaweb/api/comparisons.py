@@ -81,7 +81,7 @@ class ComparisonExportSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     cluster = serializers.IntegerField()
-    status = serializers.CharField(help_text="pending, running, done or failed (from its variants)")
+    status = serializers.ChoiceField(Comparison.Status.choices, help_text="from its variants")
     jobs = serializers.ListField(child=serializers.IntegerField())
     shape = serializers.DictField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -146,6 +146,7 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
     @extend_schema(responses={200: ComparisonSerializer(many=True)})
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
+        assert page is not None  # a paginator is set (settings: DEFAULT_PAGINATION_CLASS)
         return self.get_paginated_response([_body(c, request) for c in page])
 
     @extend_schema(parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],

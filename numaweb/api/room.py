@@ -69,7 +69,7 @@ class MakeRoomSerializer(serializers.Serializer):
     cluster = serializers.IntegerField()
     job = serializers.IntegerField(allow_null=True)
     target = serializers.CharField()
-    status = serializers.CharField(help_text="pending, running, done or failed")
+    status = serializers.ChoiceField(RoomPlan.Status.choices)
     error = serializers.CharField()
     progress = serializers.DictField()
     fits_now = serializers.BooleanField(allow_null=True)

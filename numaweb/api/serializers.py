@@ -28,11 +28,12 @@ from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
-from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
 from scheduler_core.errors import EngineError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
 from scheduler_core.model.topology import Topology
+from scheduler_core.scheduler.explain import Outcome
 
 JSON_OBJECT = {"type": "object", "additionalProperties": True}
 
@@ -609,6 +610,27 @@ def session_columns() -> tuple[str, ...]:
     return _session_output().columns
 
 
+class VerdictGroupSerializer(serializers.Serializer):
+    """A class of nodes that gave a pod the same verdict (documentation; built by scheduling.results)."""
+
+    verdict = serializers.IntegerField(help_text="the verdict's ref in the session")
+    outcome = serializers.ChoiceField([o.value for o in Outcome], help_text="the engine's verdict for these nodes")
+    reason = serializers.CharField(allow_null=True)
+    score = serializers.IntegerField(allow_null=True)
+    node_count = serializers.IntegerField()
+    nodes = serializers.ListField(child=serializers.CharField(), help_text="the first names (explain_names)")
+
+
+class PodRecordSerializer(serializers.Serializer):
+    """A pod's record in the numaweb.session form (documentation: its status and verdicts; the record has the
+    export's other keys too)."""
+
+    status = serializers.ChoiceField(PodStatus.choices)
+    outcomes = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="nodes per outcome: " + ", ".join(o.value for o in Outcome))
+    groups = VerdictGroupSerializer(many=True)
+
+
 class PlacementSerializer(ModelSerializer):
     """A pod's outcome; `detail` is its record in the numaweb.session form (the view passes the records
     of the page in the context as `records`, built with one query per table)."""
@@ -624,5 +646,6 @@ class PlacementSerializer(ModelSerializer):
         fields = ["index", "namespace", "job", "task", "pod", "status", "node", "node_name", "cpus", "memory",
                   "devices", "predicted", "admitted", "score", "reason", "detail"]
 
+    @extend_schema_field(PodRecordSerializer)
     def get_detail(self, obj: Placement) -> dict:
         return (self.context.get("records") or {}).get(obj.index) or {}

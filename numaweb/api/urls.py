@@ -3,9 +3,8 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from numaweb.access.views import ObtainToken
-
 from . import comparisons, pods, room, views
+from .token import ObtainToken
 
 app_name = "api"
 

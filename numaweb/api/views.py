@@ -1,7 +1,9 @@
 """REST API under /api/: clusters (+ snapshot import), nodes (+ topology upload, state check), allocations,
 jobs, sessions (+ results).
 
-Reads are open, writes need a token or a logged-in session (settings.REST_FRAMEWORK)."""
+Every request, reads included, needs a token or a logged-in session (settings.REST_FRAMEWORK) whose role holds
+the model permission (numaweb.access.drf: `view_` to read, `add_`/`change_`/`delete_` to write, or what a view
+declares); anonymous requests get 401 unless NUMAWEB_PUBLIC_READ opens the reads."""
 
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ CONFLICT = inline_serializer("Conflict", {
 
 def _int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if not raw:
         return None
     try:
         value = int(raw)
@@ -65,7 +67,7 @@ def _int_param(request: Request, name: str) -> int | None:
 
 def _bool_param(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if not raw:
         return None
     if raw.lower() in ("1", "true", "yes"):
         return True
@@ -212,7 +214,7 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
 
 JOB_FILTERS = [
     CLUSTER_PARAM,
-    OpenApiParameter("status", OpenApiTypes.STR, enum=[value for value, _label in Job.STATUS_CHOICES],
+    OpenApiParameter("status", OpenApiTypes.STR, enum=Job.Status.values,
                      description="only jobs with this status"),
     OpenApiParameter("namespace", {"type": "string", "maxLength": 63},
                      description="only jobs in this namespace (exact)"),
@@ -239,7 +241,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         cluster = _int_param(self.request, "cluster")
         form = JobFilterForm(self.request.query_params)
         if not form.is_valid():
-            raise ValidationError({name: list(errors) for name, errors in form.errors.items()})
+            raise ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
         return job_services.filter_jobs(qs.filter(cluster_id=cluster) if cluster else qs, **form.filters())
 
     def perform_destroy(self, instance: Job) -> None:
@@ -268,7 +270,8 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
     def list(self, request: Request, *args, **kwargs) -> Response:
         """Sessions, newest first, read as values (a page builds no model instances)."""
         page = self.paginate_queryset(self.get_queryset().values_list(*s.session_columns()))
-        serializer = self.get_serializer()
+        assert page is not None  # pagination_class is set
+        serializer = s.SessionSerializer(context=self.get_serializer_context())
         return self.get_paginated_response([serializer.represent(values) for values in page])
 
     @extend_schema(responses={202: s.SessionSerializer, 503: ERROR})
@@ -323,6 +326,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         if placed is not None:
             qs = qs.filter(predicted=placed)
         page = self.paginate_queryset(qs)
+        assert page is not None  # pagination_class is set
         records = {p.index: r for p, r in zip(page, results.pod_records(session, page), strict=True)}
         return self.get_paginated_response(
             s.PlacementSerializer(page, many=True, context={"request": request, "records": records}).data)

@@ -8,10 +8,12 @@ from django.db import models
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
+from numaweb.worker.models import RunStatus
 
 
 class Comparison(models.Model):
-    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+    Status = RunStatus  # of the comparison (derived from its variants) and of each variant
+    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="comparisons")
     jobs = models.ManyToManyField(Job, blank=True, related_name="comparisons")
@@ -30,7 +32,7 @@ class Comparison(models.Model):
         return f"comparison {self.pk} ({self.cluster_id})"
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """From the variants: pending until one starts, running until the comparison is closed (its
         `finished_at`, written with the last variant's outcome), then done, or failed when any variant
         failed. Keying the end on `finished_at` keeps a reader that saw the row before that commit and
@@ -48,14 +50,12 @@ class Comparison(models.Model):
 
 
 class ComparisonVariant(models.Model):
-    STATUS_CHOICES = [(s, s) for s in (Comparison.PENDING, Comparison.RUNNING, Comparison.DONE, Comparison.FAILED)]
-
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="variants")
     index = models.PositiveIntegerField()
     profile = models.CharField(max_length=16)
     settings = models.JSONField(default=dict, help_text="scheduler_core.scheduler.compare.Variant.to_dict()")
     label = models.CharField(max_length=255, blank=True, default="")
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=Comparison.PENDING, db_index=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING, db_index=True)
     error = models.TextField(blank=True, default="")
     worker = models.CharField(max_length=255, blank=True, default="")
     progress_done = models.PositiveIntegerField(default=0)

@@ -30,7 +30,7 @@ class JobFilterForm(forms.Form):
     """The jobs list's filter (the jobs page's query, and the part of it the session and comparison forms
     carry for "the jobs matching the filter")."""
 
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Job.STATUS_CHOICES])
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Job.Status.choices])
     namespace = forms.CharField(required=False, max_length=63,
                                 widget=forms.TextInput(attrs={"list": "job-namespaces", "autocomplete": "off"}))
     q = forms.CharField(required=False, max_length=253, label="name contains")

@@ -18,10 +18,14 @@ class Job(models.Model):
     from how many of its pods hold an allocation, its gang minimum, `reason` (why the last session did
     not place it) and `finished_at`."""
 
-    PENDING, SCHEDULED, PARTLY, UNSCHEDULABLE, FINISHED = (
-        "pending", "scheduled", "partly_scheduled", "unschedulable", "finished")
-    STATUS_CHOICES = [(PENDING, "pending"), (SCHEDULED, "scheduled"), (PARTLY, "partly scheduled"),
-                      (UNSCHEDULABLE, "unschedulable"), (FINISHED, "finished")]
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        SCHEDULED = "scheduled", "scheduled"
+        PARTLY = "partly_scheduled", "partly scheduled"
+        UNSCHEDULABLE = "unschedulable", "unschedulable"
+        FINISHED = "finished", "finished"
+
+    PENDING, SCHEDULED, PARTLY, UNSCHEDULABLE, FINISHED = Status
 
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="jobs",
                                 help_text="the cluster the job runs in: sessions, comparisons and forms of that "
@@ -32,7 +36,7 @@ class Job(models.Model):
     priority = models.IntegerField(default=0)
     min_available = models.PositiveIntegerField(null=True, blank=True,
                                                 help_text="gang minimum; empty means every replica")
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING, editable=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=PENDING, editable=False)
     reason = models.TextField(blank=True, default="", editable=False,
                               help_text="why the last session that ran it did not place it (empty: it did)")
     finished_at = models.DateTimeField(null=True, blank=True, editable=False,

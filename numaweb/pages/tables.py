@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
-from scheduler_core.scheduler.explain import unavailable_message
+from scheduler_core.scheduler.explain import Outcome, unavailable_message
 
-FAILED = ("filtered", "unschedulable")
+FAILED = (Outcome.FILTERED, Outcome.UNSCHEDULABLE)
 SHOWN_HINTS = 6  # hints listed inline per provider; the rest sit behind a <details>
 PROVIDER_NAMES = {"provider 0": "devices", "provider 1": "cpu", "provider 2": "memory"}
 SORTS = {
@@ -114,7 +114,7 @@ def build_row(group: Mapping, verdict: Mapping | None, numa_count: int | None, c
 def _explain(row: HintRow, numa_count: int | None) -> str:
     if row.failed:
         return row.reason
-    if row.outcome == "skipped":
+    if row.outcome == Outcome.SKIPPED:
         return row.reason or "the numa-aware plugin does not apply to this pod here"
     if not row.numa:
         return row.reason or "fits (no NUMA alignment asked)"
@@ -172,7 +172,7 @@ def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str
     passed = 0
     for g in groups:
         if g.get("outcome") in FAILED:
-            reason = g.get("reason") or g.get("outcome")
+            reason = str(g.get("reason") or g.get("outcome"))  # a failed group has an outcome
             failures[reason] = failures.get(reason, 0) + int(g.get("node_count") or 0)
         else:
             passed += int(g.get("node_count") or 0)

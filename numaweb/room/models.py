@@ -9,11 +9,12 @@ from django.db import models
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import RunStatus
 
 
 class RoomPlan(models.Model):
-    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
-    STATUS_CHOICES = [(s, s) for s in (PENDING, RUNNING, DONE, FAILED)]
+    Status = RunStatus
+    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="room_plans")
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="room_plans",
@@ -23,7 +24,7 @@ class RoomPlan(models.Model):
     profile = models.CharField(max_length=16, default="aligned")
     options = models.JSONField(default=dict, blank=True,
                                help_text="allow_evictions, protected_namespaces, max_priority, pinned, max_moves")
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING, db_index=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=PENDING, db_index=True)
     error = models.TextField(blank=True, default="")
     worker = models.CharField(max_length=255, blank=True, default="")
     progress_done = models.PositiveIntegerField(default=0)

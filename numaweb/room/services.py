@@ -30,6 +30,7 @@ from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.node import Allocation as EngineAllocation
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
 from scheduler_core.scheduler.compare import Shape
+from scheduler_core.scheduler.explain import PodStatus
 from scheduler_core.scheduler.profiles import PROFILES
 from scheduler_core.scheduler.room import RoomPlan as EnginePlan
 from scheduler_core.scheduler.room import make_room
@@ -258,7 +259,7 @@ def node_grids(cluster: EngineCluster, plan: EnginePlan) -> list[dict]:
     moved_uids = {m.pod.uid for m in [*plan.moves, *plan.evictions]}
     target: dict[str, int] = {}
     for p in plan.check.result.pods:
-        if p.status == "admitted":
+        if p.status == PodStatus.ADMITTED:
             target[p.node] = target.get(p.node, 0) | p.admitted_cpus()
     names = sorted({m.pod.node for m in [*plan.moves, *plan.evictions]} | {m.to_node for m in plan.moves}
                    | set(target))

@@ -16,37 +16,30 @@ just the refs it displays.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from django.db import models
 
 from numaweb.access.history import audited
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
+from numaweb.worker.models import RunStatus
+from scheduler_core.scheduler.explain import PodStatus as EnginePodStatus
 from scheduler_core.scheduler.profiles import PROFILES as ENGINE_PROFILES
 
 
-class SessionStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
+class PodStatus(models.TextChoices):
+    """A pod's outcome in a session: the engine's `scheduler_core.PodStatus` (a test holds these to every value
+    it has), and `skipped`: the pod already held resources, so the session did not place it again."""
 
-
-class PodStatus(StrEnum):
-    """A pod's outcome in a session: the engine's four, and `skipped` (it already held resources)."""
-
-    ADMITTED = "admitted"
-    REJECTED = "rejected"
-    UNSCHEDULABLE = "unschedulable"
-    ROLLED_BACK = "rolled_back"
-    SKIPPED = "skipped"
+    ADMITTED = EnginePodStatus.ADMITTED.value, "admitted"
+    REJECTED = EnginePodStatus.REJECTED.value, "rejected"
+    UNSCHEDULABLE = EnginePodStatus.UNSCHEDULABLE.value, "unschedulable"
+    ROLLED_BACK = EnginePodStatus.ROLLED_BACK.value, "rolled_back"
+    SKIPPED = "skipped", "skipped"
 
 
 class SchedulingSession(models.Model):
-    Status = SessionStatus
-    PENDING, RUNNING, DONE, FAILED = SessionStatus
-    STATUS_CHOICES = [(s.value, s.value) for s in SessionStatus]
+    Status = RunStatus
+    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
     PROFILES = tuple(ENGINE_PROFILES)  # the engine's registry is the one list of profiles
     PROFILE_CHOICES = [(p, p) for p in PROFILES]
 
@@ -55,7 +48,7 @@ class SchedulingSession(models.Model):
                                   help_text="jobs to schedule; empty at creation means every pending job")
     profile = models.CharField(max_length=16, choices=PROFILE_CHOICES, default="volcano")
     dry_run = models.BooleanField(default=False, help_text="compute placements without allocating")
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=PENDING, db_index=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=PENDING, db_index=True)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     attempts = models.PositiveIntegerField(default=0, help_text="commit attempts (retries after a lost race)")
@@ -112,8 +105,7 @@ class Placement(models.Model):
     uid = models.CharField(max_length=512, blank=True, default="")
     policy = models.CharField(max_length=32, blank=True, default="")
     qos = models.CharField(max_length=16, blank=True, default="")
-    status = models.CharField(max_length=16, default=PodStatus.UNSCHEDULABLE.value,
-                              choices=[(s.value, s.value) for s in PodStatus])
+    status = models.CharField(max_length=16, default=PodStatus.UNSCHEDULABLE, choices=PodStatus.choices)
     node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.SET_NULL, related_name="placements")
     node_name = models.CharField(max_length=253, blank=True, default="")
     cpus = models.CharField(max_length=4096, blank=True, default="", help_text="CPUs held (or predicted), list format")

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 from scheduler_core.model.bitmask import bits_of
 from scheduler_core.model.cpuset import CPUSet
-from scheduler_core.scheduler.explain import SCHEMA, group_order
+from scheduler_core.scheduler.explain import SCHEMA, Outcome, group_order
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 from .store import expand_allocations, mask_of
 
-OUTCOMES = ("passed", "skipped", "filtered", "unschedulable")
+OUTCOMES = (Outcome.PASSED, Outcome.SKIPPED, Outcome.FILTERED, Outcome.UNSCHEDULABLE)  # rows before 0008: this order
 CHUNK = 500
 
 

@@ -263,7 +263,7 @@ def _allocation_rows(session: SchedulingSession, result: SessionResult, seen: Ma
     same, and must not be placed again."""
     rows = []
     for p in result.pods:
-        if p.status != "admitted" or not p.node:
+        if p.status != PodStatus.ADMITTED or not p.node:
             continue
         node_id = seen[p.node][0]
         job = jobs.get((p.namespace, p.job))
@@ -283,7 +283,7 @@ def _job_reasons(result: SessionResult) -> dict[tuple[str, str], str]:
     """{(namespace, job): why this session did not place it ("" when every pod it ran holds resources)}."""
     first: dict[tuple[str, str], str] = {}
     for p in result.pods:
-        if p.status not in ("admitted", SKIPPED):
+        if p.status not in (PodStatus.ADMITTED, SKIPPED):
             first.setdefault((p.namespace, p.job), f"pod {p.pod}: {p.message or p.kubelet_reason or p.status}")
     out = {}
     for j in result.jobs:
@@ -317,7 +317,7 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
         if not run.owns().update(heartbeat_at=timezone.now()):
             raise runs.Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
         if not session.dry_run:
-            touched = sorted({seen[p.node][0] for p in result.pods if p.status == "admitted" and p.node})
+            touched = sorted({seen[p.node][0] for p in result.pods if p.status == PodStatus.ADMITTED and p.node})
             current = inventory.hold_nodes(touched)
             for node_id in touched:
                 generation = seen[names[node_id]][1]
@@ -329,7 +329,7 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
                      for j in job_rows if j.pk not in live or live[j.pk] is not None}
             now_held = _holders(job_rows)
             for p in result.pods:
-                if p.status != "admitted":
+                if p.status != PodStatus.ADMITTED:
                     continue
                 if (p.namespace, p.job) in ended:
                     _skip(p, f"of job {p.namespace}/{p.job}, which {ended[(p.namespace, p.job)]} while the session ran",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from django.db import connection, models
 
 from scheduler_core.model.cpuset import list_format
-from scheduler_core.scheduler.explain import PodRecord, SessionResult, decision_key
+from scheduler_core.scheduler.explain import PodRecord, PodStatus, SessionResult, decision_key
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 
@@ -151,7 +151,7 @@ class ResultWriter:
             uid=p.uid, policy=p.policy, qos=p.qos, status=p.status,
             node_id=self.node_ids.get(p.node) if placed and p.node else None,
             node_name=p.node or "", cpus=cpus if placed else "", predicted=placed,
-            admitted=(p.status == "admitted") if placed else None, score=p.score, message=p.message,
+            admitted=(p.status == PodStatus.ADMITTED) if placed else None, score=p.score, message=p.message,
             kubelet_reason=p.kubelet_reason,
             predicted_verdict=None if p.predicted is None else p.predicted.sig,
             predicted_numa=None if p.predicted is None else db_mask(p.predicted.numa_mask),

@@ -1,4 +1,4 @@
-"""The worker app's one table: each Celery worker's heartbeat."""
+"""The worker app's one table, each Celery worker's heartbeat, and the status every run has."""
 
 from __future__ import annotations
 
@@ -21,3 +21,12 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (pid {self.pid})"
+
+
+class RunStatus(models.TextChoices):
+    """Where a run is (a session, a comparison variant, a make-room question: numaweb.worker.runs)."""
+
+    PENDING = "pending", "pending"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"

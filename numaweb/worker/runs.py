@@ -37,10 +37,11 @@ from kombu.exceptions import OperationalError
 from numaweb.celery import app
 
 from .heartbeats import heartbeat_age, host_silence
+from .models import RunStatus
 
 log = logging.getLogger("numaweb.worker")
 
-PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
 
 
 class BrokerUnavailable(RuntimeError):

@@ -131,3 +131,18 @@ def demo_node(db):
     from tests.web.helpers import make_node
 
     return make_node(Cluster.objects.create(name="c1"), "n1")
+
+
+def test_a_method_outside_drfs_map_is_checked_as_a_write(demo_node, make_user):
+    """DRF's DjangoModelPermissions answers 405 to a method its map lacks, before asking who calls; the API's
+    RolePermission asks first, as it always did: TRACE needs change_<model> (anonymous 401, a viewer 403),
+    and only then is it the 405 it is."""
+    url = f"/api/nodes/{demo_node.pk}/"
+    assert APIClient().generic("TRACE", url).status_code == 401
+    clients = {}
+    for role in ("viewer", "admin"):
+        clients[role] = APIClient()
+        clients[role].force_authenticate(make_user(role, role))
+    assert clients["viewer"].generic("TRACE", url).status_code == 403
+    assert clients["viewer"].options(url).status_code == 200
+    assert clients["admin"].generic("TRACE", url).status_code == 405

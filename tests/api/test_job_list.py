@@ -62,6 +62,6 @@ def test_the_schema_describes_the_filters_and_the_paging(tmp_path):
     listing = schema["paths"]["/api/jobs/"]["get"]
     params = {p["name"]: p for p in listing["parameters"]}
     assert set(params) >= {"cluster", "status", "namespace", "q", "page", "page_size"}
-    assert sorted(params["status"]["schema"]["enum"]) == sorted(value for value, _ in Job.STATUS_CHOICES)
+    assert sorted(params["status"]["schema"]["enum"]) == sorted(Job.Status.values)
     ok = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert ok.endswith("/PaginatedJobList")

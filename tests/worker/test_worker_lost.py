@@ -2,12 +2,13 @@
 embedded file-system queue and the test's SQLite file) pauses inside the session's commit transaction,
 after writing its placement and allocation rows, and is killed with SIGKILL.
 
-- Whole worker killed (solo pool, as `manage.py serve` runs it): nothing was committed; the next worker to
+- Whole worker killed (a solo pool: one process, which beats itself): nothing was committed; the next worker to
   start marks the session failed ("worker lost") and queues it again, and it completes.
 - Whole worker stopped (SIGSTOP: alive, silent) after computing: another worker sees its heartbeat stop, fails
   the session and queues it again, and runs it; the stopped one, woken, writes nothing.
-- Pool child killed (prefork, as docker-compose runs it): acks_late + reject_on_worker_lost put the message
-  back, a fresh child takes the session over from scratch and it completes, with no double booking."""
+- Pool child killed (prefork, as `manage.py serve` and docker-compose run it): acks_late + reject_on_worker_lost
+  put the message back, a fresh child takes the session over from scratch and it completes, with no double
+  booking."""
 
 from __future__ import annotations
 

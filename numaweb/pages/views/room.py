@@ -11,12 +11,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from numaweb.access.decorators import requires
 from numaweb.inventory.models import Cluster
+from numaweb.room import services, tasks
+from numaweb.room.export import room_dict
+from numaweb.room.models import RoomPlan
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
 
-from . import services, tasks
-from .export import room_dict
-from .models import RoomPlan
+from .common import HtmxHttpRequest
 
 POLL = "every 1s"
 STATES = ("target", "moved", "held", "reserved")
@@ -68,7 +69,7 @@ def _grid(node: dict, side: str) -> dict:
 
 @requires("room.view_roomplan")
 @require_GET
-def detail(request: HttpRequest, pk: int) -> HttpResponse:
+def detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     row = get_object_or_404(RoomPlan.objects.select_related("cluster", "job", "session"), pk=pk)
     data = room_dict(row, nodes=True)
     ctx = {"row": row, "plan": data, "poll": POLL,

@@ -11,9 +11,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from numaweb.access.throttles import TokenRateThrottle
 from numaweb.limits import DepthLimitedJSONParser
-
-from .throttles import TokenRateThrottle
 
 LOCKED_OUT = "too many failed logins: this account or client is locked out for a while (an admin can unlock it)"
 

@@ -9,15 +9,17 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from numaweb.access.decorators import requires
+from numaweb.comparisons import charts, services
+from numaweb.comparisons.export import METRICS
+from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.scheduler.compare import BLOCK_BINS
 
-from . import charts, services
-from .export import METRICS
-from .forms import ComparisonForm, chosen_variants, variant_formset
-from .models import Comparison, ComparisonVariant
+from ..comparison_forms import ComparisonForm, chosen_variants, variant_formset
+from .common import HtmxHttpRequest
 
 POLL = "every 1s"
 
@@ -30,7 +32,7 @@ def form_context(form: ComparisonForm | None = None, formset=None, error: str = 
 
 @requires("access.compare")
 @require_POST
-def start(request: HttpRequest) -> HttpResponse:
+def start(request: HtmxHttpRequest) -> HttpResponse:
     form = ComparisonForm(request.POST)
     formset = variant_formset(request.POST)
     variants = chosen_variants(form, formset)
@@ -44,11 +46,7 @@ def start(request: HttpRequest) -> HttpResponse:
         return render(request, "comparisons/_form.html", form_context(form, formset, str(exc)),
                       status=200 if request.htmx else 503)
     url = reverse("comparisons:detail", args=[comparison.pk])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url, status=204) if request.htmx else redirect(url)
 
 
 def _metric_charts(variants: list) -> list[dict]:
@@ -96,7 +94,7 @@ def _context(comparison: Comparison) -> dict:
 
 @requires("comparisons.view_comparison")
 @require_GET
-def detail(request: HttpRequest, pk: int) -> HttpResponse:
+def detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison.objects.select_related("cluster").prefetch_related("variants", "jobs"),
                                    pk=pk)
     ctx = _context(comparison)

@@ -1,18 +1,19 @@
-"""Forms: a comparison (cluster, jobs, a few variant rows, the pod shape for headroom) and the
+"""The comparison pages' forms: a comparison (cluster, jobs, a few variant rows, the pod shape for headroom) and the
 dashboard's headroom box. The engine validates (Variant, Shape); its messages land on the field."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
+from numaweb.comparisons import services
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
 from numaweb.jobs.forms import ClusterJobsMixin
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
 from scheduler_core.scheduler.compare import Shape, Variant
 from scheduler_core.scheduler.profiles import PROFILES
-
-from . import services
 
 PROFILE_CHOICES = [(p, p) for p in PROFILES]
 KEEP = ("", "each node's own")
@@ -33,8 +34,9 @@ class ShapeMixin(forms.Form):
                                label="task policy", help_text="Volcano's topology policy on the pod's task")
     shape_required = True
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("cpu") and not self.shape_required:
             data["shape"] = None
             return data
@@ -73,8 +75,9 @@ class VariantForm(forms.Form):
     weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="numa-aware weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("profile"):
             data["variant"] = None
             return data

@@ -1,0 +1,7 @@
+"""The pages (function views), one module per area: dashboard, nodes (and clusters), jobs, sessions,
+comparisons, room (make room). Full pages for plain requests, `_fragment` templates for HTMX ones; the URLs
+are in `numaweb.pages.urls`.
+
+Every decision shown comes from the engine: node state from the inventory services, what-if from
+`scheduler_core.kubelet.admission.admit_pod(commit=False)`, session results from the rows the Celery task
+wrote (the engine's explain records)."""

@@ -1,0 +1,190 @@
+"""Sessions: start one, watch its progress, then read its pods, each pod's verdicts per node (the hint
+table) and its NUMA span chart."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import push_url, reswap, retarget
+
+from numaweb.access.decorators import requires
+from numaweb.comparisons import charts
+from numaweb.inventory.models import Node
+from numaweb.scheduling import results
+from numaweb.scheduling import services as scheduling
+from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.store import mask_of
+from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.scheduler.compare import span_histogram
+
+from .. import grid, session_rows, tables
+from ..forms import HintTableForm, SessionForm
+from .common import PODS_PER_PAGE, HtmxHttpRequest
+from .jobs import jobs_context
+
+POLL = "every 500ms"
+
+
+@requires("scheduling.add_schedulingsession")
+@require_POST
+def session_start(request: HtmxHttpRequest) -> HttpResponse:
+    form = SessionForm(request.POST)
+    if not form.is_valid():
+        if request.htmx:
+            return _form_back(request, form, "")
+        return render(request, "pages/jobs.html", jobs_context(request, session_form=form), status=422)
+    data = form.cleaned_data
+    jobs = list(data["jobs"]) or None
+    error = ""
+    session: SchedulingSession | None
+    try:
+        session = scheduling.start_session(data["cluster"], data["profile"], data["dry_run"], jobs)
+    except scheduling.BrokerUnavailable as exc:
+        error = str(exc)
+        session = SchedulingSession.objects.get(pk=exc.session_id) if exc.session_id else None
+    if session is None:
+        if request.htmx:
+            return _form_back(request, form, error)
+        return render(request, "pages/_session_form.html", {"session_form": form, "error": error}, status=503)
+    url = reverse("pages:session", args=[session.pk])
+    if not request.htmx:
+        return redirect(url)
+    session.refresh_from_db()
+    return push_url(render(request, "pages/_session.html", _session_context(request, session, error)), url)
+
+
+def _form_back(request: HtmxHttpRequest, form: SessionForm, error: str) -> HttpResponse:
+    """The session form again with its errors, swapped in place of itself (not into the panel)."""
+    response = render(request, "pages/_session_form.html", {"session_form": form, "error": error})
+    return reswap(retarget(response, "#session-form"), "outerHTML")
+
+
+def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error: str = "") -> dict:
+    ctx: dict = {"session": session, "error": error or session.error, "poll": POLL,
+                 "percent": round(100 * session.progress_done / session.progress_total)
+                 if session.progress_total else 0}
+    if session.status != SchedulingSession.DONE:
+        return ctx
+    query = HintTableForm(request.GET).values()
+    placements = session.placements.order_by("index")
+    ctx["span_chart"] = _span_chart(session)
+    shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
+                            "admitted_numa", "predicted_cpus", "message", "kubelet_reason", "session_id")
+    page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
+    # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
+    ctx["differs"] = {p.index for p in page
+                      if _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)}
+    ctx["pods"] = page
+    chosen = None
+    if query["pod"] is not None:
+        chosen = placements.filter(index=query["pod"]).first()
+    if chosen is None:  # default: the first pod that was not admitted, else the first pod
+        chosen = placements.exclude(admitted=True).first() or placements.first()
+    if chosen is not None:
+        ctx.update(_pod_context(request, session, chosen))
+    return ctx
+
+
+def _prediction_differs(predicted: str, placement: Placement) -> bool:
+    """Whether the scheduler's predicted CPUs (list format) differ from those the kubelet admitted."""
+    return bool(predicted) and bool(placement.admitted) and CPUSet.parse(predicted) != CPUSet.parse(
+        placement.cpus or "")
+
+
+def _span_chart(session: SchedulingSession):
+    """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
+    masks = [mask_of(numa) or 0 if admitted else None
+             for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
+    return charts.span_chart(span_histogram(masks))
+
+
+@requires("scheduling.view_schedulingsession")
+@require_GET
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    return render(request, "pages/session.html", _session_context(request, session))
+
+
+@requires("scheduling.view_schedulingsession")
+@require_GET
+def session_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The polled fragment: progress while pending/running; results (no hx-trigger) once finished."""
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    return render(request, "pages/_session.html", _session_context(request, session))
+
+
+def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement) -> dict:
+    detail = results.pod_records(session, [placement])[0]
+    predicted = detail.get("predicted") or {}
+    node_grid = None
+    if placement.node_id is not None:
+        node = Node.objects.filter(pk=placement.node_id).first()
+        if node is not None:
+            state = grid.node_state(node)
+            node_grid = grid.render_grid(state, CPUSet.parse(placement.cpus or "").mask, grid_id="pod-grid")
+    groups = detail.get("groups") or []
+    ctx = {
+        "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
+        "predicted_order_dependent": bool(predicted.get("order_dependent")),
+        "prediction_differs": _prediction_differs(predicted.get("cpus") or "", placement),
+        "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
+        "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
+        "omitted": detail.get("groups_omitted") or {},
+        "summary_line": tables.summary_line(groups, placement.node_name, placement.reason),
+    }
+    ctx.update(_hint_context(request, session, placement, groups))
+    return ctx
+
+
+def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement, groups: list) -> dict:
+    query = HintTableForm(request.GET).values()
+    show, reason, sort, size, expand = (query[k] for k in ("show", "reason", "sort", "size", "expand"))
+    picked = tables.filter_groups(tables.expand_groups(groups) if expand else groups, show, reason)
+    picked = tables.sort_groups(picked, sort)
+    if sort == "outcome" and placement.node_name:  # the chosen node's row first
+        picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
+    page = Paginator(picked, size).get_page(query["page"])
+    verdicts = results.verdicts(session, {g["verdict"] for g in page})  # every group names its verdict
+    names = {g["nodes"][0] for g in page if g.get("nodes")}
+    widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
+                  .values_list("name", "num_numa_nodes"))
+    rows = [tables.build_row(g, verdicts.get(g["verdict"]),
+                             widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
+    every = len(tables.expand_groups(groups)) if expand else len(groups)  # rows before the filter, same mode
+    return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
+            "size": size, "rows_total": len(picked), "rows_every": every, "reasons": tables.reasons_of(groups),
+            "expand": expand,
+            "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
+
+
+@requires("scheduling.view_schedulingsession")
+@require_GET
+def session_pod(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
+    session = get_object_or_404(SchedulingSession.objects.select_related("cluster"), pk=pk)
+    placement = get_object_or_404(Placement, session=session, index=index)
+    if not request.htmx:
+        return redirect(f"{reverse('pages:session', args=[pk])}?pod={index}")
+    ctx = {"session": session, **_pod_context(request, session, placement)}
+    return render(request, "pages/_pod.html", ctx)
+
+
+@requires("scheduling.view_schedulingsession")
+@require_GET
+def session_hints(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
+    """The hint table alone: sorted, filtered (failed only, by reason) and paginated."""
+    session = get_object_or_404(SchedulingSession, pk=pk)
+    placement = get_object_or_404(Placement, session=session, index=index)
+    groups = results.pod_records(session, [placement])[0]["groups"]
+    ctx = {"session": session, "placement": placement, **_hint_context(request, session, placement, groups)}
+    return render(request, "pages/_hint_table.html", ctx)
+
+
+@requires("scheduling.view_schedulingsession")
+@require_GET
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    rows = SchedulingSession.objects.order_by("-id").values_list(*session_rows.COLUMNS)
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    return render(request, "pages/sessions.html", {"page": page, "rows": session_rows.render_rows(page)})
