@@ -1,5 +1,6 @@
-"""Shared pieces of the importers: bounded input reading, hardened YAML, hex masks, and the one
-place where per-CPU records become a `Topology` (core ids = smallest thread id of the core)."""
+"""Shared pieces of the importers: bounded input reading, hardened YAML, hex masks, checked access to
+parsed JSON/YAML, the one place where per-CPU records become a `Topology` (core ids = smallest thread id
+of the core), and an import's result (`Loaded`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import MAX_CPU_ID, CPUSet
+from ..model.kubelet_config import KubeletConfig
+from ..model.node import Allocation
 from ..model.topology import CPU, Device, NUMANode, Topology
 from . import _fast_yaml
 
@@ -400,6 +403,23 @@ class Draft:
     notes: list[str] = field(default_factory=list)
     dropped_numa: list[int] = field(default_factory=list)
     extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Loaded:
+    """An import's result: the topology plus what the format said beyond it."""
+
+    format: str
+    topology: Topology
+    kubelet: KubeletConfig | None = None
+    allocations: list[Allocation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dropped_numa: list[int] = field(default_factory=list)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def inferred(self) -> tuple[str, ...]:
+        return self.topology.inferred
 
 
 def build_topology(draft: Draft, what: str) -> Topology:
