@@ -4,7 +4,7 @@ FormatError naming the field, not an AttributeError or TypeError from deep insid
 import pytest
 
 from scheduler_core.errors import FormatError
-from scheduler_core.formats import load
+from scheduler_core.formats import load, load_jobs
 from scheduler_core.formats.snapshot import load_snapshot
 
 NRT = """apiVersion: topology.node.k8s.io/v1alpha2
@@ -71,3 +71,13 @@ NODE_NRT = """- apiVersion: topology.node.k8s.io/v1alpha2
 def test_snapshot_fields_of_the_wrong_type(items, message):
     with pytest.raises(FormatError, match=message):
         load_snapshot("kind: List\nitems:\n" + items)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: List\nitems: 5\n", "items must be a list"),
+    ("kind: Pod\nmetadata: {name: p, annotations: [x]}\nspec: {containers: [{name: c}]}\n",
+     "annotations must be an object"),
+], ids=["list-items", "pod-annotations"])
+def test_workload_fields_of_the_wrong_type(text, message):
+    with pytest.raises(FormatError, match=message):
+        load_jobs(text)
