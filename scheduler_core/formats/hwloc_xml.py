@@ -202,6 +202,7 @@ def _walk(top: Element, major: int) -> _Walk:
     """One depth-first pass in document order (an explicit stack: a deep file cannot overflow Python's),
     each object seeing what its ancestors said: package, core, L3, NUMA node, memory children."""
     walk = _Walk()
+    depth_objects, v1_distances = walk.depth_objects, walk.v1_distances
     l3_count = pkg_count = counter = 0
     stack: list[_Frame] = [(top, None, None, None, None, (), 0, top, None)]
     while stack:
@@ -213,7 +214,7 @@ def _walk(top: Element, major: int) -> _Walk:
         if not t:
             raise FormatError(f"hwloc XML: {_where(el, counter)} has no type")
         if t not in IO_TYPES:
-            walk.depth_objects.setdefault(depth, []).append(el)
+            depth_objects.setdefault(depth, []).append(el)
             anchor = el
         if t == "PCIDev":
             pcidev = el
@@ -247,7 +248,7 @@ def _walk(top: Element, major: int) -> _Walk:
         child_memstack = _memstack(mem_children, memstack) if mem_children else memstack
         for c in el:
             if c.tag == "distances":
-                walk.v1_distances.append((c, depth))
+                v1_distances.append((c, depth))
         for c in reversed(children):
             stack.append((c, pkg, core, l3, v1numa, child_memstack, depth + 1, anchor, pcidev))
     return walk
