@@ -37,8 +37,8 @@ JSONObject = dict[str, object]
 
 
 def as_object(value: object, where: str) -> JSONObject:
-    """`value` as a mapping: absent or empty (None, "", []) is {} as `value or {}` reads it; anything else that is
-    not a mapping is a FormatError naming `where`, not an AttributeError later."""
+    """`value` as a mapping: absent or empty (None, "", [], 0) is {}, as `value or {}` reads it; anything else
+    that is not a mapping is a FormatError naming `where`, not an AttributeError later."""
     if isinstance(value, dict):
         return value
     if not value:
