@@ -28,36 +28,23 @@ Every problem raises ``FormatError`` (or another ``EngineError``) naming the lin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import FormatError
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation
 from ..model.topology import Topology
-from ._common import Source, build_topology, read_source
+from ._common import Loaded, Source, build_topology, read_source
 from .detect import FORMATS, detect_source, normalise
+
+if TYPE_CHECKING:
+    from ..model.jobs import Job
+    from .kubelet_config import KubeletFile
 
 __all__ = [
     "FORMATS", "FormatError", "Loaded", "detect_format", "dump_kubelet_config", "dump_topology", "load",
     "load_allocations", "load_jobs", "load_kubelet_config", "load_topology",
 ]
-
-
-@dataclass
-class Loaded:
-    """An import's result: the topology plus what the format said beyond it."""
-
-    format: str
-    topology: Topology
-    kubelet: KubeletConfig | None = None
-    allocations: list[Allocation] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    dropped_numa: list[int] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def inferred(self) -> tuple[str, ...]:
-        return self.topology.inferred
 
 
 def detect_format(data: object) -> str:
@@ -81,9 +68,10 @@ def load(data: object, format: str | None = None) -> Loaded:
     if fmt in ("cpu-manager-state", "memory-manager-state"):
         from . import kubelet_state
 
-        return kubelet_state.load_as_topology(_text(src, fmt), fmt)
+        loaded: Loaded = kubelet_state.load_as_topology(_text(src, fmt), fmt)
+        return loaded
     kubelet = None
-    extra: dict = {}
+    extra: dict[str, object] = {}
     allocations: list[Allocation] = []
     if fmt == "hwloc-xml":
         from . import hwloc_xml
@@ -144,7 +132,7 @@ def load_allocations(*sources: object, format: str | None = None) -> list[Alloca
     return list(merged.values())
 
 
-def load_jobs(data: object) -> list:
+def load_jobs(data: object) -> list[Job]:
     """Volcano Job / Pod / Deployment YAML (or JSON), possibly multi-document → list of `Job`."""
     from . import workloads
 
@@ -154,7 +142,7 @@ def load_jobs(data: object) -> list:
     return workloads.load_jobs(src.text, src.name)
 
 
-def load_kubelet_config(data: object):
+def load_kubelet_config(data: object) -> KubeletFile:
     """A KubeletConfiguration (text, bytes or a path) → `kubelet_config.KubeletFile`."""
     from . import kubelet_config
 
@@ -165,7 +153,7 @@ def load_kubelet_config(data: object):
     return kubelet_config.parse(_text(src, fmt), src.name)
 
 
-def dump_kubelet_config(config: KubeletConfig, base: dict | None = None) -> str:
+def dump_kubelet_config(config: KubeletConfig, base: dict[str, object] | None = None) -> str:
     """Node settings as a KubeletConfiguration YAML (merged into `base`, a parsed document, if given)."""
     from . import kubelet_config
 
@@ -182,7 +170,7 @@ def dump_topology(obj: object, format: str = "engine-json") -> str:
     if fmt == "synthetic":
         from . import synthetic
 
-        return synthetic.dump(obj.topology if hasattr(obj, "topology") and not isinstance(obj, Topology) else obj)
+        return synthetic.dump(obj if isinstance(obj, Topology) else getattr(obj, "topology", obj))
     if fmt == "nrt":
         from . import nrt
 

@@ -9,6 +9,8 @@ import sys
 from ..errors import EngineError
 from ..model.cpuset import CPUSet
 from ..model.quantity import format_bytes, human_bytes
+from . import Loaded, detect_format, dump_topology, load, load_kubelet_config
+from .kubelet_config import KubeletFile
 
 
 def _size(n: int) -> str:
@@ -16,7 +18,7 @@ def _size(n: int) -> str:
     return f"{human_bytes(n)} ({format_bytes(n)})" if n else "0"
 
 
-def summary(loaded) -> str:
+def summary(loaded: Loaded) -> str:
     t = loaded.topology
     h = t.header
     lines = [f"format: {loaded.format}"]
@@ -60,7 +62,7 @@ def summary(loaded) -> str:
     return "\n".join(lines)
 
 
-def settings_summary(parsed) -> str:
+def settings_summary(parsed: KubeletFile) -> str:
     """A KubeletConfiguration as the node settings it gives."""
     k = parsed.config
     reserved = (f"reservedSystemCPUs {k.reserved_cpus}" if k.reserved_cpus
@@ -79,8 +81,6 @@ def settings_summary(parsed) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import detect_format, dump_topology, load, load_kubelet_config
-
     parser = argparse.ArgumentParser(prog="python -m scheduler_core.formats", description=__doc__)
     parser.add_argument("file")
     parser.add_argument("--format", default=None)

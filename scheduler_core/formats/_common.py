@@ -1,5 +1,6 @@
-"""Shared pieces of the importers: bounded input reading, hardened YAML, hex masks, and the one
-place where per-CPU records become a `Topology` (core ids = smallest thread id of the core)."""
+"""Shared pieces of the importers: bounded input reading, hardened YAML, hex masks, checked access to
+parsed JSON/YAML, the one place where per-CPU records become a `Topology` (core ids = smallest thread id
+of the core), and an import's result (`Loaded`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,19 @@ import json
 import os
 import pathlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import MAX_CPU_ID, CPUSet
+from ..model.kubelet_config import KubeletConfig
+from ..model.node import Allocation
 from ..model.topology import CPU, Device, NUMANode, Topology
 from . import _fast_yaml
+
+if TYPE_CHECKING:
+    import yaml
 
 #: Largest input accepted, checked before any parsing (a real hwloc XML of a 400-thread machine
 #: with PCI devices is well under 1 MiB).
@@ -22,6 +30,39 @@ MAX_INPUT_BYTES = 16 * 2**20
 MAX_YAML_NODES = 200_000
 #: Highest NUMA id the engine can hold (the kubelet's 64-bit NUMA masks).
 MAX_NUMA_ID = 63
+
+#: A mapping as the JSON and YAML readers build it: nothing about its values is known until checked. JSON's keys
+#: are strings; YAML's nearly always are (a plain `0:` is an int), so code that needs a key's text converts it.
+JSONObject = dict[str, object]
+
+
+def as_object(value: object, where: str) -> JSONObject:
+    """`value` as a mapping: absent or empty (None, "", [], 0) is {}, as `value or {}` reads it; anything else
+    that is not a mapping is a FormatError naming `where`, not an AttributeError later."""
+    if isinstance(value, dict):
+        return value
+    if not value:
+        return {}
+    raise FormatError(f"{where} must be an object, not {type(value).__name__}")
+
+
+def as_list(value: object, where: str) -> list[object]:
+    """`value` as a list: absent or empty is [] (as `value or []`), anything else not a list a FormatError."""
+    if isinstance(value, list):
+        return value
+    if not value:
+        return []
+    raise FormatError(f"{where} must be a list, not {type(value).__name__}")
+
+
+def get_object(obj: JSONObject, key: str, where: str) -> JSONObject:
+    """`obj[key]` as a mapping ({} when absent or empty), the error naming `where.key`."""
+    return as_object(obj.get(key), f"{where}.{key}")
+
+
+def get_list(obj: JSONObject, key: str, where: str) -> list[object]:
+    """`obj[key]` as a list ([] when absent or empty), the error naming `where.key`."""
+    return as_list(obj.get(key), f"{where}.{key}")
 
 
 @dataclass
@@ -101,11 +142,12 @@ def check_text(text: str, name: str = "input") -> None:
 
 # -- YAML ----------------------------------------------------------------------------------------
 
-def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> list:
+def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> list[object]:
     """A JSON value (text starting with `{` or `[`) as one document, else every YAML document."""
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [json.loads(text)]
+            value: object = json.loads(text)
+            return [value]
         except json.JSONDecodeError as exc:
             raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except RecursionError:
@@ -113,21 +155,21 @@ def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> lis
     return load_yaml_documents(text, name, max_nodes)
 
 
-def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML_NODES) -> list:
+def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML_NODES) -> list[object]:
     """All documents of a YAML stream via the safe loader, each refused before it is constructed
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
     import yaml
 
     try:
-        docs = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types (it refuses anchors); None: PyYAML reads it
+        fast = _fast_yaml.read(text)  # rapidyaml, typed as PyYAML types (it refuses anchors); None: PyYAML reads it
     except _fast_yaml.Refused:
         _check_syntax(text, name)  # raises where PyYAML's parser fails; returns when it accepts the text after all
-        docs = None
-    if docs is not None:
-        return docs
+        fast = None
+    if fast is not None:
+        return fast
     check = bool(_ANCHOR.search(text))  # no anchor, no alias: nothing can expand
     loader = _loader_class()(text)
-    docs = []
+    docs: list[object] = []
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -157,9 +199,10 @@ def _check_syntax(text: str, name: str) -> None:
     import yaml
 
     loader = _loader_class()(text)
+    next_event: Callable[[], object] = loader.get_event  # typed here: types-PyYAML leaves it unannotated
     try:
         while loader.check_event():
-            loader.get_event()
+            next_event()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -175,31 +218,35 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @functools.cache
-def _loader_class():
+def _loader_class() -> Callable[[str], yaml.SafeLoader]:
     """libyaml's safe loader, resolving each distinct plain scalar once (a snapshot repeats the same
     names and numbers thousands of times; resolution depends on the value alone)."""
     import yaml
     from yaml.resolver import Resolver
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # libyaml's loader when PyYAML was built with it; both have the safe loader's methods
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):
-        def __init__(self, stream) -> None:
+    # typed here: types-PyYAML leaves the resolver unannotated
+    resolve: Callable[[Resolver, type[yaml.Node], str, tuple[bool, bool]], str] = Resolver.resolve
+
+    class Loader(base):  # type: ignore[valid-type,misc]  # `base` is chosen at run time, a SafeLoader either way
+        def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self._tags: dict[str, str] = {}
 
-        def resolve(self, kind, value, implicit):
+        def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
             if kind is yaml.ScalarNode and implicit[0]:
                 tag = self._tags.get(value)
                 if tag is None:
-                    tag = self._tags[value] = Resolver.resolve(self, kind, value, implicit)
+                    tag = self._tags[value] = resolve(self, kind, value, implicit)
                 return tag
-            return Resolver.resolve(self, kind, value, implicit)
+            return resolve(self, kind, value, implicit)
 
     return Loader
 
 
-def _build(node, loader):
+def _build(node: yaml.Node, loader: yaml.SafeLoader) -> object:
     """Python objects from a composed YAML node: plain dicts, lists and strings built directly, every
     other scalar (and a mapping with merge keys) by the safe constructor — the safe loader's result,
     several times faster than its generic constructor."""
@@ -222,7 +269,7 @@ def _build(node, loader):
 _ANCHOR = re.compile(r"(?:^|[\s,\[{:-])&[^\s]")
 
 
-def _yaml_size(root, sizes: dict[int, int], limit: int = MAX_YAML_NODES) -> int:
+def _yaml_size(root: yaml.Node, sizes: dict[int, int], limit: int = MAX_YAML_NODES) -> int:
     """Expanded node count, memoised per node so shared (aliased) nodes cost once to compute."""
     import yaml
 
@@ -355,7 +402,24 @@ class Draft:
     description: str = ""
     notes: list[str] = field(default_factory=list)
     dropped_numa: list[int] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Loaded:
+    """An import's result: the topology plus what the format said beyond it."""
+
+    format: str
+    topology: Topology
+    kubelet: KubeletConfig | None = None
+    allocations: list[Allocation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dropped_numa: list[int] = field(default_factory=list)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def inferred(self) -> tuple[str, ...]:
+        return self.topology.inferred
 
 
 def build_topology(draft: Draft, what: str) -> Topology:
@@ -364,9 +428,28 @@ def build_topology(draft: Draft, what: str) -> Topology:
     entries are filled by a documented rule (diagonal 10, else the largest known distance)."""
     if not draft.cpus:
         raise FormatError(f"{what}: no CPUs found")
+    core_min = _core_ids(draft.cpus, what)
+    numa_of = _cpu_numa(draft.cpus, what)
+    ordered = _numa_ids(draft, numa_of, what)
+    nodes = [NUMANode(n, draft.numa_memory.get(n, 0), dict(sorted(draft.numa_hugepages.get(n, {}).items())))
+             for n in ordered]
+    cpus = [CPU(r.id, core_min[r.core_key], r.socket, numa, r.socket if r.uncore is None else r.uncore)
+            for r, numa in zip(draft.cpus, numa_of, strict=True)]
+    online = CPUSet(r.id for r in draft.cpus).mask
+    try:
+        return Topology(cpus, nodes, _distance_rows(draft, ordered), _kept_devices(draft, set(ordered)),
+                        offline_cpus=CPUSet(draft.offline & ~online), inferred=draft.inferred,
+                        description=draft.description)
+    except EngineError as exc:
+        raise FormatError(f"{what}: {exc}") from None
+
+
+def _core_ids(records: list[CPURecord], what: str) -> dict[object, int]:
+    """Each core's engine id, the smallest thread id of its `core_key`; a CPU listed twice or out of
+    range is refused."""
     seen: set[int] = set()
     core_min: dict[object, int] = {}
-    for rec in draft.cpus:
+    for rec in records:
         if rec.id in seen:
             raise FormatError(f"{what}: CPU {rec.id} is listed twice")
         if rec.id > MAX_CPU_ID or rec.id < 0:
@@ -375,45 +458,63 @@ def build_topology(draft: Draft, what: str) -> Topology:
         prev = core_min.get(rec.core_key)
         if prev is None or rec.id < prev:
             core_min[rec.core_key] = rec.id
-    if any(rec.numa is None for rec in draft.cpus):
-        raise FormatError(f"{what}: CPU {next(r.id for r in draft.cpus if r.numa is None)} has no NUMA node")
-    numa_ids = set(draft.numa_memory) | set(draft.numa_hugepages) | {r.numa for r in draft.cpus}
+    return core_min
+
+
+def _cpu_numa(records: list[CPURecord], what: str) -> list[int]:
+    """The NUMA node of each record, in order: every CPU must have one the kubelet's masks can hold."""
+    numa_of: list[int] = []
+    for rec in records:
+        if rec.numa is None:
+            raise FormatError(f"{what}: CPU {rec.id} has no NUMA node")
+        numa_of.append(rec.numa)
+    high = next((r.id for r, n in zip(records, numa_of, strict=True) if n > MAX_NUMA_ID), None)
+    if high is not None:
+        raise FormatError(f"{what}: CPU {high} is on NUMA node above {MAX_NUMA_ID}; the kubelet's "
+                          "NUMA masks cannot hold it")
+    return numa_of
+
+
+def _numa_ids(draft: Draft, numa_of: list[int], what: str) -> list[int]:
+    """The topology's NUMA ids, sorted: those of CPUs, memory, hugepages and distances; memory-only
+    nodes above MAX_NUMA_ID are left out with a note."""
+    numa_ids = set(draft.numa_memory) | set(draft.numa_hugepages) | set(numa_of)
     if draft.distances:
         numa_ids |= set(draft.distances)
     too_high = sorted(n for n in numa_ids if n > MAX_NUMA_ID)
-    cpu_on_high = [r.id for r in draft.cpus if r.numa > MAX_NUMA_ID]
-    if cpu_on_high:
-        raise FormatError(f"{what}: CPU {cpu_on_high[0]} is on NUMA node above {MAX_NUMA_ID}; the kubelet's "
-                          "NUMA masks cannot hold it")
     if too_high:
         draft.dropped_numa.extend(too_high)
         draft.notes.append(f"memory-only NUMA nodes {too_high} left out: ids above {MAX_NUMA_ID} do not fit "
                            "the kubelet's NUMA masks")
         numa_ids -= set(too_high)
-    ordered = sorted(numa_ids)
-    nodes = [NUMANode(n, draft.numa_memory.get(n, 0), dict(sorted(draft.numa_hugepages.get(n, {}).items())))
-             for n in ordered]
-    distances = None
-    if draft.distances:
-        known = [v for row in draft.distances.values() for v in row.values()]
-        far = max(known) if known else 20
-        distances = {}
-        filled = False
-        for a in ordered:
-            row = []
-            for b in ordered:
-                v = draft.distances.get(a, {}).get(b)
-                if v is None:
-                    filled = True
-                    v = 10 if a == b else far
-                row.append(v)
-            distances[a] = row
-        if filled:
-            draft.inferred.add("distances")
-    cpus = [CPU(r.id, core_min[r.core_key], r.socket, r.numa, r.socket if r.uncore is None else r.uncore)
-            for r in draft.cpus]
-    online = CPUSet(seen).mask
-    kept = set(ordered)
+    return sorted(numa_ids)
+
+
+def _distance_rows(draft: Draft, ordered: list[int]) -> dict[int, list[int]] | None:
+    """The distance matrix over `ordered`, a missing entry filled (10 on the diagonal, else the
+    largest known distance) and `distances` flagged inferred then; None when the draft has none."""
+    if not draft.distances:
+        return None
+    known = [v for row in draft.distances.values() for v in row.values()]
+    far = max(known) if known else 20
+    distances: dict[int, list[int]] = {}
+    filled = False
+    for a in ordered:
+        row = []
+        for b in ordered:
+            v = draft.distances.get(a, {}).get(b)
+            if v is None:
+                filled = True
+                v = 10 if a == b else far
+            row.append(v)
+        distances[a] = row
+    if filled:
+        draft.inferred.add("distances")
+    return distances
+
+
+def _kept_devices(draft: Draft, kept: set[int]) -> list[Device]:
+    """The draft's devices, NUMA nodes left out of the topology dropped from their locality (noted)."""
     devices = []
     for d in draft.devices:
         if d.numa is not None and any(n not in kept for n in d.numa):
@@ -421,14 +522,10 @@ def build_topology(draft: Draft, what: str) -> Topology:
             draft.notes.append(f"device {d.id}: NUMA nodes outside the topology dropped from its locality")
             d = Device(d.id, d.resource, numa, d.healthy, d.name)
         devices.append(d)
-    try:
-        return Topology(cpus, nodes, distances, devices, offline_cpus=CPUSet(draft.offline & ~online),
-                        inferred=draft.inferred, description=draft.description)
-    except EngineError as exc:
-        raise FormatError(f"{what}: {exc}") from None
+    return devices
 
 
-def json_object(text: str, what: str) -> dict:
+def json_object(text: str, what: str) -> JSONObject:
     """Parse JSON that must be an object, with the line and column of a syntax error."""
     try:
         data = json.loads(text)

@@ -17,6 +17,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import yaml
 
 # where an anchor (`&a`), an alias (`*a`), a tag (`!x`), a merge key (`<<:`), a complex key (`? `) or a
 # directive (`%YAML`) could start: kubectl writes none; a false alarm only sends the text to PyYAML
@@ -26,7 +31,25 @@ _NEEDS_PYYAML = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s]|(?:^|[\s\[{,])!|<<\s*:|(?
 MIN_CHARS = 64 * 1024
 
 
-def read(text: str, min_chars: int = MIN_CHARS) -> list | None:
+class _Tree(Protocol):
+    """The part of rapidyaml's tree this module reads (rapidyaml ships no type information): nodes are
+    ints, scalars memory views (None when absent)."""
+
+    def root_id(self) -> int: ...
+    def is_stream(self, node: int) -> bool: ...
+    def is_container(self, node: int) -> bool: ...
+    def is_map(self, node: int) -> bool: ...
+    def is_val(self, node: int) -> bool: ...
+    def has_val(self, node: int) -> bool: ...
+    def first_child(self, node: int) -> int: ...
+    def next_sibling(self, node: int) -> int: ...
+    def key(self, node: int) -> memoryview | None: ...
+    def val(self, node: int) -> memoryview | None: ...
+    def is_key_quoted(self, node: int) -> bool: ...
+    def is_val_quoted(self, node: int) -> bool: ...
+
+
+def read(text: str, min_chars: int = MIN_CHARS) -> list[object] | None:
     """Every document of `text` as PyYAML's safe loader would build it, or None when the text must
     go through PyYAML (see the module docstring); Refused when rapidyaml could not parse it."""
     if len(text) < min_chars or _NEEDS_PYYAML.search(text):
@@ -36,15 +59,16 @@ def read(text: str, min_chars: int = MIN_CHARS) -> list | None:
     if yaml.reader.Reader.NON_PRINTABLE.search(text):  # PyYAML refuses these characters, and says where
         return None
     try:
-        import ryml
+        import ryml  # type: ignore[import-untyped]  # rapidyaml ships no stubs: `_Tree` says what is used
     except ImportError:  # the wheel is missing on this platform: PyYAML does it all
         return None
     try:
-        tree = ryml.parse_in_arena(text.encode())
+        tree: _Tree = ryml.parse_in_arena(text.encode())
     except Exception:  # rapidyaml's parse errors: PyYAML says where, in its words
         raise Refused from None
+    none: int = ryml.NONE
     try:
-        return _documents(tree, ryml.NONE)
+        return _documents(tree, none)
     except (RecursionError, _Unreadable):
         return None
 
@@ -59,20 +83,20 @@ class _Unreadable(Exception):
     """A plain scalar PyYAML's safe constructor would refuse: its error belongs to PyYAML's path."""
 
 
-def _documents(tree, none: int) -> list:
+def _documents(tree: _Tree, none: int) -> list[object]:
     """The tree's documents as Python values. The tree's methods are bound once: the walk makes a
     few calls per node, and a snapshot has hundreds of thousands of nodes."""
     is_container, is_map, has_val = tree.is_container, tree.is_map, tree.has_val
     first, following = tree.first_child, tree.next_sibling
     key_of, value_of, key_quoted, value_quoted = tree.key, tree.val, tree.is_key_quoted, tree.is_val_quoted
 
-    def value(node: int):
+    def value(node: int) -> object:
         if not is_container(node):
             text = _text(value_of(node))
             return text if value_quoted(node) else _plain(text)
         child = first(node)
         if is_map(node):
-            out = {}
+            out: dict[object, object] = {}
             while child != none:
                 key = _text(key_of(child))
                 out[key if key_quoted(child) else _plain(key)] = value(child)
@@ -87,7 +111,7 @@ def _documents(tree, none: int) -> list:
     root = tree.root_id()
     if not tree.is_stream(root):
         return [value(root)] if is_container(root) or tree.is_val(root) else []
-    docs = []
+    docs: list[object] = []
     child = first(root)
     while child != none:
         docs.append(value(child) if is_container(child) or has_val(child) else None)
@@ -95,29 +119,32 @@ def _documents(tree, none: int) -> list:
     return docs
 
 
-def _text(view) -> str:
+def _text(view: memoryview | None) -> str:
     return "" if view is None else bytes(view).decode()
 
 
 @functools.lru_cache(maxsize=65536)
-def _plain(text: str):
+def _plain(text: str) -> object:
     """A plain scalar as PyYAML's safe loader types it (its resolver picks the tag, its constructor
     builds the value). Cached: a snapshot repeats the same names and numbers thousands of times, and
     every value built here is immutable."""
     import yaml
 
     loader = _loader()
-    tag = loader.resolve(yaml.ScalarNode, text, (True, False))
+    # typed here: types-PyYAML leaves the resolver unannotated
+    resolve: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = loader.resolve
+    tag = resolve(yaml.ScalarNode, text, (True, False))
     if tag == "tag:yaml.org,2002:str":
         return text
     try:
-        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, text))
+        construct: Callable[[yaml.SafeLoader, yaml.ScalarNode], object] = loader.yaml_constructors[tag]
+        return construct(loader, yaml.ScalarNode(tag, text))
     except (KeyError, yaml.YAMLError, ValueError) as exc:
         raise _Unreadable(text) from exc
 
 
 @functools.cache
-def _loader():
+def _loader() -> yaml.SafeLoader:
     import yaml
 
     return yaml.SafeLoader("")

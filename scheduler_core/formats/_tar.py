@@ -49,6 +49,7 @@ class _Stream:
 
     def __init__(self, raw: bytes, name: str, limit: int, seconds: float) -> None:
         self.file, self.plain = _open(raw), not raw.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00"))
+        self.size = len(raw)  # the stream's length when it is `raw` itself (plain)
         self.name, self.limit, self.deadline, self.seconds = name, limit, time.monotonic() + seconds, seconds
         self.buf, self.pos, self.total, self.offset = b"", 0, 0, 0
 
@@ -90,7 +91,7 @@ class _Stream:
         n -= held
         self.buf, self.pos = b"", 0
         if self.plain:  # no decompression needed: move past the payload without reading it
-            end = self.file.getbuffer().nbytes
+            end = self.size
             start = self.file.tell()
             self.file.seek(min(start + n, end))
             self.offset += min(n, end - start)

@@ -10,13 +10,12 @@ from ..errors import EngineError, FormatError
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation, Node
 from ..model.topology import Topology
+from ._common import Loaded
 
 
-def load(text: str, fmt: str = "engine-json"):
-    from . import Loaded
-
+def load(text: str, fmt: str = "engine-json") -> Loaded:
     try:
-        data = json.loads(text)
+        data: object = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"engine JSON: invalid at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:

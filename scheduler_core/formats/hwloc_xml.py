@@ -43,6 +43,8 @@ Rules followed (from hwloc's XML format, not from particular files):
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
@@ -63,17 +65,61 @@ GPU_VENDORS = {"10de": "nvidia.com/gpu", "1002": "amd.com/gpu", "8086": "gpu.int
 VENDOR_NAMES = {"10de": "NVIDIA", "1002": "AMD", "8086": "Intel", "15b3": "Mellanox", "14e4": "Broadcom",
                 "1137": "Cisco", "1077": "QLogic", "1014": "IBM", "1022": "AMD", "19e5": "Huawei"}
 PCI_TYPE = re.compile(r"\s*([0-9A-Fa-f]{4})?\s*(?:\[\s*([0-9A-Fa-f]{4})\s*:\s*([0-9A-Fa-f]{4})\s*\])?")
+#: Most objects one file may hold.
+MAX_OBJECTS = 2_000_000
+
+Element = ET.Element
+#: The NUMA nodes of each memory-holding ancestor of an object, outermost first (v2/v3).
+MemStack = tuple[list[Element], ...]
+#: A tree walk's step: the object, its package id, Core element, L3 index, v1 NUMA id, memory-children stack,
+#: depth, locality anchor (nearest non-I/O object) and the nearest PCIDev above an OSDev.
+_Frame = tuple[Element, int | None, Element | None, int | None, int | None, MemStack, int, Element, Element | None]
 
 
-def parse_xml(text: str):
+@dataclass
+class _NUMAInfo:
+    """A NUMANode object as read: memory, hugepages, its cpuset and whether it is a memory-only kind."""
+
+    memory: int
+    hugepages: dict[str, int]
+    cpuset: int
+    memory_only: bool
+
+
+@dataclass
+class _PU:
+    """A PU object with what its ancestors said about it."""
+
+    cpu: int
+    core: Element | None
+    package: int | None
+    l3: int | None
+    v1numa: int | None
+    memstack: MemStack
+    el: Element
+
+
+@dataclass
+class _Walk:
+    """Everything one pass over the object tree collects."""
+
+    pus: list[_PU] = field(default_factory=list)
+    numa_info: dict[int, _NUMAInfo] = field(default_factory=dict)
+    gp_to_numa: dict[str, int] = field(default_factory=dict)
+    packages: list[int] = field(default_factory=list)
+    osdevs: list[tuple[Element, Element, Element | None]] = field(default_factory=list)
+    v1_distances: list[tuple[Element, int]] = field(default_factory=list)
+    depth_objects: dict[int, list[Element]] = field(default_factory=dict)
+
+
+def parse_xml(text: str) -> Element:
     """Parse with defusedxml (no entity expansion, no external entities or DTD fetching)."""
-    import xml.etree.ElementTree as ET
-
-    from defusedxml import DefusedXmlException
-    from defusedxml.ElementTree import fromstring
+    # defusedxml ships no types and the locked dev set has no stubs for it (types-defusedxml would add them)
+    from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # see above
+    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]  # see above
 
     try:
-        return fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+        root: Element = fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as exc:
         raise FormatError(f"hwloc XML refused: {exc} (entity declarations and external references are "
                           "not accepted)") from None
@@ -83,9 +129,10 @@ def parse_xml(text: str):
                           f"{str(exc).split(':')[0]}") from None
     except RecursionError:
         raise FormatError("hwloc XML nested too deeply") from None
+    return root
 
 
-def _type(el) -> str:
+def _type(el: Element) -> str:
     t = el.get("type", "")
     if t == "Socket":
         return "Package"
@@ -97,12 +144,45 @@ def _type(el) -> str:
     return t
 
 
-def _where(el, index: int) -> str:
+def _where(el: Element, index: int) -> str:
     attrs = " ".join(f'{k}="{el.get(k)}"' for k in ("type", "os_index", "name") if el.get(k) is not None)
     return f"<object {attrs}> (object #{index})"
 
 
 def load(text: str, what: str = FORMAT) -> Draft:
+    root, major, top = _root(text)
+    walk = _walk(top, major)
+    if not walk.pus:
+        raise FormatError("hwloc XML: no PU objects (no CPUs) in the topology")
+    draft = Draft()
+    _place_pus(walk, top, major, draft)
+    for nid, info in walk.numa_info.items():
+        draft.numa_memory[nid] = info.memory
+        if info.hugepages:
+            draft.numa_hugepages[nid] = info.hugepages
+    draft.extra["packages"] = sorted(set(walk.packages))
+    empty = sorted(set(walk.packages) - {r.socket for r in draft.cpus})
+    if empty:
+        draft.notes.append(f"packages {empty} have no CPUs left in this (restricted) export")
+    if not walk.numa_info:
+        draft.notes.append("no NUMANode objects: every CPU placed on NUMA node 0")
+    complete = top.get("complete_cpuset")
+    if complete:
+        present = 0
+        for pu in walk.pus:
+            present |= 1 << pu.cpu
+        draft.offline = parse_hex_mask(complete, "hwloc XML: complete_cpuset of the root object") & ~present
+    draft.distances = _distances_v2(root, walk.numa_info, walk.gp_to_numa) if major >= 2 else \
+        _distances_v1(walk.v1_distances, walk.depth_objects)
+    draft.devices, draft.extra["os_devices"] = _devices(walk.osdevs, major, walk.numa_info)
+    if draft.devices:
+        draft.inferred.add("device_resources")
+    draft.description = _description(root, top)
+    return draft
+
+
+def _root(text: str) -> tuple[Element, int, Element]:
+    """The <topology> element, the format's major version (1 when unstated) and the one root object."""
     root = parse_xml(text)
     if root.tag != "topology":
         raise FormatError(f"hwloc XML: the root element is <{root.tag}>, expected <topology>")
@@ -116,27 +196,20 @@ def load(text: str, what: str = FORMAT) -> Draft:
     tops = [c for c in root if c.tag == "object"]
     if len(tops) != 1:
         raise FormatError(f"hwloc XML: <topology> must hold exactly one root <object>, found {len(tops)}")
-    top = tops[0]
+    return root, major, tops[0]
 
-    draft = Draft()
-    pus: list[tuple[int, object, int, int | None, list, object, int]] = []
-    numa_info: dict[int, dict] = {}
-    gp_to_numa: dict[str, int] = {}
-    l3_count = 0
-    pkg_count = 0
-    packages: list[int] = []
-    osdevs: list[tuple[object, object, object]] = []
-    v1_distances: list[tuple[object, int]] = []
-    depth_objects: dict[int, list] = {}
-    counter = 0
 
-    # context: (package id, core element, l3 index, v1 numa, memory-children stack, depth, locality el,
-    # nearest PCIDev above an OSDev)
-    stack = [(top, None, None, None, None, (), 0, top, None)]
+def _walk(top: Element, major: int) -> _Walk:
+    """One depth-first pass in document order (an explicit stack: a deep file cannot overflow Python's),
+    each object seeing what its ancestors said: package, core, L3, NUMA node, memory children."""
+    walk = _Walk()
+    depth_objects, v1_distances = walk.depth_objects, walk.v1_distances
+    l3_count = pkg_count = counter = 0
+    stack: list[_Frame] = [(top, None, None, None, None, (), 0, top, None)]
     while stack:
         el, pkg, core, l3, v1numa, memstack, depth, anchor, pcidev = stack.pop()
         counter += 1
-        if counter > 2_000_000:
+        if counter > MAX_OBJECTS:
             raise FormatError("hwloc XML: more than 2,000,000 objects")
         t = _type(el)
         if not t:
@@ -153,14 +226,14 @@ def load(text: str, what: str = FORMAT) -> Draft:
             pkg = parse_id(pkg_os, "socket", f"hwloc XML: os_index of {_where(el, counter)}") if pkg_os is not None \
                 else pkg_count
             pkg_count += 1
-            packages.append(pkg)
+            walk.packages.append(pkg)
         elif t == "Core":
             core = el
         elif t == "L3Cache":
             l3 = l3_count
             l3_count += 1
         elif t == "NUMANode":
-            nid = _numa_node(el, counter, numa_info, gp_to_numa)
+            nid = _numa_node(el, counter, walk.numa_info, walk.gp_to_numa)
             if major < 2:
                 v1numa = nid
         elif t == "PU":
@@ -168,80 +241,62 @@ def load(text: str, what: str = FORMAT) -> Draft:
             if os_index is None:
                 raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
             cpu = parse_id(os_index, "CPU", f"hwloc XML: os_index of {_where(el, counter)}")
-            pus.append((cpu, core if core is not None else ("pu", cpu), pkg, l3, v1numa, memstack, el))
+            walk.pus.append(_PU(cpu, core, pkg, l3, v1numa, memstack, el))
         elif t == "OSDev":
-            osdevs.append((el, anchor, pcidev))
+            walk.osdevs.append((el, anchor, pcidev))
         children = [c for c in el if c.tag == "object"]
-        mem_children = [c for c in children if _type(c) in ("NUMANode", "MemCache")] if major >= 2 else []
-        child_memstack = memstack
-        if mem_children:
-            numas = []
-            todo = list(mem_children)
-            while todo:
-                m = todo.pop()
-                if _type(m) == "NUMANode":
-                    numas.append(m)
-                todo.extend(c for c in m if c.tag == "object" and _type(c) in ("NUMANode", "MemCache"))
-            if numas:
-                child_memstack = (*memstack, numas)
+        mem_children = [c for c in children if _type(c) in ("NUMANode", "MemCache")] if major >= 2 else None
+        child_memstack = _memstack(mem_children, memstack) if mem_children else memstack
         for c in el:
             if c.tag == "distances":
                 v1_distances.append((c, depth))
         for c in reversed(children):
             stack.append((c, pkg, core, l3, v1numa, child_memstack, depth + 1, anchor, pcidev))
+    return walk
 
-    if not pus:
-        raise FormatError("hwloc XML: no PU objects (no CPUs) in the topology")
 
-    numa_masks = {nid: info["cpuset"] for nid, info in numa_info.items()}
-    for cpu, core_key, pkg, l3, v1numa, memstack, el in pus:
-        numa = v1numa
+def _memstack(mem_children: list[Element], memstack: MemStack) -> MemStack:
+    """v2/v3: `memstack` with the NUMA nodes among an object's memory children (under MemCaches
+    too) pushed, when it has any."""
+    numas = []
+    todo = list(mem_children)
+    while todo:
+        m = todo.pop()
+        if _type(m) == "NUMANode":
+            numas.append(m)
+        todo.extend(c for c in m if c.tag == "object" and _type(c) in ("NUMANode", "MemCache"))
+    return (*memstack, numas) if numas else memstack
+
+
+def _place_pus(walk: _Walk, top: Element, major: int, draft: Draft) -> None:
+    """Each PU as a CPU record: its NUMA node by the rules of the module docstring (v1 parent, local
+    memory child, a node whose cpuset holds it, its own nodeset, else inferred) and its socket."""
+    numa_info = walk.numa_info
+    numa_masks = {nid: info.cpuset for nid, info in numa_info.items()}
+    for pu in walk.pus:
+        cpu, el = pu.cpu, pu.el
+        numa = pu.v1numa
         if numa is None and major >= 2:
-            numa = _local_numa(cpu, memstack, numa_info)
+            numa = _local_numa(cpu, pu.memstack, numa_info)
         if numa is None:
             holders = [n for n in sorted(numa_masks) if numa_masks[n] >> cpu & 1]
-            holders.sort(key=lambda n: (numa_info[n]["memory_only"], n))
+            holders.sort(key=lambda n: (numa_info[n].memory_only, n))
             numa = holders[0] if holders else None
-        if numa is None and el.get("nodeset"):
-            ns = bits(parse_hex_mask(el.get("nodeset"), f"hwloc XML: nodeset of PU {cpu}"))
+        nodeset = el.get("nodeset")
+        if numa is None and nodeset:
+            ns = bits(parse_hex_mask(nodeset, f"hwloc XML: nodeset of PU {cpu}"))
             known = [n for n in ns if n in numa_info]
             numa = known[0] if known else None
         if numa is None:
             numa = _orphan_numa(el, top)
             draft.inferred.add("numa_nodes")
-        socket = pkg if pkg is not None else 0
-        if pkg is None:
+        if pu.package is None:
             draft.inferred.add("sockets")
-        draft.cpus.append(CPURecord(cpu, ("core", id(core_key)) if not isinstance(core_key, tuple) else core_key,
-                                    socket, numa, l3))
-    for nid, info in numa_info.items():
-        draft.numa_memory[nid] = info["memory"]
-        if info["hugepages"]:
-            draft.numa_hugepages[nid] = info["hugepages"]
-    draft.extra["packages"] = sorted(set(packages))
-    empty = sorted(set(packages) - {r.socket for r in draft.cpus})
-    if empty:
-        draft.notes.append(f"packages {empty} have no CPUs left in this (restricted) export")
-    if not numa_info:
-        draft.notes.append("no NUMANode objects: every CPU placed on NUMA node 0")
-
-    complete = top.get("complete_cpuset")
-    if complete:
-        present = 0
-        for cpu, *_ in pus:
-            present |= 1 << cpu
-        draft.offline = parse_hex_mask(complete, "hwloc XML: complete_cpuset of the root object") & ~present
-
-    draft.distances = _distances_v2(root, numa_info, gp_to_numa) if major >= 2 else \
-        _distances_v1(v1_distances, depth_objects)
-    draft.devices, draft.extra["os_devices"] = _devices(osdevs, major, numa_info)
-    if draft.devices:
-        draft.inferred.add("device_resources")
-    draft.description = _description(root, top)
-    return draft
+        core_key = ("core", id(pu.core)) if pu.core is not None else ("pu", cpu)
+        draft.cpus.append(CPURecord(cpu, core_key, pu.package if pu.package is not None else 0, numa, pu.l3))
 
 
-def _numa_node(el, counter: int, numa_info: dict, gp_to_numa: dict) -> int:
+def _numa_node(el: Element, counter: int, numa_info: dict[int, _NUMAInfo], gp_to_numa: dict[str, int]) -> int:
     os_index = el.get("os_index")
     if os_index is None:
         raise FormatError(f"hwloc XML: {_where(el, counter)} has no os_index")
@@ -249,13 +304,13 @@ def _numa_node(el, counter: int, numa_info: dict, gp_to_numa: dict) -> int:
     if nid in numa_info:
         raise FormatError(f"hwloc XML: NUMA node {nid} is listed twice ({_where(el, counter)})")
     memory = parse_int(el.get("local_memory", "0"), f"hwloc XML: local_memory of {_where(el, counter)}")
-    pages = []
+    pages: list[tuple[int, int]] = []
     for p in el:
         if p.tag == "page_type":
             size = parse_int(p.get("size", "0"), f"hwloc XML: page_type size in NUMA node {nid}")
             count = parse_int(p.get("count", "0"), f"hwloc XML: page_type count in NUMA node {nid}")
             pages.append((size, count))
-    hugepages = {}
+    hugepages: dict[str, int] = {}
     if pages:
         base = min(size for size, _ in pages)
         for size, count in pages:
@@ -263,24 +318,29 @@ def _numa_node(el, counter: int, numa_info: dict, gp_to_numa: dict) -> int:
                 hugepages[hugepage_key(size)] = size * count
     cpuset = parse_hex_mask(el.get("cpuset", ""), f"hwloc XML: cpuset of NUMA node {nid}")
     subtype = el.get("subtype", "")
-    numa_info[nid] = {"memory": memory, "hugepages": hugepages, "cpuset": cpuset,
-                      "memory_only": subtype in MEMORY_ONLY_SUBTYPES}
-    if el.get("gp_index") is not None:
-        gp_to_numa[el.get("gp_index")] = nid
+    numa_info[nid] = _NUMAInfo(memory, hugepages, cpuset, subtype in MEMORY_ONLY_SUBTYPES)
+    gp_index = el.get("gp_index")
+    if gp_index is not None:
+        gp_to_numa[gp_index] = nid
     return nid
 
 
-def _local_numa(cpu: int, memstack: tuple, numa_info: dict) -> int | None:
+def _local_numa(cpu: int, memstack: MemStack, numa_info: dict[int, _NUMAInfo]) -> int | None:
     for numas in reversed(memstack):
-        ids = [int(m.get("os_index")) for m in numas]
-        holding = [n for n in ids if numa_info[n]["cpuset"] >> cpu & 1]
+        ids = [_numa_id(m) for m in numas]
+        holding = [n for n in ids if numa_info[n].cpuset >> cpu & 1]
         if holding:
-            holding.sort(key=lambda n: (numa_info[n]["memory_only"], n))
+            holding.sort(key=lambda n: (numa_info[n].memory_only, n))
             return holding[0]
     return None
 
 
-def _orphan_numa(pu, top) -> int:
+def _numa_id(numa: Element) -> int:
+    """The os_index of a NUMANode `_numa_node` has read (and so checked)."""
+    return int(numa.get("os_index", ""))
+
+
+def _orphan_numa(pu: Element, top: Element) -> int:
     """NUMA node of a PU whose node is not in the file: its own complete_nodeset, else 0."""
     for attr in ("complete_nodeset", "nodeset"):
         value = pu.get(attr)
@@ -291,7 +351,7 @@ def _orphan_numa(pu, top) -> int:
     return 0
 
 
-def _values(el, what: str) -> list[int]:
+def _values(el: Element, what: str) -> list[int]:
     out = []
     for part in el:
         if part.tag == "u64values":
@@ -300,8 +360,9 @@ def _values(el, what: str) -> list[int]:
     return out
 
 
-def _distances_v2(root, numa_info: dict, gp_to_numa: dict) -> dict[int, dict[int, int]] | None:
-    candidates = []
+def _distances_v2(root: Element, numa_info: dict[int, _NUMAInfo],
+                  gp_to_numa: dict[str, int]) -> dict[int, dict[int, int]] | None:
+    candidates: list[tuple[int, int, Element]] = []
     for el in root:
         if el.tag != "distances2" or el.get("type") != "NUMANode":
             continue
@@ -337,7 +398,8 @@ def _distances_v2(root, numa_info: dict, gp_to_numa: dict) -> dict[int, dict[int
     return {a: {b: values[i * n + j] for j, b in enumerate(ids)} for i, a in enumerate(ids)}
 
 
-def _distances_v1(blocks: list, depth_objects: dict) -> dict[int, dict[int, int]] | None:
+def _distances_v1(blocks: list[tuple[Element, int]],
+                  depth_objects: dict[int, list[Element]]) -> dict[int, dict[int, int]] | None:
     total_numa = len([o for objs in depth_objects.values() for o in objs if _type(o) == "NUMANode"])
     for el, holder_depth in blocks:
         rel = parse_int(el.get("relative_depth", "0"), "hwloc XML: distances relative_depth")
@@ -352,12 +414,12 @@ def _distances_v1(blocks: list, depth_objects: dict) -> dict[int, dict[int, int]
             raise FormatError("hwloc XML: <distances> latency values must be numbers") from None
         if len(lat) != n * n or any(v != v or v < 0 or v > 1e9 for v in lat):
             raise FormatError(f"hwloc XML: <distances> has {len(lat)} valid latencies for {n}x{n} objects")
-        ids = [int(o.get("os_index")) for o in objs]
+        ids = [_numa_id(o) for o in objs]
         return {a: {b: round(lat[i * n + j] * base) for j, b in enumerate(ids)} for i, a in enumerate(ids)}
     return None
 
 
-def _osdev_kinds(el, major: int) -> list[str]:
+def _osdev_kinds(el: Element, major: int) -> list[str]:
     """All kinds an OSDev declares, most specific first (v1/v2: one enum value; v3: a bitmask)."""
     raw = el.get("osdev_type")
     if raw is None:
@@ -368,18 +430,20 @@ def _osdev_kinds(el, major: int) -> list[str]:
     return [V2_OSDEV[value]] if value in V2_OSDEV else []
 
 
-def _locality(anchor, numa_info: dict, cache: dict, name: str) -> tuple[int, ...] | None:
+def _locality(anchor: Element, numa_info: dict[int, _NUMAInfo], cache: dict[int, tuple[int, ...] | None],
+              name: str) -> tuple[int, ...] | None:
     """NUMA nodes of an I/O object: the nodeset (else the cpuset) of its first non-I/O ancestor."""
     key = id(anchor)
     if key in cache:
         return cache[key]
     numa: tuple[int, ...] | None = None
-    if anchor is not None and anchor.get("nodeset") is not None and numa_info:
-        numa = tuple(n for n in bits(parse_hex_mask(anchor.get("nodeset"), f"hwloc XML: nodeset above {name}"))
+    nodeset, cpuset = anchor.get("nodeset"), anchor.get("cpuset")
+    if nodeset is not None and numa_info:
+        numa = tuple(n for n in bits(parse_hex_mask(nodeset, f"hwloc XML: nodeset above {name}"))
                      if n in numa_info) or None
-    elif anchor is not None and anchor.get("cpuset") and numa_info:
-        cpus = parse_hex_mask(anchor.get("cpuset"), f"hwloc XML: cpuset above {name}")
-        numa = tuple(sorted(n for n, info in numa_info.items() if info["cpuset"] & cpus)) or None
+    elif cpuset and numa_info:
+        cpus = parse_hex_mask(cpuset, f"hwloc XML: cpuset above {name}")
+        numa = tuple(sorted(n for n, info in numa_info.items() if info.cpuset & cpus)) or None
     cache[key] = numa
     return numa
 
@@ -404,11 +468,16 @@ def device_resource(pci_class: int | None, vendor: str | None, kinds: set[str]) 
     return f"hwloc/{next(k for k in DEVICE_KINDS if k in kinds)}"
 
 
-def _infos(el) -> dict[str, str]:
-    return {c.get("name"): c.get("value", "") for c in el if c.tag == "info" and c.get("name")}
+def _infos(el: Element) -> dict[str, str]:
+    infos: dict[str, str] = {}
+    for c in el:
+        name = c.get("name") if c.tag == "info" else None
+        if name:
+            infos[name] = c.get("value", "")
+    return infos
 
 
-def _label(pcidev, vendor: str | None, device: str | None, members: list) -> str:
+def _label(pcidev: Element, vendor: str | None, device: str | None, members: list[Element]) -> str:
     infos = _infos(pcidev)
     for el in members:
         for k, v in _infos(el).items():
@@ -421,52 +490,58 @@ def _label(pcidev, vendor: str | None, device: str | None, members: list) -> str
     return f"{head} ({', '.join(names)})"
 
 
-def _devices(osdevs: list, major: int, numa_info: dict) -> tuple[list[Device], list[dict]]:
+#: One OSDev of a device group: the element, the PCIDev above it, its `os_devices` record, NUMA nodes and kinds.
+_Member = tuple[Element, Element | None, dict[str, object], tuple[int, ...] | None, list[str]]
+
+
+def _devices(osdevs: list[tuple[Element, Element, Element | None]], major: int,
+             numa_info: dict[int, _NUMAInfo]) -> tuple[list[Device], list[dict[str, object]]]:
     """Engine devices (one per PCI function holding a gpu/coproc/network/openfabrics OSDev; one per
     such OSDev outside any PCIDev) and the per-OSDev list kept in `extra["os_devices"]`."""
-    cache: dict = {}
-    records = []
-    groups: dict[int, list] = {}
+    cache: dict[int, tuple[int, ...] | None] = {}
+    records: list[dict[str, object]] = []
+    groups: dict[int, list[_Member]] = {}
     for el, anchor, pcidev in osdevs:
         kinds = _osdev_kinds(el, major)
         name = el.get("name") or f"osdev{len(records)}"
         numa = _locality(anchor, numa_info, cache, name)
-        rec = {"name": name, "kind": kinds[0] if kinds else None, "kinds": kinds, "subtype": el.get("subtype"),
-               "pci_busid": pcidev.get("pci_busid") if pcidev is not None else None,
-               "numa": list(numa) if numa is not None else None, "device": None}
+        rec: dict[str, object] = {
+            "name": name, "kind": kinds[0] if kinds else None, "kinds": kinds, "subtype": el.get("subtype"),
+            "pci_busid": pcidev.get("pci_busid") if pcidev is not None else None,
+            "numa": list(numa) if numa is not None else None, "device": None}
         records.append(rec)
         if kinds and kinds[0] in DEVICE_KINDS:
             key = id(pcidev) if pcidev is not None else id(el)
-            groups.setdefault(key, []).append((el, pcidev, rec, numa))
+            groups.setdefault(key, []).append((el, pcidev, rec, numa, kinds))
     out = []
     ids: set[str] = set()
     for members in groups.values():
-        el, pcidev, rec, numa = members[0]
+        el, pcidev, rec, numa, kinds = members[0]
         if pcidev is not None:
             pci_class, vendor, device = parse_pci_type(pcidev.get("pci_type"))
-            kinds = {k for _, _, r, _ in members for k in r["kinds"]}
-            resource = device_resource(pci_class, vendor, kinds)
-            base_id = pcidev.get("pci_busid") or rec["name"]
+            resource = device_resource(pci_class, vendor, {k for m in members for k in m[4]})
+            base_id = pcidev.get("pci_busid") or str(rec["name"])
             label = _label(pcidev, vendor, device, [m[0] for m in members])
         else:
-            resource, base_id, label = f"hwloc/{rec['kind']}", rec["name"], rec["name"]
+            resource, base_id, label = f"hwloc/{kinds[0]}", str(rec["name"]), str(rec["name"])
         dev_id = base_id
         n = 1
         while dev_id in ids:
             n += 1
             dev_id = f"{base_id}#{n}"
         ids.add(dev_id)
-        for _, _, r, _ in members:
-            r["device"] = dev_id
+        for m in members:
+            m[2]["device"] = dev_id
         out.append(Device(dev_id, resource, numa, True, label))
     return out, records
 
 
-def _description(root, top) -> str:
-    infos = {}
+def _description(root: Element, top: Element) -> str:
+    infos: dict[str, str] = {}
     for holder in (root, top):
         for c in holder:
-            if c.tag == "info" and c.get("name"):
-                infos.setdefault(c.get("name"), c.get("value", ""))
+            name = c.get("name") if c.tag == "info" else None
+            if name:
+                infos.setdefault(name, c.get("value", ""))
     parts = [infos.get(k, "").strip() for k in ("DMIProductName", "CPUModel", "Architecture")]
     return "hwloc XML" + (": " + ", ".join(p for p in parts if p) if any(parts) else "")

@@ -16,8 +16,9 @@ kept).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard, TypeVar
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
@@ -31,7 +32,7 @@ from ..model.kubelet_config import (
     TopologyOptions,
 )
 from ..model.quantity import count, cpu_milli, format_bytes
-from ._common import load_documents
+from ._common import as_object, load_documents
 
 KIND = "KubeletConfiguration"
 API_VERSIONS = ("kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1")
@@ -74,21 +75,21 @@ class KubeletFile:
 
     config: KubeletConfig
     memory_reservation: dict[str, int] = field(default_factory=dict)
-    document: dict = field(default_factory=dict)
+    document: dict[str, object] = field(default_factory=dict)
 
 
-def is_kubelet_config(data: object) -> bool:
+def is_kubelet_config(data: object) -> TypeGuard[Mapping[str, object]]:
     return isinstance(data, Mapping) and data.get("kind") == KIND
 
 
-def _string(doc: Mapping, name: str, default: str | None = None) -> str | None:
+def _string(doc: Mapping[str, object], name: str, default: str | None = None) -> str | None:
     value = doc.get(name, default)
     if value is not None and not isinstance(value, str):
         raise FormatError(f"{KIND}: {name} must be a string, not {value!r}", name)
     return value
 
 
-def _string_map(doc: Mapping, name: str) -> dict[str, str]:
+def _string_map(doc: Mapping[str, object], name: str) -> dict[str, str]:
     value = doc.get(name) or {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise FormatError(f"{KIND}: {name} must map names to values, not {value!r}", name)
@@ -106,7 +107,7 @@ _VALIDATION = {
 }
 
 
-def _choice(doc: Mapping, name: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(doc: Mapping[str, object], name: str, allowed: tuple[str, ...], default: str) -> str:
     """A policy or scope name, refused with the kubelet's text: its configuration validation for the
     Topology Manager's, the manager's own `unknown policy` for the CPU and Memory Managers'."""
     value = _string(doc, name, default) or default
@@ -116,7 +117,7 @@ def _choice(doc: Mapping, name: str, allowed: tuple[str, ...], default: str) -> 
     return value
 
 
-def _quantities(doc: Mapping, name: str) -> tuple[int, dict[str, int]]:
+def _quantities(doc: Mapping[str, object], name: str) -> tuple[int, dict[str, int]]:
     """cpu (millicores) and memory types (bytes) of kubeReserved / systemReserved."""
     milli, memory = 0, {}
     for res, value in _string_map(doc, name).items():
@@ -130,7 +131,7 @@ def _quantities(doc: Mapping, name: str) -> tuple[int, dict[str, int]]:
     return milli, memory
 
 
-def _reserved_memory(doc: Mapping) -> dict[int, dict[str, int]]:
+def _reserved_memory(doc: Mapping[str, object]) -> dict[int, dict[str, int]]:
     value = doc.get("reservedMemory") or []
     if not isinstance(value, list):
         raise FormatError(f"{KIND}: reservedMemory must be a list of {{numaNode, limits}}", "reservedMemory")
@@ -180,19 +181,20 @@ def parse(text: str, name: str = KIND) -> KubeletFile:
         reserved = CPUSet.parse(reserved_text) if reserved_text.strip() else None
     except EngineError as exc:
         raise FormatError(f"{KIND}: reservedSystemCPUs: {exc}", "reservedSystemCPUs") from None
-    values = {
-        "cpu_manager_policy": _choice(doc, "cpuManagerPolicy", CPU_MANAGER_POLICIES, "none"),
-        "cpu_manager_options": _options(CPUOptions, doc, "cpuManagerPolicyOptions"),
-        "reserved_cpus": reserved,
-        "reserved_cpu_milli": kube_cpu + system_cpu,
-        "topology_manager_policy": _choice(doc, "topologyManagerPolicy", TOPOLOGY_POLICIES, "none"),
-        "topology_manager_scope": _choice(doc, "topologyManagerScope", TOPOLOGY_SCOPES, "container"),
-        "topology_manager_options": _options(TopologyOptions, doc, "topologyManagerPolicyOptions"),
-        "memory_manager_policy": _choice(doc, "memoryManagerPolicy", MEMORY_MANAGER_POLICIES, "None"),
-        "reserved_memory": _reserved_memory(doc),
-    }
+    # each setting read (and refused) in this order before any is combined
+    cpu_policy = _choice(doc, "cpuManagerPolicy", CPU_MANAGER_POLICIES, "none")
+    cpu_options = _options(CPUOptions.parse, doc, "cpuManagerPolicyOptions")
+    topology_policy = _choice(doc, "topologyManagerPolicy", TOPOLOGY_POLICIES, "none")
+    topology_scope = _choice(doc, "topologyManagerScope", TOPOLOGY_SCOPES, "container")
+    topology_options = _options(TopologyOptions.parse, doc, "topologyManagerPolicyOptions")
+    memory_policy = _choice(doc, "memoryManagerPolicy", MEMORY_MANAGER_POLICIES, "None")
+    reserved_memory = _reserved_memory(doc)
     try:
-        config = KubeletConfig(**values)
+        config = KubeletConfig(
+            cpu_manager_policy=cpu_policy, cpu_manager_options=cpu_options, reserved_cpus=reserved,
+            reserved_cpu_milli=kube_cpu + system_cpu, topology_manager_policy=topology_policy,
+            topology_manager_scope=topology_scope, topology_manager_options=topology_options,
+            memory_manager_policy=memory_policy, reserved_memory=reserved_memory)
     except EngineError as exc:
         setting = _SETTING_FIELDS.get(exc.field or "", exc.field)
         raise FormatError(f"{KIND}: {setting}: {exc}" if setting else f"{KIND}: {exc}", setting) from None
@@ -203,14 +205,17 @@ def parse(text: str, name: str = KIND) -> KubeletFile:
     return KubeletFile(config, {r: b for r, b in reservation.items() if b}, doc)
 
 
-def _options(kind, doc: Mapping, name: str):
+_Options = TypeVar("_Options", CPUOptions, TopologyOptions)
+
+
+def _options(parse: Callable[[Mapping[str, object]], _Options], doc: Mapping[str, object], name: str) -> _Options:
     try:
-        return kind.parse(_string_map(doc, name))
+        return parse(_string_map(doc, name))
     except EngineError as exc:
         raise FormatError(f"{KIND}: {name}: {exc}", name) from None
 
 
-def _eviction_memory(doc: Mapping) -> int:
+def _eviction_memory(doc: Mapping[str, object]) -> int:
     """The hard eviction threshold of memory.available in bytes (a percentage counts 0: it depends on
     the machine's capacity, which this check does not take)."""
     if "evictionHard" not in doc:
@@ -237,13 +242,13 @@ def _milli_text(milli: int) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
-def dump(config: KubeletConfig, base: Mapping | None = None) -> str:
+def dump(config: KubeletConfig, base: Mapping[str, object] | None = None) -> str:
     """The settings as a KubeletConfiguration YAML; with `base` (a parsed document) every other field
     is kept. kube/system-reserved CPU: what `base` reserved is kept when the total is unchanged, else
     the difference goes to systemReserved."""
     import yaml
 
-    doc = dict(base or {"apiVersion": API_VERSIONS[0], "kind": KIND})
+    doc: dict[str, object] = dict(base or {"apiVersion": API_VERSIONS[0], "kind": KIND})
     defaults = KubeletConfig()
     for key, name in (("cpuManagerPolicy", "cpu_manager_policy"), ("topologyManagerPolicy", "topology_manager_policy"),
                       ("topologyManagerScope", "topology_manager_scope"),
@@ -261,8 +266,8 @@ def dump(config: KubeletConfig, base: Mapping | None = None) -> str:
         doc["reservedSystemCPUs"] = str(config.reserved_cpus)
     else:
         doc.pop("reservedSystemCPUs", None)
-    kube = dict(doc.get("kubeReserved") or {})
-    system = dict(doc.get("systemReserved") or {})
+    kube = dict(as_object(doc.get("kubeReserved"), f"{KIND}: kubeReserved"))
+    system = dict(as_object(doc.get("systemReserved"), f"{KIND}: systemReserved"))
     kube_milli = cpu_milli(kube["cpu"]) if "cpu" in kube else 0
     system_milli = cpu_milli(system["cpu"]) if "cpu" in system else 0
     if kube_milli + system_milli != config.reserved_cpu_milli:

@@ -20,6 +20,7 @@ socket per NUMA node. `cores` and `sockets` are then flagged as inferred.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ._common import CPURecord, Draft, check_id, parse_cpulist, parse_id, parse_int
@@ -27,11 +28,35 @@ from ._common import CPURecord, Draft, check_id, parse_cpulist, parse_id, parse_
 _NUMA_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)$")
 _KV = re.compile(r"^([A-Za-z][^:]{0,60}):\s*(.*)$")
 
+#: The summary's `Key: value` lines: (key, value, line number).
+Summary = list[tuple[str, str, int]]
+
+
+@dataclass
+class _Section:
+    """A table of per-CPU rows: a `--parse` section or the `-e` table, with the line of its header."""
+
+    header: list[str]
+    rows: list[tuple[int, list[str]]]
+    line: int
+    end: int = 0
+
+
+@dataclass
+class _Rows:
+    """What the parse rows say per online CPU: the Drawer, Book, Socket and Core cells of every
+    section (the core key), and the first section's socket, NUMA node and L3 ids."""
+
+    cells: dict[int, list[str]] = field(default_factory=dict)
+    socket: dict[int, int | None] = field(default_factory=dict)
+    node: dict[int, int | None] = field(default_factory=dict)
+    l3: dict[int, int | None] = field(default_factory=dict)
+
 
 def load(text: str, fmt: str = "lscpu-text") -> Draft:
     lines = text.splitlines()
-    summary: list[tuple[str, str, int]] = []
-    sections: list[dict] = []
+    summary: Summary = []
+    sections: list[_Section] = []
     extended = None
     i = 0
     while i < len(lines):
@@ -47,13 +72,13 @@ def load(text: str, fmt: str = "lscpu-text") -> Draft:
             while i < len(lines) and lines[i].strip() and not lines[i].strip().startswith("#"):
                 rows.append((i + 1, [c.strip() for c in lines[i].split(",")]))
                 i += 1
-            sections.append({"header": header, "rows": rows, "line": header_line + 1})
+            sections.append(_Section(header, rows, header_line + 1))
             continue
         tokens = s.upper().split()
         if extended is None and tokens and tokens[0] == "CPU" and any(
                 t in ("NODE", "SOCKET", "CORE", "ONLINE") for t in tokens[1:]):
             extended = _read_extended(lines, i)
-            i = extended["end"]
+            i = extended.end
             continue
         m = _KV.match(s)
         if m:
@@ -69,7 +94,7 @@ def load(text: str, fmt: str = "lscpu-text") -> Draft:
         draft.description = f"lscpu: {model}"
     if extended is not None:
         sections = [extended]
-    sections = [sec for sec in sections if sec["header"]]
+    sections = [sec for sec in sections if sec.header]
     if sections:
         _from_sections(sections, numa_lists, draft, _declared_cores(summary))
     else:
@@ -79,17 +104,17 @@ def load(text: str, fmt: str = "lscpu-text") -> Draft:
     return draft
 
 
-def _read_extended(lines: list[str], start: int) -> dict:
+def _read_extended(lines: list[str], start: int) -> _Section:
     header = lines[start].split()
     rows = []
     i = start + 1
     while i < len(lines) and lines[i].strip():
         rows.append((i + 1, lines[i].split()))
         i += 1
-    return {"header": header, "rows": rows, "line": start + 1, "end": i}
+    return _Section(header, rows, start + 1, i)
 
 
-def _numa_lists(summary: list) -> dict[int, tuple[int, int]]:
+def _numa_lists(summary: Summary) -> dict[int, tuple[int, int]]:
     out: dict[int, tuple[int, int]] = {}
     for key, value, lineno in summary:
         m = _NUMA_LINE.match(f"{key}: {value}")
@@ -114,7 +139,7 @@ def _cell(row: list[str], idx: int | None) -> str:
     return "" if v == "-" else v
 
 
-def _declared_cores(summary: list) -> int | None:
+def _declared_cores(summary: Summary) -> int | None:
     """Σ Core(s) per socket × Socket(s) over the summary's blocks (hybrid chips repeat them)."""
     cps = _value(summary, "Core(s) per socket")
     sockets = _value(summary, "Socket(s)")
@@ -126,80 +151,87 @@ def _declared_cores(summary: list) -> int | None:
         return None
 
 
-def _from_sections(sections: list[dict], numa_lists: dict, draft: Draft, declared: int | None) -> None:
-    per_cpu: dict[int, list] = {}
-    first = sections[0]
-    socket_of: dict[int, int | None] = {}
-    node_of: dict[int, int | None] = {}
-    l3_of: dict[int, int | None] = {}
+def _from_sections(sections: list[_Section], numa_lists: dict[int, tuple[int, int]], draft: Draft,
+                   declared: int | None) -> None:
+    """CPU records from parse rows (the rules in the module docstring); offline rows go to `draft.offline`."""
+    rows = _Rows()
     for n, sec in enumerate(sections):
-        h = sec["header"]
-        c_cpu = _col(h, "CPU")
-        if c_cpu is None:
-            raise FormatError(f"lscpu line {sec['line']}: the header {','.join(h)!r} has no CPU column")
-        c_core, c_sock, c_node = _col(h, "CORE"), _col(h, "SOCKET"), _col(h, "NODE")
-        c_book, c_drawer, c_online = _col(h, "BOOK"), _col(h, "DRAWER"), _col(h, "ONLINE")
-        c_l3 = _col(h, "L3")
-        c_caches = next((k for k, name in enumerate(h) if ":" in name), None)
-        seen: set[int] = set()
-        for lineno, row in sec["rows"]:
-            where = f"lscpu line {lineno}"
-            cpu_text = _cell(row, c_cpu)
-            if not cpu_text:
-                raise FormatError(f"{where}: no CPU id in {','.join(row)!r}")
-            cpu = parse_id(cpu_text, "CPU", f"{where}: CPU id")
-            if cpu in seen:
-                raise FormatError(f"{where}: CPU {cpu} is listed twice")
-            seen.add(cpu)
-            online = _cell(row, c_online).lower()
-            if online in ("n", "no", "0"):
-                draft.offline |= 1 << cpu
-                continue
-            if _cell(row, c_core).isdigit():
-                check_id(int(_cell(row, c_core)), "core", f"{where}: Core")
-            key = per_cpu.setdefault(cpu, [])
-            for c in (c_drawer, c_book, c_sock, c_core):
-                key.append(_cell(row, c))
-            if n == 0 or cpu not in socket_of:
-                sock = _cell(row, c_sock)
-                socket_of[cpu] = parse_id(sock, "socket", f"{where}: Socket") if sock else None
-                node = _cell(row, c_node)
-                node_of[cpu] = parse_id(node, "NUMA node", f"{where}: Node") if node else None
-                l3 = _cell(row, c_l3)
-                if not l3 and c_caches is not None:
-                    names = h[c_caches].split(":")
-                    vals = _cell(row, c_caches).split(":")
-                    if "L3" in names and len(vals) == len(names):
-                        l3 = vals[names.index("L3")]
-                l3_of[cpu] = parse_int(l3, f"{where}: L3") if l3 and l3 != "-" else None
+        seen = _read_section(sec, n == 0, rows, draft)
         if n == 0 and not seen:
-            raise FormatError(f"lscpu line {sec['line']}: parse section with a header and no CPU rows")
-    if not per_cpu:
-        raise FormatError(f"lscpu line {first['line']}: no online CPU rows")
-    cpus = sorted(per_cpu)
-    if any(v is None for v in node_of.values()):
-        node_of = _numa_from_summary(cpus, numa_lists, draft)
-    unknown_socket = any(v is None for v in socket_of.values())
-    if unknown_socket:
+            raise FormatError(f"lscpu line {sec.line}: parse section with a header and no CPU rows")
+    if not rows.cells:
+        raise FormatError(f"lscpu line {sections[0].line}: no online CPU rows")
+    cpus = sorted(rows.cells)
+    known = {cpu: nid for cpu, nid in rows.node.items() if nid is not None}
+    node_of = known if len(known) == len(rows.node) else _numa_from_summary(cpus, numa_lists, draft)
+    if any(v is None for v in rows.socket.values()):
         draft.inferred.add("sockets")
-    # the first section's ids name the cores; all sections together refine them when the summary's
-    # declared core count says the first section alone is too coarse (seen on hybrid chips)
-    keys = {}
-    for width in (4, None):
-        keys[width] = {cpu: ("core", socket_of[cpu], node_of[cpu], *per_cpu[cpu][:width]) for cpu in cpus}
-    chosen = keys[4]
-    if declared is not None and len(set(chosen.values())) != declared \
-            and len(set(keys[None].values())) == declared:
-        chosen = keys[None]
+    chosen = _core_keys(cpus, rows, node_of, declared)
     for cpu in cpus:
-        socket = socket_of[cpu] if socket_of[cpu] is not None else node_of[cpu]
-        key = chosen[cpu] if any(per_cpu[cpu]) else ("cpu", cpu)
-        draft.cpus.append(CPURecord(cpu, key, socket, node_of[cpu], l3_of.get(cpu)))
-    if all(not any(per_cpu[c]) for c in cpus):
+        sock = rows.socket[cpu]
+        key = chosen[cpu] if any(rows.cells[cpu]) else ("cpu", cpu)
+        draft.cpus.append(CPURecord(cpu, key, sock if sock is not None else node_of[cpu], node_of[cpu],
+                                    rows.l3.get(cpu)))
+    if all(not any(rows.cells[c]) for c in cpus):
         draft.inferred.add("cores")
 
 
-def _numa_from_summary(cpus: list[int], numa_lists: dict, draft: Draft) -> dict[int, int]:
+def _read_section(sec: _Section, first: bool, rows: _Rows, draft: Draft) -> set[int]:
+    """One section's rows into `rows` (socket, node and L3 from the first section that lists a CPU);
+    returns the CPU ids it lists."""
+    h = sec.header
+    c_cpu = _col(h, "CPU")
+    if c_cpu is None:
+        raise FormatError(f"lscpu line {sec.line}: the header {','.join(h)!r} has no CPU column")
+    c_core, c_sock, c_node = _col(h, "CORE"), _col(h, "SOCKET"), _col(h, "NODE")
+    c_book, c_drawer, c_online = _col(h, "BOOK"), _col(h, "DRAWER"), _col(h, "ONLINE")
+    c_l3 = _col(h, "L3")
+    c_caches = next((k for k, name in enumerate(h) if ":" in name), None)
+    seen: set[int] = set()
+    for lineno, row in sec.rows:
+        where = f"lscpu line {lineno}"
+        cpu_text = _cell(row, c_cpu)
+        if not cpu_text:
+            raise FormatError(f"{where}: no CPU id in {','.join(row)!r}")
+        cpu = parse_id(cpu_text, "CPU", f"{where}: CPU id")
+        if cpu in seen:
+            raise FormatError(f"{where}: CPU {cpu} is listed twice")
+        seen.add(cpu)
+        online = _cell(row, c_online).lower()
+        if online in ("n", "no", "0"):
+            draft.offline |= 1 << cpu
+            continue
+        if _cell(row, c_core).isdigit():
+            check_id(int(_cell(row, c_core)), "core", f"{where}: Core")
+        rows.cells.setdefault(cpu, []).extend(_cell(row, c) for c in (c_drawer, c_book, c_sock, c_core))
+        if first or cpu not in rows.socket:
+            sock = _cell(row, c_sock)
+            rows.socket[cpu] = parse_id(sock, "socket", f"{where}: Socket") if sock else None
+            node = _cell(row, c_node)
+            rows.node[cpu] = parse_id(node, "NUMA node", f"{where}: Node") if node else None
+            l3 = _cell(row, c_l3)
+            if not l3 and c_caches is not None:
+                names = h[c_caches].split(":")
+                vals = _cell(row, c_caches).split(":")
+                if "L3" in names and len(vals) == len(names):
+                    l3 = vals[names.index("L3")]
+            rows.l3[cpu] = parse_int(l3, f"{where}: L3") if l3 and l3 != "-" else None
+    return seen
+
+
+def _core_keys(cpus: list[int], rows: _Rows, node_of: dict[int, int],
+               declared: int | None) -> dict[int, tuple[str | int | None, ...]]:
+    """Each CPU's core key. The first section's ids name the cores; all sections together refine them
+    when the summary's declared core count says the first section alone is too coarse (seen on
+    hybrid chips)."""
+    first = {cpu: ("core", rows.socket[cpu], node_of[cpu], *rows.cells[cpu][:4]) for cpu in cpus}
+    every = {cpu: ("core", rows.socket[cpu], node_of[cpu], *rows.cells[cpu]) for cpu in cpus}
+    if declared is not None and len(set(first.values())) != declared and len(set(every.values())) == declared:
+        return every
+    return first
+
+
+def _numa_from_summary(cpus: list[int], numa_lists: dict[int, tuple[int, int]], draft: Draft) -> dict[int, int]:
     out: dict[int, int] = {}
     if numa_lists:
         for nid in sorted(numa_lists):
@@ -217,11 +249,11 @@ def _numa_from_summary(cpus: list[int], numa_lists: dict, draft: Draft) -> dict[
     return dict.fromkeys(cpus, 0)
 
 
-def _value(summary: list, key: str) -> list[tuple[str, int]]:
+def _value(summary: Summary, key: str) -> list[tuple[str, int]]:
     return [(v, ln) for k, v, ln in summary if k == key]
 
 
-def _from_summary(summary: list, numa_lists: dict, draft: Draft) -> None:
+def _from_summary(summary: Summary, numa_lists: dict[int, tuple[int, int]], draft: Draft) -> None:
     online = _value(summary, "On-line CPU(s) list")
     count = _value(summary, "CPU(s)")
     if online:
@@ -266,15 +298,15 @@ def _from_summary(summary: list, numa_lists: dict, draft: Draft) -> None:
         draft.cpus.append(CPURecord(cpu, ("core", core), socket, numa[cpu]))
 
 
-def _sibling_rule(cpus: list[int], numa: dict, threads: int, cores_n: int) -> list[int] | None:
+def _sibling_rule(cpus: list[int], numa: dict[int, int], threads: int, cores_n: int) -> list[int] | None:
     """Core index per CPU position: strided (p mod cores) first, adjacent (p // threads) second;
     the first that keeps every core on one NUMA node wins."""
-    for rule in (lambda p: p % cores_n, lambda p: p // threads):
+    for strided in (True, False):
         core_numa: dict[int, int] = {}
         ok = True
         out = []
         for pos, cpu in enumerate(cpus):
-            core = rule(pos)
+            core = pos % cores_n if strided else pos // threads
             if core_numa.setdefault(core, numa[cpu]) != numa[cpu]:
                 ok = False
                 break

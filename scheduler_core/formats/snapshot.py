@@ -41,7 +41,17 @@ from ..model.pods import Pod
 from ..model.quantity import count, cpu_milli
 from ..model.topology import Device, Topology
 from . import nrt, volcano_numatopo, workloads
-from ._common import MAX_YAML_NODES, Draft, build_topology, load_documents, read_source
+from ._common import (
+    MAX_YAML_NODES,
+    Draft,
+    JSONObject,
+    as_object,
+    build_topology,
+    get_list,
+    get_object,
+    load_documents,
+    read_source,
+)
 
 PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
 #: Largest snapshot accepted, checked before parsing. Larger than one topology file's limit: a
@@ -99,7 +109,7 @@ class Snapshot:
         return list(self._running.get(node, ()))
 
 
-def objects(data: object, name: str = "snapshot") -> list[dict]:
+def objects(data: object, name: str = "snapshot") -> list[JSONObject]:
     """Every object of a kubectl output: `kind: List` items, multi-document YAML, JSON object or array."""
     src = read_source(data, MAX_SNAPSHOT_BYTES)
     if src.text is None:
@@ -109,7 +119,7 @@ def objects(data: object, name: str = "snapshot") -> list[dict]:
     if text.lstrip().startswith("<"):
         raise FormatError(f"{name}: XML is not a kubectl snapshot; {expected}")
     docs = load_documents(text, name, max(MAX_YAML_NODES, len(text)))
-    out: list[dict] = []
+    out: list[JSONObject] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:
             continue
@@ -126,26 +136,34 @@ def objects(data: object, name: str = "snapshot") -> list[dict]:
     return out
 
 
-def _meta(obj: dict, where: str) -> dict:
+def _meta(obj: JSONObject, where: str) -> tuple[JSONObject, str]:
+    """An object's metadata and its name, which every object of a snapshot must have."""
     meta = obj.get("metadata") or {}
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not isinstance(name, str) or not name:
         raise FormatError(f"{where}: metadata.name is required")
-    return meta
+    return meta, name
+
+
+def _labels(meta: JSONObject, where: str) -> dict[str, str]:
+    return {str(k): str(v) for k, v in get_object(meta, "labels", f"{where}: metadata").items()}
 
 
 def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     """Parse a kubectl snapshot (see the module docstring for the rules)."""
     snap = Snapshot()
-    by_kind: dict[str, dict[str, dict]] = {k: {} for k in NODE_KINDS}
-    pods, vc_jobs, groups = [], [], []
+    by_kind: dict[str, dict[str, JSONObject]] = {k: {} for k in NODE_KINDS}
+    pods: list[tuple[str, JSONObject]] = []
+    vc_jobs: list[tuple[str, JSONObject]] = []
+    groups: list[JSONObject] = []
     for i, obj in enumerate(objects(data, name)):
         kind = obj.get("kind")
         where = f"{name}: item {i} ({kind})"
-        if kind in NODE_KINDS:
-            meta = _meta(obj, where)
-            if meta["name"] in by_kind[kind]:
-                raise FormatError(f"{where}: {kind} {meta['name']!r} appears twice")
-            by_kind[kind][meta["name"]] = obj
+        if isinstance(kind, str) and kind in NODE_KINDS:
+            _, obj_name = _meta(obj, where)
+            if obj_name in by_kind[kind]:
+                raise FormatError(f"{where}: {kind} {obj_name!r} appears twice")
+            by_kind[kind][obj_name] = obj
         elif kind == "Pod":
             pods.append((where, obj))
         elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
@@ -159,21 +177,21 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
         snap.notes.append(f"node {node_name}: no NodeResourceTopology or Numatopology object; skipped")
     shapes: dict[str, SnapshotNode] = {}
     for node_name in names:
-        objs = (by_kind["Numatopology"].get(node_name), by_kind["NodeResourceTopology"].get(node_name),
-                by_kind["Node"].get(node_name))
-        # nodes of one pool describe the same machine: build each distinct description once
-        status = (objs[2] or {}).get("status") or {}
-        used = [(objs[0] or {}).get("spec"), {k: (objs[1] or {}).get(k) for k in ("zones", "attributes",
-                                                                                "topologyPolicies")},
-                objs[0] is None, objs[1] is None, status.get("capacity"), status.get("allocatable")]
-        key = json.dumps(used, sort_keys=True, default=str)
-        shape = shapes.get(key)
+        numatopo, topo, node = (by_kind["Numatopology"].get(node_name), by_kind["NodeResourceTopology"].get(node_name),
+                                by_kind["Node"].get(node_name))
         try:
+            # nodes of one pool describe the same machine: build each distinct description once
+            status = get_object(node or {}, "status", f"Node {node_name}")
+            used = [(numatopo or {}).get("spec"), {k: (topo or {}).get(k) for k in ("zones", "attributes",
+                                                                                  "topologyPolicies")},
+                    numatopo is None, topo is None, status.get("capacity"), status.get("allocatable")]
+            key = json.dumps(used, sort_keys=True, default=str)
+            shape = shapes.get(key)
             if shape is None:
-                shape = shapes[key] = _node(node_name, *objs)
+                shape = shapes[key] = _node(node_name, numatopo, topo, node)
         except EngineError as exc:
             raise FormatError(f"{name}: node {node_name}: {exc}") from None
-        labels = {str(k): str(v) for k, v in ((objs[2] or {}).get("metadata", {}).get("labels") or {}).items()}
+        labels = _labels(as_object((node or {}).get("metadata"), f"Node {node_name}: metadata"), f"Node {node_name}")
         snap.nodes[node_name] = dataclasses.replace(shape, name=node_name, labels=labels)
     snap.pods = [_pod(obj, where) for where, obj in pods]
     _pending_jobs(snap, vc_jobs, groups, pods, name)
@@ -181,42 +199,46 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
 
 
 # -- nodes -------------------------------------------------------------------------------------------
-def _node(name: str, numatopo: dict | None, topo: dict | None, node: dict | None) -> SnapshotNode:
+def _node(name: str, numatopo: JSONObject | None, topo: JSONObject | None, node: JSONObject | None) -> SnapshotNode:
     notes: list[str] = []
     # a node whose objects state no CPU Manager policy is taken as static: the policy NUMA-aware
     # scheduling is about (what a single-file import assumes for a new node too)
-    kubelet_settings: dict = {"cpu_manager_policy": "static"}
+    kubelet_settings: dict[str, object] = {"cpu_manager_policy": "static"}
     available: dict[int, dict[str, int]] = {}
     sources = []
+    draft = None
     if numatopo is not None:
         draft, kubelet, _extra, _ = volcano_numatopo.from_object(numatopo)
         sources.append("numatopo")
         if kubelet is not None:
             kubelet_settings.update(_stated(kubelet, numatopo_policies(numatopo)))
     if topo is not None:
-        nrt_draft, nrt_kubelet, nrt_extra = nrt.from_object(topo)
+        nrt_draft, nrt_kubelet, zones = nrt.from_object(topo)
         sources.append("nrt")
-        zone_ids = nrt_extra["zone_to_numa_id"]
-        for zone, stats in nrt_extra["zones"].items():
-            available[zone_ids[zone]] = {res: s["available"] for res, s in stats.items()}
-        if numatopo is None:
+        for zone, stats in zones.stats.items():
+            available[zones.numa_id[zone]] = {res: s["available"] for res, s in stats.items()}
+        if draft is None:
             draft = nrt_draft
         else:
-            _merge_nrt(draft, nrt_draft, nrt_extra, notes)
+            _merge_nrt(draft, nrt_draft, zones, notes)
         if nrt_kubelet is not None:
             k = nrt_kubelet.to_dict()
-            stated = {a.get("name") for a in topo.get("attributes") or [] if isinstance(a, dict)}
+            stated = {a.get("name") for a in get_list(topo, "attributes", f"NodeResourceTopology {name}")
+                      if isinstance(a, dict)}
             if "topologyManagerPolicy" in stated or topo.get("topologyPolicies"):
                 kubelet_settings["topology_manager_policy"] = k["topology_manager_policy"]
             if "topologyManagerScope" in stated or topo.get("topologyPolicies"):
                 kubelet_settings["topology_manager_scope"] = k["topology_manager_scope"]
             if numatopo is None:
                 kubelet_settings.update({f: k[f] for f in ("reserved_cpus", "reserved_memory") if k.get(f)})
-    labels, capacity, allocatable = {}, {}, {}
+    if draft is None:  # pragma: no cover - load_snapshot builds nodes named by a topology object only
+        raise FormatError(f"node {name}: neither a Numatopology nor a NodeResourceTopology")
+    labels: dict[str, str] = {}
+    capacity: dict[str, int] = {}
+    allocatable: dict[str, int] = {}
     if node is not None:
-        meta = node.get("metadata") or {}
-        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-        status = node.get("status") or {}
+        labels = _labels(get_object(node, "metadata", f"Node {name}"), f"Node {name}")
+        status = get_object(node, "status", f"Node {name}")
         capacity = _quantities(status.get("capacity"), f"Node {name}: status.capacity")
         allocatable = _quantities(status.get("allocatable"), f"Node {name}: status.allocatable")
         _from_node_object(draft, capacity, notes)
@@ -231,27 +253,27 @@ def _node(name: str, numatopo: dict | None, topo: dict | None, node: dict | None
                         notes + list(draft.notes))
 
 
-def numatopo_policies(obj: dict) -> set[str]:
+def numatopo_policies(obj: JSONObject) -> set[str]:
     """The KubeletConfig fields a Numatopology states (its policies, reserved CPUs)."""
-    spec = obj.get("spec") or {}
+    spec = get_object(obj, "spec", "Numatopology")
     # a policy listed empty is the kubelet's default (Volcano's exporter copies the kubelet config)
     names = volcano_numatopo._POLICY_KEYS
-    keys = {names[k] for k in (spec.get("policies") or {}) if k in names}
+    keys: set[str] = {names[k] for k in get_object(spec, "policies", "Numatopology: spec") if k in names}
     return keys | {"reserved_cpus", "reserved_cpu_milli"}
 
 
-def _stated(kubelet: KubeletConfig, keys: set[str]) -> dict:
+def _stated(kubelet: KubeletConfig, keys: set[str]) -> dict[str, object]:
     data = kubelet.to_dict()
     return {k: data[k] for k in keys if data.get(k) not in (None, "", 0)}
 
 
-def _merge_nrt(draft: Draft, nrt_draft: Draft, extra: dict, notes: list[str]) -> None:
+def _merge_nrt(draft: Draft, nrt_draft: Draft, zones: nrt.Zones, notes: list[str]) -> None:
     """Memory, hugepages, devices and distances of the NRT onto the Numatopology's CPUs."""
-    per_numa: dict[int, int] = {}
+    per_numa: dict[int | None, int] = {}
     for rec in draft.cpus:
         per_numa[rec.numa] = per_numa.get(rec.numa, 0) + 1
-    for zone, stats in extra["zones"].items():
-        nid = extra["zone_to_numa_id"][zone]
+    for zone, stats in zones.stats.items():
+        nid = zones.numa_id[zone]
         cpus = stats.get("cpu", {}).get("capacity")
         if cpus is not None and cpus != per_numa.get(nid, 0):
             notes.append(f"NUMA {nid}: the NodeResourceTopology counts {cpus} CPUs, the Numatopology "
@@ -274,7 +296,7 @@ def _quantities(values: object, where: str) -> dict[str, int]:
 
 def _from_node_object(draft: Draft, capacity: dict[str, int], notes: list[str]) -> None:
     """What only the Node object says: memory/hugepages split over NUMA nodes, devices without NUMA."""
-    numa_ids = sorted({r.numa for r in draft.cpus} | set(draft.numa_memory))
+    numa_ids = sorted({r.numa for r in draft.cpus if r.numa is not None} | set(draft.numa_memory))
     known_devices = {d.resource for d in draft.devices}
     for res, amount in capacity.items():
         if res == "memory" and not any(draft.numa_memory.values()) and amount:
@@ -296,67 +318,69 @@ def _from_node_object(draft: Draft, capacity: dict[str, int], notes: list[str]) 
 
 
 # -- pods and jobs ---------------------------------------------------------------------------------
-def _owner_job(meta: dict) -> str | None:
+def _owner_job(meta: JSONObject, where: str) -> str | None:
     annotations = meta.get("annotations") or {}
     if isinstance(annotations, dict) and annotations.get("volcano.sh/job-name"):
         return str(annotations["volcano.sh/job-name"])
-    for ref in meta.get("ownerReferences") or []:
+    for ref in get_list(meta, "ownerReferences", f"{where}: metadata"):
         if isinstance(ref, dict) and ref.get("kind") == "Job" and \
                 str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
             return str(ref.get("name"))
     return None
 
 
-def _pod(obj: dict, where: str) -> SnapshotPod:
-    meta = _meta(obj, where)
+def _pod(obj: JSONObject, where: str) -> SnapshotPod:
+    meta, name = _meta(obj, where)
     namespace = str(meta.get("namespace") or "default")
     try:
-        pod = workloads._pod(obj, meta["name"], namespace, f"{where} {namespace}/{meta['name']}")
+        pod = workloads._pod(obj, name, namespace, f"{where} {namespace}/{name}")
     except EngineError as exc:
         raise type(exc)(str(exc)) from None
-    uid = str(meta.get("uid") or f"{namespace}/{meta['name']}")
+    uid = str(meta.get("uid") or f"{namespace}/{name}")
     pod = dataclasses.replace(pod, uid=uid)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    return SnapshotPod(uid, meta["name"], namespace, str(spec.get("nodeName") or ""),
+    spec = get_object(obj, "spec", where)
+    status = get_object(obj, "status", where)
+    return SnapshotPod(uid, name, namespace, str(spec.get("nodeName") or ""),
                        str(status.get("phase") or "Pending"), str(meta.get("creationTimestamp") or ""), pod,
-                       _owner_job(meta))
+                       _owner_job(meta, where))
 
 
-def manifest_of(obj: dict) -> str:
+def manifest_of(obj: JSONObject) -> str:
     """The stable part of an object (no status, uid, resourceVersion or timestamps), as YAML."""
     import yaml
 
-    meta = obj.get("metadata") or {}
+    meta = as_object(obj.get("metadata"), "metadata")
     keep = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
     return yaml.safe_dump({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep,
                            "spec": obj.get("spec")}, sort_keys=True)
 
 
-def _pending_jobs(snap: Snapshot, vc_jobs: list, groups: list[dict], pods: list, name: str) -> None:
+def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups: list[JSONObject],
+                  pods: list[tuple[str, JSONObject]], name: str) -> None:
     min_member: dict[tuple[str, str], int] = {}
     for g in groups:
-        meta = g.get("metadata") or {}
+        meta = get_object(g, "metadata", "PodGroup")
+        where = f"PodGroup {meta.get('name')}"
         ns = str(meta.get("namespace") or "default")
-        value = (g.get("spec") or {}).get("minMember")
+        value = get_object(g, "spec", where).get("minMember")
         if value is None:
             continue
-        refs = [r.get("name") for r in meta.get("ownerReferences") or [] if isinstance(r, dict)
+        refs = [r.get("name") for r in get_list(meta, "ownerReferences", f"{where}: metadata") if isinstance(r, dict)
                 and r.get("kind") == "Job"]
         for job_name in refs or [str(meta.get("name"))]:
             min_member[(ns, str(job_name))] = workloads._int(value, f"PodGroup {meta.get('name')}: spec.minMember")
     submitted = 0
     for where, obj in vc_jobs:
-        meta = _meta(obj, where)
+        meta, job_name = _meta(obj, where)
         ns = str(meta.get("namespace") or "default")
-        phase = str(((obj.get("status") or {}).get("state") or {}).get("phase") or "")
+        phase = str(get_object(get_object(obj, "status", where), "state", f"{where}: status").get("phase") or "")
         if phase not in PENDING_JOB_PHASES:
             continue
         job = workloads._object(obj, where, submitted)
         submitted += 1
-        key = (ns, meta["name"])
+        key = (ns, job_name)
         group = min_member.get(key) or next((v for (gns, gname), v in min_member.items()
-                                             if gns == ns and gname.startswith(f"{meta['name']}-")), None)
+                                             if gns == ns and gname.startswith(f"{job_name}-")), None)
         if group is not None:
             total = sum(t.replicas for t in job.tasks)
             if group > total:
@@ -365,15 +389,15 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list, groups: list[dict], pods: list,
         snap.jobs.append(job)
         snap.manifests[key] = manifest_of(obj)
     for where, obj in pods:
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        phase = str((obj.get("status") or {}).get("phase") or "Pending")
+        meta, pod_name = _meta(obj, where)
+        spec = get_object(obj, "spec", where)
+        phase = str(get_object(obj, "status", where).get("phase") or "Pending")
         ns = str(meta.get("namespace") or "default")
-        if phase != "Pending" or spec.get("nodeName") or _owner_job(meta):
+        if phase != "Pending" or spec.get("nodeName") or _owner_job(meta, where):
             continue
         snap.jobs.append(workloads._object(obj, where, submitted))
         submitted += 1
-        snap.manifests[(ns, meta["name"])] = manifest_of(obj)
+        snap.manifests[(ns, pod_name)] = manifest_of(obj)
     keys = [(j.namespace, j.name) for j in snap.jobs]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:

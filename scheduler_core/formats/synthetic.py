@@ -112,7 +112,7 @@ def load(text: str) -> Draft:
     counters = dict.fromkeys(("package", "numa", "l3", "core"), 0)
     numa_memory: dict[int, int] = {}
 
-    def walk(depth: int, ctx: dict) -> None:
+    def walk(depth: int, ctx: dict[str, int]) -> None:
         kind, arity, memory = levels[depth]
         for _ in range(arity):
             here = dict(ctx)
@@ -134,7 +134,7 @@ def load(text: str) -> Draft:
     return draft
 
 
-def dump(topology: Topology) -> str:
+def dump(topology: object) -> str:
     """The synthetic string of a symmetric machine; FormatError naming the asymmetry otherwise."""
     if not isinstance(topology, Topology):
         raise FormatError("synthetic export needs a Topology or a Node")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
@@ -143,6 +144,20 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "").strip()
 
 
+CPU_DIR = "sys/devices/system/cpu"
+
+
+@dataclass
+class _Tree:
+    """The files of a sysfs tree that matter, by CPU and NUMA node: each CPU's `topology/` files, its
+    `cache/indexN/` files and its `online` flag; each node's files."""
+
+    topology: dict[int, dict[str, str]] = field(default_factory=dict)
+    cache: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)
+    cpu_online: dict[int, str] = field(default_factory=dict)
+    nodes: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
 def load(src: Source) -> Draft:
     if src.directory is not None:
         files, links = _read_dir(src.directory)
@@ -150,46 +165,70 @@ def load(src: Source) -> Draft:
         files, links = _read_tar(src.raw, src.name)
     else:
         raise FormatError(f"{src.name}: a sysfs tree must be a folder or an archive")
-    cpu_dir = "sys/devices/system/cpu"
-    topo: dict[int, dict[str, str]] = {}
-    cache: dict[int, dict[str, dict[str, str]]] = {}
-    cpu_online_files: dict[int, str] = {}
-    nodes: dict[int, dict[str, str]] = {}
+    tree = _tree(files, src.name)
+    if not tree.topology and not tree.cpu_online and f"{CPU_DIR}/online" not in files:
+        raise FormatError(f"{src.name}: no sys/devices/system/cpu information found")
+    draft = Draft(description=f"sysfs: {_model(files.get('proc/cpuinfo', ''))}".rstrip(": "))
+    online = _online(tree, files, src.name, draft)
+    numa_of = _numa(tree.nodes, online, src.name, draft)
+    for cpu in sorted(online):
+        if cpu not in numa_of:
+            numa_of[cpu] = links.get(cpu, 0)
+            draft.inferred.add("numa_nodes")
+            draft.numa_memory.setdefault(numa_of[cpu], 0)
+    draft.distances = _distances(tree.nodes, files, src.name)
+    package_rank = _packages_from_siblings(tree.topology, online, src.name)
+    for cpu in sorted(online):
+        _add_cpu(cpu, tree, numa_of[cpu], package_rank, src.name, draft)
+    return draft
+
+
+def _tree(files: dict[str, str], name: str) -> _Tree:
+    """The CPU and node files among `files`, ids range-checked as they are read."""
+    tree = _Tree()
     for path, text in files.items():
         value = _clean(text)
         m = _CPU_FILE.match(path)
         if m:
-            cpu, rest = check_id(int(m.group(1)), "CPU", f"{src.name}: {path}"), m.group(2)
+            cpu, rest = check_id(int(m.group(1)), "CPU", f"{name}: {path}"), m.group(2)
             if rest == "online":
-                cpu_online_files[cpu] = value
+                tree.cpu_online[cpu] = value
             elif rest.startswith("topology/"):
-                topo.setdefault(cpu, {})[rest[9:]] = value
+                tree.topology.setdefault(cpu, {})[rest[9:]] = value
             elif rest.startswith("cache/"):
                 _, index, fname = rest.split("/")
-                cache.setdefault(cpu, {}).setdefault(index, {})[fname] = value
+                tree.cache.setdefault(cpu, {}).setdefault(index, {})[fname] = value
             continue
         m = _NODE_FILE.match(path)
         if m:
-            nodes.setdefault(check_id(int(m.group(1)), "NUMA node", f"{src.name}: {path}"), {})[m.group(2)] = text
-    if not topo and not cpu_online_files and f"{cpu_dir}/online" not in files:
-        raise FormatError(f"{src.name}: no sys/devices/system/cpu information found")
-    draft = Draft(description=f"sysfs: {_model(files.get('proc/cpuinfo', ''))}".rstrip(": "))
-    known_cpus = set(topo) | set(cpu_online_files)
-    if f"{cpu_dir}/online" in files:
-        online = set(parse_cpulist(_clean(files[f"{cpu_dir}/online"]), f"{src.name}: cpu/online"))
+            tree.nodes.setdefault(check_id(int(m.group(1)), "NUMA node", f"{name}: {path}"), {})[m.group(2)] = text
+    return tree
+
+
+def _online(tree: _Tree, files: dict[str, str], name: str, draft: Draft) -> set[int]:
+    """The online CPUs (`cpu/online`, else each CPU's `online` flag); the known or present others
+    go to `draft.offline`."""
+    known_cpus = set(tree.topology) | set(tree.cpu_online)
+    if f"{CPU_DIR}/online" in files:
+        online = set(parse_cpulist(_clean(files[f"{CPU_DIR}/online"]), f"{name}: cpu/online"))
     else:
-        online = {c for c in known_cpus if cpu_online_files.get(c, "1") != "0"}
+        online = {c for c in known_cpus if tree.cpu_online.get(c, "1") != "0"}
     offline = known_cpus - online
-    if f"{cpu_dir}/present" in files:
-        offline |= set(parse_cpulist(_clean(files[f"{cpu_dir}/present"]), f"{src.name}: cpu/present")) - online
+    if f"{CPU_DIR}/present" in files:
+        offline |= set(parse_cpulist(_clean(files[f"{CPU_DIR}/present"]), f"{name}: cpu/present")) - online
     draft.offline = sum(1 << c for c in offline)
     if not online:
-        raise FormatError(f"{src.name}: no online CPU")
+        raise FormatError(f"{name}: no online CPU")
+    return online
 
+
+def _numa(nodes: dict[int, dict[str, str]], online: set[int], name: str, draft: Draft) -> dict[int, int]:
+    """Each node's memory and hugepages into the draft; returns the node of each online CPU its
+    `cpulist` (else `cpumap`) names, the lowest node first."""
     numa_of: dict[int, int] = {}
     for nid in sorted(nodes):
         entry = nodes[nid]
-        where = f"{src.name}: node{nid}"
+        where = f"{name}: node{nid}"
         if "cpulist" in entry:
             mask = parse_cpulist(_clean(entry["cpulist"]), f"{where}/cpulist").mask
         elif "cpumap" in entry:
@@ -201,48 +240,46 @@ def load(src: Source) -> Draft:
                 numa_of.setdefault(cpu, nid)
         draft.numa_memory[nid] = _memtotal(entry.get("meminfo", ""), f"{where}/meminfo")
         pages = {}
-        for key, text in entry.items():
-            hm = _HUGEPAGES.match(key)
+        for fname, text in entry.items():
+            hm = _HUGEPAGES.match(fname)
             if hm:
                 size = int(hm.group(1)) * 1024
-                pages[hugepage_key(size)] = size * parse_int(_clean(text), f"{where}/{key}")
+                pages[hugepage_key(size)] = size * parse_int(_clean(text), f"{where}/{fname}")
         if pages:
             draft.numa_hugepages[nid] = pages
-    for cpu in sorted(online):
-        if cpu not in numa_of:
-            numa_of[cpu] = links.get(cpu, 0)
-            draft.inferred.add("numa_nodes")
-            draft.numa_memory.setdefault(numa_of[cpu], 0)
-    draft.distances = _distances(nodes, files, src.name)
-    package_rank = _packages_from_siblings(topo, online, src.name)
-    for cpu in sorted(online):
-        t = topo.get(cpu, {})
-        where = f"{src.name}: cpu{cpu}/topology"
-        pkg_text = t.get("physical_package_id")
-        if pkg_text is not None and pkg_text.strip() != "-1":
-            pkg = parse_id(pkg_text, "socket", f"{where}/physical_package_id")
-        elif cpu in package_rank:
-            pkg = package_rank[cpu]
-        else:
-            pkg = 0
-            draft.inferred.add("sockets")
-        siblings = None
-        if "core_cpus_list" in t:
-            siblings = parse_cpulist(t["core_cpus_list"], f"{where}/core_cpus_list").mask
-        elif "thread_siblings_list" in t:
-            siblings = parse_cpulist(t["thread_siblings_list"], f"{where}/thread_siblings_list").mask
-        elif "thread_siblings" in t:
-            siblings = parse_hex_mask(t["thread_siblings"], f"{where}/thread_siblings")
-        if not t:
-            key: tuple = ("cpu", cpu)
-            draft.inferred.add("cores")
-        else:
-            if t.get("core_id", "").strip().isdigit():
-                parse_id(t["core_id"], "core", f"{where}/core_id")
-            key = (pkg, t.get("drawer_id"), t.get("book_id"), t.get("die_id"), t.get("cluster_id"), t.get("core_id"),
-                   numa_of[cpu], siblings)
-        draft.cpus.append(CPURecord(cpu, key, pkg, numa_of[cpu], _l3(cache.get(cpu, {}), f"{src.name}: cpu{cpu}")))
-    return draft
+    return numa_of
+
+
+def _add_cpu(cpu: int, tree: _Tree, numa: int, package_rank: dict[int, int], name: str, draft: Draft) -> None:
+    """One online CPU's record: its package (`physical_package_id`, else the package sibling lists'
+    rank, else 0 inferred), its core (every topology id and the thread siblings agree) and its L3."""
+    t = tree.topology.get(cpu, {})
+    where = f"{name}: cpu{cpu}/topology"
+    pkg_text = t.get("physical_package_id")
+    if pkg_text is not None and pkg_text.strip() != "-1":
+        pkg = parse_id(pkg_text, "socket", f"{where}/physical_package_id")
+    elif cpu in package_rank:
+        pkg = package_rank[cpu]
+    else:
+        pkg = 0
+        draft.inferred.add("sockets")
+    siblings = None
+    if "core_cpus_list" in t:
+        siblings = parse_cpulist(t["core_cpus_list"], f"{where}/core_cpus_list").mask
+    elif "thread_siblings_list" in t:
+        siblings = parse_cpulist(t["thread_siblings_list"], f"{where}/thread_siblings_list").mask
+    elif "thread_siblings" in t:
+        siblings = parse_hex_mask(t["thread_siblings"], f"{where}/thread_siblings")
+    key: tuple[object, ...]
+    if not t:
+        key = ("cpu", cpu)
+        draft.inferred.add("cores")
+    else:
+        if t.get("core_id", "").strip().isdigit():
+            parse_id(t["core_id"], "core", f"{where}/core_id")
+        key = (pkg, t.get("drawer_id"), t.get("book_id"), t.get("die_id"), t.get("cluster_id"), t.get("core_id"),
+               numa, siblings)
+    draft.cpus.append(CPURecord(cpu, key, pkg, numa, _l3(tree.cache.get(cpu, {}), f"{name}: cpu{cpu}")))
 
 
 def _packages_from_siblings(topo: dict[int, dict[str, str]], online: set[int], name: str) -> dict[int, int]:
@@ -302,7 +339,8 @@ def _l3(indexes: dict[str, dict[str, str]], where: str) -> int | None:
     return None
 
 
-def _distances(nodes: dict, files: dict, name: str) -> dict[int, dict[int, int]] | None:
+def _distances(nodes: dict[int, dict[str, str]], files: dict[str, str],
+               name: str) -> dict[int, dict[int, int]] | None:
     rows = {nid: entry["distance"] for nid, entry in nodes.items() if "distance" in entry}
     if not rows:
         return None

@@ -14,19 +14,36 @@ numares cpu allocatable = the CPUs not reserved, capacity = all, and the policie
 
 from __future__ import annotations
 
+from typing import Literal, TypedDict
+
 import yaml
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
 from ..model.kubelet_config import KubeletConfig
+from ..model.node import Allocation, Node
 from ..model.quantity import cpu_milli
-from ._common import CPURecord, Draft, load_yaml_documents, parse_int
+from ._common import CPURecord, Draft, JSONObject, get_object, load_yaml_documents, parse_int
 
-_POLICY_KEYS = {"CPUManagerPolicy": "cpu_manager_policy", "TopologyManagerPolicy": "topology_manager_policy",
-                "TopologyManagerScope": "topology_manager_scope", "MemoryManagerPolicy": "memory_manager_policy"}
+_PolicyField = Literal["cpu_manager_policy", "topology_manager_policy", "topology_manager_scope",
+                       "memory_manager_policy"]
+_POLICY_KEYS: dict[str, _PolicyField] = {
+    "CPUManagerPolicy": "cpu_manager_policy", "TopologyManagerPolicy": "topology_manager_policy",
+    "TopologyManagerScope": "topology_manager_scope", "MemoryManagerPolicy": "memory_manager_policy"}
 
 
-def load(text: str) -> tuple[Draft, KubeletConfig | None, dict, list]:
+class _Settings(TypedDict, total=False):
+    """The KubeletConfig fields a Numatopology can state."""
+
+    cpu_manager_policy: str
+    topology_manager_policy: str
+    topology_manager_scope: str
+    memory_manager_policy: str
+    reserved_cpus: CPUSet
+    reserved_cpu_milli: int
+
+
+def load(text: str) -> tuple[Draft, KubeletConfig | None, dict[str, object], list[Allocation]]:
     docs = [d for d in load_yaml_documents(text, "Numatopology") if d is not None]
     if any(isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition" for d in docs):
         raise FormatError("Numatopology: this is the CustomResourceDefinition (the schema), not a Numatopology "
@@ -37,9 +54,9 @@ def load(text: str) -> tuple[Draft, KubeletConfig | None, dict, list]:
     return from_object(objs[0])
 
 
-def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict, list]:
+def from_object(obj: JSONObject) -> tuple[Draft, KubeletConfig | None, dict[str, object], list[Allocation]]:
     """One parsed Numatopology object → draft, kubelet settings, `extra` (numares), allocations (none)."""
-    name = (obj.get("metadata") or {}).get("name", "")
+    name = get_object(obj, "metadata", "Numatopology").get("name", "")
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise FormatError(f"Numatopology {name}: no spec")
@@ -68,8 +85,8 @@ def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict, list]:
         except EngineError as exc:
             raise FormatError(f"Numatopology {name}: numares.cpu.allocatable: {exc}") from None
         reserved = CPUSet(r.id for r in draft.cpus) - allocatable
-    settings: dict = {}
-    for key, value in (spec.get("policies") or {}).items():
+    settings: _Settings = {}
+    for key, value in get_object(spec, "policies", f"Numatopology {name}: spec").items():
         if key in _POLICY_KEYS and value:
             settings[_POLICY_KEYS[key]] = str(value)
     if reserved:
@@ -87,10 +104,8 @@ def from_object(obj: dict) -> tuple[Draft, KubeletConfig | None, dict, list]:
     return draft, kubelet, {"node_name": name, "numares": numares}, []
 
 
-def dump(node) -> str:
+def dump(node: object) -> str:
     """A Node as a Volcano Numatopology YAML object."""
-    from ..model.node import Node
-
     if not isinstance(node, Node):
         raise FormatError("Numatopology export needs a Node")
     t = node.topology
@@ -99,7 +114,7 @@ def dump(node) -> str:
         sockets = {t.cpu_info[c].socket for c in _ids(t.core_cpus[core])}
         per_socket.setdefault(min(sockets), []).append(core)
     core_index = {core: i for cores in per_socket.values() for i, core in enumerate(sorted(cores))}
-    detail = {}
+    detail: dict[str, dict[str, int]] = {}
     for c in t.cpus:
         entry = {}
         for key, value in (("numa", c.numa), ("socket", c.socket), ("core", core_index[c.core])):

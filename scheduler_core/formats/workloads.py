@@ -21,7 +21,7 @@ from ..model.jobs import Job, Task
 from ..model.kubelet_config import TOPOLOGY_POLICIES
 from ..model.pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
 from ..model.quantity import count, cpu_milli
-from ._common import load_documents
+from ._common import JSONObject, get_list, get_object, load_documents
 
 ANNOTATION = "volcano.sh/numa-topology-policy"
 SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
@@ -30,14 +30,15 @@ SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critica
 def load_jobs(text: str, name: str = "workload") -> list[Job]:
     docs = load_documents(text, name)
     jobs: list[Job] = []
-    objects = []
+    objects: list[tuple[str, object]] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:
             continue
         if isinstance(doc, list):
             objects.extend((f"document {i} item {j}", d) for j, d in enumerate(doc))
         elif isinstance(doc, dict) and doc.get("kind") == "List":
-            objects.extend((f"document {i} item {j}", d) for j, d in enumerate(doc.get("items") or []))
+            items = get_list(doc, "items", f"{name}: document {i}")
+            objects.extend((f"document {i} item {j}", d) for j, d in enumerate(items))
         else:
             objects.append((f"document {i}", doc))
     for submitted, (where, obj) in enumerate(objects):
@@ -57,7 +58,7 @@ def _rethrow(exc: EngineError, where: str) -> EngineError:
     return type(exc)(f"{where}: {exc}", exc.field)
 
 
-def _object(obj: dict, where: str, submitted: int) -> Job:
+def _object(obj: JSONObject, where: str, submitted: int) -> Job:
     kind = obj.get("kind")
     meta = obj.get("metadata") or {}
     if not isinstance(meta, dict):
@@ -108,7 +109,7 @@ def _policy(value: object, what: str) -> str | None:
     return str(value)
 
 
-def _volcano_job(spec: dict, name: str, namespace: str, where: str, submitted: int) -> Job:
+def _volcano_job(spec: JSONObject, name: str, namespace: str, where: str, submitted: int) -> Job:
     tasks_spec = spec.get("tasks")
     if not isinstance(tasks_spec, list) or not tasks_spec:
         raise RequestError(f"{where}: spec.tasks must be a non-empty list")
@@ -132,9 +133,10 @@ def _volcano_job(spec: dict, name: str, namespace: str, where: str, submitted: i
         pod = _pod(template, f"{name}-{task_name}", namespace, f"{tw}.template")
         tasks.append(Task(task_name, pod, replicas, policy))
     total = sum(t.replicas for t in tasks)
-    min_available = spec.get("minAvailable")
-    if min_available is not None:
-        min_available = _int(min_available, "spec.minAvailable")
+    stated = spec.get("minAvailable")
+    min_available = None
+    if stated is not None:
+        min_available = _int(stated, "spec.minAvailable")
         if min_available > total:
             raise RequestError(f"spec.minAvailable ({min_available}) is more than the {total} replicas of its tasks")
     priority = 0
@@ -146,12 +148,12 @@ def _volcano_job(spec: dict, name: str, namespace: str, where: str, submitted: i
     return Job(name, tuple(tasks), min_available, priority, queue, namespace, submitted)
 
 
-def _pod(obj: dict, name: str, namespace: str, where: str) -> Pod:
+def _pod(obj: JSONObject, name: str, namespace: str, where: str) -> Pod:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise FormatError(f"{where}: spec must be an object")
-    annotations = meta.get("annotations") or {} if isinstance(meta, dict) else {}
+    annotations = get_object(meta, "annotations", f"{where}: metadata") if isinstance(meta, dict) else {}
     policy = _policy(annotations.get(ANNOTATION), f"{where}: metadata.annotations[{ANNOTATION}]")
     containers = tuple(_container(c, APP, f"{where}: spec.containers[{i}]")
                        for i, c in enumerate(_list(spec.get("containers"), f"{where}: spec.containers")))
@@ -165,10 +167,10 @@ def _pod(obj: dict, name: str, namespace: str, where: str) -> Pod:
     qos = status.get("qosClass") if isinstance(status, dict) else None
     if qos and qos not in QOS_CLASSES:
         raise RequestError(f"{where}: status.qosClass {qos!r} is not one of {', '.join(QOS_CLASSES)}")
-    return Pod(name, containers, inits, namespace, qos=qos or None, topology_policy=policy)
+    return Pod(name, containers, inits, namespace, qos=str(qos) if qos else None, topology_policy=policy)
 
 
-def _list(value: object, what: str) -> list:
+def _list(value: object, what: str) -> list[object]:
     if value is None:
         return []
     if not isinstance(value, list):
