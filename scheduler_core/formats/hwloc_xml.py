@@ -114,9 +114,8 @@ class _Walk:
 
 def parse_xml(text: str) -> Element:
     """Parse with defusedxml (no entity expansion, no external entities or DTD fetching)."""
-    # defusedxml ships no types and the locked dev set has no stubs for it (types-defusedxml would add them)
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # see above
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]  # see above
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import fromstring
 
     try:
         root: Element = fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
