@@ -3,7 +3,10 @@ dashboard's headroom box. The engine validates (Variant, Shape); its messages la
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.http import QueryDict
 
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
 from numaweb.jobs.forms import ClusterJobsMixin
@@ -33,8 +36,9 @@ class ShapeMixin(forms.Form):
                                label="task policy", help_text="Volcano's topology policy on the pod's task")
     shape_required = True
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("cpu") and not self.shape_required:
             data["shape"] = None
             return data
@@ -73,15 +77,17 @@ class VariantForm(forms.Form):
     weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="numa-aware weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("profile"):
             data["variant"] = None
             return data
-        settings = {"profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
-                    "topology_manager_scope": data.get("topology_manager_scope") or None,
-                    "weight": 1 if data.get("weight") is None else data["weight"],
-                    "distance_tie_break": bool(data.get("distance_tie_break"))}
+        settings: dict[str, object] = {
+            "profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
+            "topology_manager_scope": data.get("topology_manager_scope") or None,
+            "weight": 1 if data.get("weight") is None else data["weight"],
+            "distance_tie_break": bool(data.get("distance_tie_break"))}
         if data.get("replace_cpu_options") or data.get("cpu_manager_options"):
             settings["cpu_manager_options"] = {o: "true" for o in data.get("cpu_manager_options") or ()}
         try:
@@ -101,14 +107,14 @@ class ComparisonForm(ClusterJobsMixin, ShapeMixin):
     prefix = "cmp"  # shares the jobs page with the session and job forms: distinct names and ids
     field_order = ["cluster", "scope", "jobs", "cpu", "memory", "devices", "policy"]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in ("cpu", "memory", "devices", "policy"):
             self.fields[name].help_text = f"headroom shape: {self.fields[name].help_text}".rstrip(": ")
         self.scope_jobs()
 
 
-def variant_formset(data=None) -> forms.BaseFormSet:
+def variant_formset(data: QueryDict | None = None) -> forms.BaseFormSet:
     initial = [{"profile": p, "weight": 1} for p in DEFAULT_PROFILES] + [{"weight": 1}]
     return VariantFormSet(data, prefix="v", initial=initial)
 
