@@ -89,7 +89,7 @@ class Command(BaseCommand):
         if not data["found"]:
             sys.exit(1)
 
-    def _print(self, row, data: dict) -> None:
+    def _print(self, row: RoomPlan, data: dict) -> None:
         w = self.stdout.write
         if data["fits_now"]:
             w(f"make room {row.pk}: {row.target_label} fits now; nothing to move")
