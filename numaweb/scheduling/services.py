@@ -250,7 +250,8 @@ def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
 def _skip(record: PodRecord, why: str, again: bool = True) -> PodRecord:
     """Mark a pod record the commit does not allocate for: the pod got resources from another writer
     (`again`), or its job was finished or deleted while the session ran."""
-    record.status = SKIPPED
+    # the web's fifth status in the engine's record, which ResultWriter stores as it is (both are StrEnums)
+    record.status = SKIPPED  # type: ignore[assignment]
     record.message = f"not placed{' again' if again else ''}: pod {record.pod} {why}"
     record.allocations = []
     return record
@@ -347,7 +348,7 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
                 if key in by_key and key not in ended:
                     Job.objects.filter(pk=by_key[key].pk).update(reason=reason)
             job_services.refresh_status(j.pk for j in job_rows)
-        counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED)}
+        counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED.value)}
         checkpoint("written", session)
         SchedulingSession.objects.filter(pk=session.pk).update(
             status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,
