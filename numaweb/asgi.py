@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -21,8 +23,13 @@ from django.conf import settings  # noqa: E402  (after Django is set up)
 
 from numaweb.limits import too_large_message  # noqa: E402
 
+# ASGI's three arguments, as Django's handler takes them
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 
-async def application(scope, receive, send) -> None:
+
+async def application(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] == "http":
         limit = settings.NUMAWEB_MAX_UPLOAD_BYTES
         length = dict(scope.get("headers") or ()).get(b"content-length", b"0")
@@ -33,7 +40,7 @@ async def application(scope, receive, send) -> None:
     await django_application(scope, receive, send)
 
 
-async def _refuse(scope, send, status: int, message: str) -> None:
+async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
     if scope["path"].startswith("/api/"):
         body, kind = json.dumps({"detail": message}).encode(), b"application/json"
     else:

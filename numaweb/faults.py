@@ -19,7 +19,7 @@ MESSAGE = "the server's storage is full: nothing was written; try again later"
 _DATABASE_FULL = ("database or disk is full", "no space left on device", "could not extend file", "disk full")
 
 
-def storage_full(exc: BaseException) -> bool:
+def storage_full(exc: BaseException | None) -> bool:
     """A full disk or database behind `exc` (or the exception it was raised from)."""
     while exc is not None:
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -13,7 +13,8 @@ Python's decoder recurses once per level, so a body nested 100,000 deep was a Re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -73,7 +74,8 @@ def deeper_than(value: object, limit: int) -> bool:
 class DepthLimitedJSONParser(JSONParser):
     """JSONParser refusing bodies nested deeper than NUMAWEB_MAX_JSON_DEPTH with a 400."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[Any], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         limit = settings.NUMAWEB_MAX_JSON_DEPTH
         try:
             data = super().parse(stream, media_type, parser_context)

@@ -290,6 +290,7 @@ CELERY_TASK_ALWAYS_EAGER = envbool("NUMAWEB_EAGER", "false")
 # Redis when configured, else a table in the database (created by the access app's migrations); never the
 # default per-process memory, which let two gunicorn processes each accept the whole rate. A pytest run keeps
 # each test's counts in its own process memory (tests/access/test_shared_counts.py runs two real servers)
+CACHES: dict[str, dict[str, object]]
 if UNDER_PYTEST:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 elif REDIS_URL:

@@ -13,8 +13,8 @@ from django.http import HttpRequest
 
 def client_ip(request: HttpRequest) -> str:
     proxies = settings.NUMAWEB_TRUSTED_PROXIES
-    remote = request.META.get("REMOTE_ADDR", "")
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    remote: str = request.META.get("REMOTE_ADDR", "")
+    forwarded: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies <= 0 or not forwarded:
         return remote
     chain = [part.strip() for part in forwarded.split(",") if part.strip()]

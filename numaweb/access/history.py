@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import getpass
 from contextvars import ContextVar
+from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
+from django.db.models import QuerySet
 from django.dispatch import receiver
 from simple_history.models import HistoricalRecords
 from simple_history.signals import pre_create_historical_record
@@ -32,7 +35,7 @@ class SourcedHistory(models.Model):
         abstract = True
 
 
-def audited(**kwargs) -> HistoricalRecords:
+def audited(**kwargs: Any) -> HistoricalRecords:
     """The history manager the audited models declare (`history = audited()`)."""
     return HistoricalRecords(bases=[SourcedHistory], **kwargs)
 
@@ -51,7 +54,8 @@ def current_source() -> str:
 
 
 @receiver(pre_create_historical_record, dispatch_uid="access-history-source")
-def _stamp(sender, history_instance, history_user=None, **kwargs) -> None:
+def _stamp(sender: type[models.Model], history_instance: SourcedHistory, history_user: AbstractBaseUser | None = None,
+           **kwargs: Any) -> None:
     source = current_source()
     history_instance.history_source = source
     if history_user is not None:
@@ -66,7 +70,7 @@ def _stamp(sender, history_instance, history_user=None, **kwargs) -> None:
 ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
 
 
-def history_rows(*histories, limit: int = 20) -> list[dict]:
+def history_rows(*histories: QuerySet[Any], limit: int = 20) -> list[dict]:
     """The newest `limit` records of these history querysets together, each with what it is about and the
     fields that changed since the record before."""
     records = [r for qs in histories for r in qs.order_by("-history_date", "-history_id")[:limit]]

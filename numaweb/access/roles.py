@@ -11,10 +11,17 @@ The groups are created by the `access` data migration and brought back in step a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
+from django.apps import AppConfig
 from django.apps import apps as global_apps
+from django.apps.registry import Apps
 from django.conf import settings
 from django.db.models import Q
+from django.http import HttpRequest
+
+if TYPE_CHECKING:  # auth's models need the app registry ready: this module is imported before
+    from django.contrib.auth.models import AnonymousUser, User
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)
@@ -51,13 +58,14 @@ def role_filters() -> dict[str, Q]:
     }
 
 
-def sync_roles(apps=global_apps) -> None:
+def sync_roles(apps: Apps = global_apps) -> None:
     """Create the role groups and give each exactly its permissions (other groups are left alone)."""
     from django.contrib.auth.management import create_permissions
 
     for config in apps.get_app_configs():  # permissions are otherwise only created after the last migration
         previous = getattr(config, "models_module", None)
-        config.models_module = previous or True  # create_permissions skips apps whose models are not loaded
+        # create_permissions skips apps whose models are not loaded; it only asks whether there is a module
+        config.models_module = previous or True  # type: ignore[assignment]  # any true value will do
         try:
             create_permissions(config, verbosity=0, apps=apps)
         finally:
@@ -69,12 +77,12 @@ def sync_roles(apps=global_apps) -> None:
         group.permissions.set(Permission.objects.filter(q))
 
 
-def sync_roles_after_migrate(sender, apps=global_apps, **kwargs) -> None:
+def sync_roles_after_migrate(sender: AppConfig, apps: Apps = global_apps, **kwargs: Any) -> None:
     if sender.label == "access":
         sync_roles(apps)
 
 
-def role_of(user) -> str | None:
+def role_of(user: User | AnonymousUser) -> str | None:
     """The highest role the user holds (superusers: admin), None for anonymous or role-less users."""
     if not user.is_authenticated or not user.is_active:
         return None
@@ -84,7 +92,7 @@ def role_of(user) -> str | None:
     return next((r for r in reversed(ROLES) if r in names), None)
 
 
-def set_role(user, role: str) -> None:
+def set_role(user: User, role: str) -> None:
     """Make `role` the user's only role; admins are staff (the admin site), the others are neither staff
     nor superusers."""
     from django.contrib.auth.models import Group
@@ -102,7 +110,7 @@ def is_read_permission(perm: str) -> bool:
     return perm.split(".", 1)[-1].startswith("view_") or perm == "access.browse"
 
 
-def may(request, perms: Iterable[str]) -> bool:
+def may(request: HttpRequest, perms: Iterable[str]) -> bool:
     """Whether this request may go ahead: the user holds every permission, or reads are public
     (NUMAWEB_PUBLIC_READ) and this is a read needing only read permissions."""
     perms = list(perms)

@@ -7,21 +7,28 @@ shares (the database's cache table, or Redis with REDIS_URL: settings.CACHES); t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
 from .clients import client_ip
 from .roles import READ_METHODS
 
+if TYPE_CHECKING:  # DRF's views import the throttle and pagination classes its settings name
+    from rest_framework.views import APIView
 
-class _LiveRate:
-    def get_ident(self, request) -> str:
+
+class _LiveRate(SimpleRateThrottle):
+    def get_ident(self, request: Request) -> str:
         return client_ip(request)
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        rate = api_settings.DEFAULT_THROTTLE_RATES.get(self.scope or "")  # "300/minute" (the stubs say a number)
+        return rate if isinstance(rate, str) else None
 
-    def allow_request(self, request, view) -> bool:
+    def allow_request(self, request: Request, view: APIView) -> bool:
         self.rate = self.get_rate()
         self.num_requests, self.duration = self.parse_rate(self.rate)
         return super().allow_request(request, view)
@@ -32,7 +39,7 @@ class WriteRateThrottle(_LiveRate, UserRateThrottle):
 
     scope = "writes"
 
-    def allow_request(self, request, view) -> bool:
+    def allow_request(self, request: Request, view: APIView) -> bool:
         return request.method in READ_METHODS or super().allow_request(request, view)
 
 
@@ -41,5 +48,5 @@ class TokenRateThrottle(_LiveRate, AnonRateThrottle):
 
     scope = "auth-token"
 
-    def get_cache_key(self, request, view) -> str:
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

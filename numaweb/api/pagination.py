@@ -3,8 +3,15 @@ page past the last answers 404; `page_size`, where a list offers it, is 1 to its
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from django.core.paginator import Paginator as DjangoPaginator
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+
+if TYPE_CHECKING:  # DRF's views import the throttle and pagination classes its settings name
+    from rest_framework.views import APIView
 
 
 def _whole(raw: str, name: str, top: int | None = None) -> int:
@@ -21,15 +28,16 @@ def _whole(raw: str, name: str, top: int | None = None) -> int:
 class Pagination(PageNumberPagination):
     invalid_page_message = "no page {page_number}: {message}"
 
-    def get_page_number(self, request, paginator) -> int:
+    def get_page_number(self, request: Request, paginator: DjangoPaginator) -> int:
         raw = request.query_params.get(self.page_query_param)
-        return 1 if raw in (None, "") else _whole(raw, self.page_query_param)
+        return 1 if not raw else _whole(raw, self.page_query_param)
 
-    def get_page_size(self, request) -> int:
-        raw = request.query_params.get(self.page_size_query_param) if self.page_size_query_param else None
-        return self.page_size if raw in (None, "") else _whole(raw, self.page_size_query_param, self.max_page_size)
+    def get_page_size(self, request: Request) -> int | None:
+        name = self.page_size_query_param
+        raw = request.query_params.get(name) if name else None
+        return self.page_size if not name or not raw else _whole(raw, name, self.max_page_size)
 
-    def get_schema_operation_parameters(self, view) -> list[dict]:
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         params = super().get_schema_operation_parameters(view)
         for param in params:
             if param["name"] == self.page_query_param:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -17,23 +18,26 @@ from numaweb.scheduling.pod_search import find_pods
 MAX_LIMIT = 500
 
 
-def search_params(params) -> tuple[str, int | None, int]:
+def search_params(params: QueryDict) -> tuple[str, int | None, int]:
     """(query, cluster id or None, limit) from query parameters; ValidationError naming the field."""
     query = (params.get("q") or "").strip()
     if not query:
         raise ValidationError({"q": ["a part of a pod's, job's or namespace's name is required"]})
     if len(query) > 512:
         raise ValidationError({"q": ["at most 512 characters"]})
-    out = []
-    for name, default, top in (("cluster", None, 2**63 - 1), ("limit", 50, MAX_LIMIT)):
-        raw = params.get(name)
-        if raw in (None, ""):
-            out.append(default)
-            continue
-        if not raw.isdigit() or not 0 < int(raw) <= top:
-            raise ValidationError({name: [f"must be a whole number from 1 to {top}, not {raw!r}"]})
-        out.append(int(raw))
-    return query, out[0], out[1]
+    limit = _whole(params, "limit", MAX_LIMIT)
+    return query, _whole(params, "cluster", 2**63 - 1), 50 if limit is None else limit
+
+
+def _whole(params: QueryDict, name: str, top: int) -> int | None:
+    """The parameter as a whole number from 1 to `top`, None when absent; ValidationError naming it."""
+    raw = params.get(name)
+    if not raw:
+        return None
+    # isdigit() alone takes "²", which int() refuses
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= top:
+        raise ValidationError({name: [f"must be a whole number from 1 to {top}, not {raw!r}"]})
+    return int(raw)
 
 
 class PodSearchView(APIView):

@@ -10,6 +10,11 @@ New endpoints are covered without a change here."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.request import Request
+
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
          "description": "the reason, in words"}
 INVALID = {"type": "object", "additionalProperties": {},
@@ -46,7 +51,8 @@ def statuses(method: str, path: str, operation: dict) -> list[str]:
     return out
 
 
-def document_statuses(result: dict, generator, request, public) -> dict:
+def document_statuses(result: dict[str, Any], generator: SchemaGenerator, request: Request | None,
+                      public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add every framework answer, with its body, to each operation."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Error", ERROR)

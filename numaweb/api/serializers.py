@@ -6,8 +6,9 @@ import functools
 from collections.abc import Sequence
 from datetime import tzinfo
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -35,10 +36,12 @@ from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig, Topol
 from scheduler_core.model.topology import Topology
 from scheduler_core.scheduler.explain import Outcome
 
+_M = TypeVar("_M", bound=models.Model)
+
 JSON_OBJECT = {"type": "object", "additionalProperties": True}
 
 
-class TextOnly:
+class TextOnly(serializers.CharField):
     """Text only: DRF's text fields turn a JSON number or boolean into text, where the schema says string."""
 
     def to_internal_value(self, data: Any) -> str:
@@ -55,7 +58,7 @@ class StrictSlugField(TextOnly, serializers.SlugField):
     pass
 
 
-class ModelSerializer(serializers.ModelSerializer):
+class ModelSerializer(serializers.ModelSerializer[_M]):
     """A model serializer whose text fields take text only."""
 
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
@@ -72,11 +75,14 @@ class CountField(serializers.IntegerField):
         super().__init__(read_only=True, **kwargs)
 
     def get_attribute(self, instance: Any) -> int:
-        value = getattr(instance, self.field_name, None)
-        return getattr(instance, self.relation).count() if value is None else value
+        value: int | None = getattr(instance, self.field_name, None) if self.field_name else None
+        if value is None:
+            count: int = getattr(instance, self.relation).count()
+            return count
+        return value
 
 
-class ClusterSerializer(ModelSerializer):
+class ClusterSerializer(ModelSerializer[Cluster]):
     node_count = CountField("nodes")
     url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail")
 
@@ -119,10 +125,11 @@ class Conflict(APIException):
 
     def __init__(self, exc: inventory.AllocationConflict) -> None:
         super().__init__(str(exc))
-        self.detail = {"detail": str(exc), "cpus": exc.cpus, "holders": exc.holders}
+        # the holders as they are (ints, objects): DRF's ErrorDetail would turn every value into text
+        self.detail = {"detail": str(exc), "cpus": exc.cpus, "holders": exc.holders}  # type: ignore[dict-item]
 
 
-class NodeSerializer(ModelSerializer):
+class NodeSerializer(ModelSerializer[Node]):
     """A node: the topology is the engine's JSON; kubelet settings are checked by the engine."""
 
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
@@ -206,7 +213,7 @@ class NodeSerializer(ModelSerializer):
         return attrs
 
     def create(self, validated_data: dict) -> Node:
-        node = validated_data["_node"]
+        node: Node = validated_data["_node"]
         try:
             with transaction.atomic():
                 node.save()
@@ -216,7 +223,7 @@ class NodeSerializer(ModelSerializer):
 
     def update(self, instance: Node, validated_data: dict) -> Node:
         """Saved with the node held, the move rule checked again there (an allocation may have landed)."""
-        node = validated_data["_node"]
+        node: Node = validated_data["_node"]
         with transaction.atomic():
             current = inventory.hold_nodes([instance.pk]).get(instance.pk)
             if current is not None and node.cluster_id != current.cluster_id:
@@ -265,15 +272,18 @@ class NodeUploadSerializer(serializers.Serializer):
         return attrs
 
 
-def _upload_bytes(upload, field: str, limit: int | None = None) -> bytes:
+def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:
     """An uploaded file's content, refused above the importers' size limit before it is read."""
     from scheduler_core.formats._common import MAX_INPUT_BYTES
 
     limit = limit or MAX_INPUT_BYTES
+    if upload.size is None:  # Django's upload handlers always set it
+        raise serializers.ValidationError({field: ["the upload's size is unknown"]})
     if upload.size > limit:
         raise serializers.ValidationError({field: [f"{upload.size} bytes is larger than the "
                                                    f"{limit >> 20} MiB limit"]})
-    return upload.read()
+    data: bytes = upload.read()
+    return data
 
 
 class SnapshotUploadSerializer(serializers.Serializer):
@@ -386,7 +396,7 @@ class KubeletConfigUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="/var/lib/kubelet/config.yaml (kind: KubeletConfiguration)")
 
 
-class AllocationSerializer(ModelSerializer):
+class AllocationSerializer(ModelSerializer[Allocation]):
     """An allocation is written by `inventory.services.add_allocation`: checked and saved with its node
     held, so concurrent writers cannot both succeed; a conflict answers 409 naming CPUs and holders."""
 
@@ -418,7 +428,7 @@ class AllocationSerializer(ModelSerializer):
             raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
 
 
-class TaskSerializer(ModelSerializer):
+class TaskSerializer(ModelSerializer[Task]):
     topology_policy = serializers.ChoiceField([("", "(none given)"), *TOPOLOGY_POLICY_CHOICES],
                                               required=False, allow_blank=True, default="")
     template = ObjectField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
@@ -438,7 +448,7 @@ class TaskSerializer(ModelSerializer):
         return value  # still in Kubernetes quantities: the job is built from it once, in validate()
 
 
-class JobSerializer(ModelSerializer):
+class JobSerializer(ModelSerializer[Job]):
     """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
     one cluster (`cluster`; may be left out only while a single cluster exists)."""
 
@@ -515,7 +525,7 @@ class JobSerializer(ModelSerializer):
             raise serializers.ValidationError({"name": [str(exc)]}) from exc
 
 
-class SessionSerializer(ModelSerializer):
+class SessionSerializer(ModelSerializer[SchedulingSession]):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
                                               help_text="jobs of the cluster to schedule; omitted: every job of the "
@@ -597,7 +607,7 @@ class _SessionOutput(NamedTuple):
 @functools.cache
 def _session_output() -> _SessionOutput:
     """How a session is written, from one serializer built once per process."""
-    names = tuple(f.field_name for f in SessionSerializer()._readable_fields)
+    names = tuple(f.field_name for f in SessionSerializer()._readable_fields if f.field_name is not None)
     links = tuple(i for i, name in enumerate(names) if name in _SESSION_LINKS)
     columns = tuple("id" if i in links else "cluster_id" if name == "cluster" else name
                     for i, name in enumerate(names))
@@ -631,11 +641,12 @@ class PodRecordSerializer(serializers.Serializer):
     groups = VerdictGroupSerializer(many=True)
 
 
-class PlacementSerializer(ModelSerializer):
+class PlacementSerializer(ModelSerializer[Placement]):
     """A pod's outcome; `detail` is its record in the numaweb.session form (the view passes the records
     of the page in the context as `records`, built with one query per table)."""
 
-    node = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True, help_text="null when unplaced")
+    node: serializers.PrimaryKeyRelatedField[Node] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="null when unplaced")
     memory = serializers.JSONField(read_only=True)
     devices = serializers.JSONField(read_only=True)
     reason = serializers.CharField(read_only=True)

@@ -3,6 +3,8 @@ the account or the client out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -22,7 +24,7 @@ class ObtainToken(ObtainAuthToken):
     parser_classes = [FormParser, MultiPartParser, DepthLimitedJSONParser]
 
     @extend_schema(auth=[], responses={200: inline_serializer("Token", {"token": serializers.CharField()})})
-    def post(self, request: Request, *args, **kwargs) -> Response:
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         try:
             return super().post(request, *args, **kwargs)
         except ValidationError:

@@ -1,12 +1,12 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from .models import Comparison, ComparisonVariant
 
 
 class VariantInline(admin.TabularInline):
     model = ComparisonVariant
-    fields = ["index", "label", "status", "error", "engine_ms"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "label", "status", "error", "engine_ms")
     extra = 0
     can_delete = False
 
@@ -19,5 +19,5 @@ class ComparisonAdmin(admin.ModelAdmin):
     readonly_fields = ["cluster", "jobs", "shape", "snapshot", "changed_nodes", "created_at", "finished_at"]
     inlines = [VariantInline]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -44,11 +44,11 @@ def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
             "snapshot_nodes": len(comparison.snapshot), "variants": variants}
 
 
-def csv_rows(comparison: Comparison) -> list[list]:
+def csv_rows(comparison: Comparison) -> list[list[object]]:
     """Header, then one row per variant: its settings, status, every metric and the block histogram."""
     bins = [label for label, _lo, _hi in BLOCK_BINS]
-    header = ["comparison", "variant", "label", *SETTINGS, "status", "error", *(k for k, _l, _b in METRICS),
-              *(f"blocks_{b}" for b in bins), "cluster_changed"]
+    header: list[object] = ["comparison", "variant", "label", *SETTINGS, "status", "error",
+                            *(k for k, _l, _b in METRICS), *(f"blocks_{b}" for b in bins), "cluster_changed"]
     rows = [header]
     for v in comparison.variants.all():
         options = v.settings.get("cpu_manager_options")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -208,7 +209,7 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
     return row
 
 
-def _finish(row: ComparisonVariant, run: runs.Run, **fields) -> None:
+def _finish(row: ComparisonVariant, run: runs.Run, **fields: Any) -> None:
     """Write the variant's outcome (while `run` owns it, else runs.Superseded) and, when it was the last one
     running, close the comparison, in one transaction holding the comparison's row: finishers take turns, so
     the last one to write always sees every other variant finished, and readers never see all done but not

@@ -3,9 +3,12 @@ engine on save (its message becomes the form error)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypedDict
+
 from django import forms
 from django.contrib import admin
-from django.db.models import Count, F
+from django.db.models import Count, F, QuerySet
+from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
 from scheduler_core.errors import EngineError
@@ -14,17 +17,25 @@ from scheduler_core.model.topology import Topology
 from . import services
 from .models import Allocation, Cluster, Node
 
+if TYPE_CHECKING:  # django-stubs' helper, a dev dependency only
+    from django_stubs_ext import WithAnnotations
+
+
+class _NodeCount(TypedDict):
+    _nodes: int
+
 
 @admin.register(Cluster)
 class ClusterAdmin(AuditedAdmin):
     list_display = ["name", "node_count", "created_at"]
     search_fields = ["name"]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_nodes=Count("nodes"))
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WithAnnotations[Cluster, _NodeCount]]:
+        clusters: QuerySet[Cluster] = super().get_queryset(request)
+        return clusters.annotate(_nodes=Count("nodes"))
 
     @admin.display(ordering="_nodes", description="nodes")
-    def node_count(self, obj: Cluster) -> int:
+    def node_count(self, obj: WithAnnotations[Cluster, _NodeCount]) -> int:
         return obj._nodes
 
 
@@ -35,16 +46,17 @@ class NodeForm(forms.ModelForm):
                   "reserved_cpu_milli", "topology_manager_policy", "topology_manager_scope",
                   "topology_manager_options", "memory_manager_policy", "reserved_memory", "numatopology"]
 
-    def clean_topology(self):
-        data = self.cleaned_data["topology"]
+    def clean_topology(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.cleaned_data["topology"]
         try:
             self._engine_topology = Topology.from_dict(data)
         except (EngineError, TypeError, KeyError, AttributeError) as exc:
             raise forms.ValidationError(services.topology_error(exc)) from exc
         return data
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
         node = self.instance
@@ -89,7 +101,7 @@ class NodeAdmin(AuditedAdmin):
                                  "num_sockets", "fingerprint", "generation", "updated_at"]}),
     ]
 
-    def save_model(self, request, obj: Node, form, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Node, form: forms.ModelForm, change: bool) -> None:
         if change:
             obj.generation = F("generation") + 1
         super().save_model(request, obj, form, change)
@@ -104,8 +116,9 @@ class AllocationForm(forms.ModelForm):
         model = Allocation
         fields = ["node", "pod", "container", "cpus", "memory", "devices", "origin"]
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors or not cleaned.get("node"):
             return cleaned
         Cluster.objects.select_for_update().filter(pk=cleaned["node"].cluster_id).first()  # as add_allocation
@@ -130,7 +143,7 @@ class AllocationAdmin(AuditedAdmin):
     raw_id_fields = ["node"]
     readonly_fields = ["cluster", "job", "session", "created_at"]
 
-    def save_model(self, request, obj: Allocation, form, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Allocation, form: forms.ModelForm, change: bool) -> None:
         from numaweb.jobs import services as jobs
 
         before = Allocation.objects.filter(pk=obj.pk).values_list("job_id", flat=True).first() if change else None
@@ -139,9 +152,9 @@ class AllocationAdmin(AuditedAdmin):
         super().save_model(request, obj, form, change)
         jobs.refresh_status([before, obj.job_id])
 
-    def delete_model(self, request, obj: Allocation) -> None:
+    def delete_model(self, request: HttpRequest, obj: Allocation) -> None:
         services.remove_allocation(obj)
 
-    def delete_queryset(self, request, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
         for row in queryset:
             services.remove_allocation(row)

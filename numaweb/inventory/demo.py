@@ -5,6 +5,7 @@ from hwloc XML files, some allocations (the seed's cpu_manager_state example) an
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 
@@ -18,11 +19,14 @@ from scheduler_core.model.topology import synthetic
 from . import services
 from .models import Allocation, Cluster, Node
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 FIXTURES = Path(__file__).parent / "fixtures"
 GiB = 2**30
 
 # name, (sockets, numa per socket, cores per numa, threads), GPUs per NUMA, kubelet settings
-SHAPES = [
+SHAPES: list[tuple[str, tuple[int, int, int, int], int, dict[str, object]]] = [
     ("node-1", (2, 1, 16, 1), 0, {"topology_manager_policy": "single-numa-node"}),
     ("node-2", (2, 1, 16, 1), 0, {"topology_manager_policy": "best-effort"}),
     ("node-3", (2, 1, 20, 1), 0, {"topology_manager_policy": "best-effort"}),
@@ -53,7 +57,7 @@ def _cpu(n: str, mem: str = "") -> dict:
     return {"requests": res, "limits": dict(res)}
 
 
-JOBS = [
+JOBS: list[dict[str, object]] = [
     {"name": "numa-test", "tasks": [{"name": "web", "replicas": 1, "topology_policy": "single-numa-node",
                                      "template": {"containers": [{"name": "container-1", **_cpu("2", "2048Mi")}]}}]},
     {"name": "vj-test", "min_available": 1,
@@ -72,7 +76,7 @@ JOBS = [
 ]
 
 
-def build_demo(cluster_name: str = "demo", stdout=None) -> Cluster:
+def build_demo(cluster_name: str = "demo", stdout: SupportsWrite[str] | None = None) -> Cluster:
     """Create (or refresh) the demo cluster and jobs. Idempotent: existing rows are replaced."""
     def say(text: str) -> None:
         if stdout is not None:
@@ -89,9 +93,9 @@ def build_demo(cluster_name: str = "demo", stdout=None) -> Cluster:
             services.set_kubelet(node, KubeletConfig.from_dict({"cpu_manager_policy": "static", **kubelet}))
             services.validate_node(node)
             node.save()
-        for name, file, kubelet in REAL:
+        for name, file, settings in REAL:
             try:
-                services.import_node(cluster, name, (FIXTURES / file).read_bytes(), None, kubelet)
+                services.import_node(cluster, name, (FIXTURES / file).read_bytes(), None, settings)
             except (ImportError, EngineError) as exc:
                 say(f"demo: skipped {file}: {exc}\n")
         for node_name, pod, container, count in SEED_ALLOCATIONS:

@@ -16,7 +16,8 @@ from .models import Node
 
 def parse(data: bytes | str) -> KubeletFile:
     """The file's settings; `FormatError` naming the field on anything the kubelet would refuse."""
-    return load_kubelet_config(_text(data, "kubelet config"))
+    loaded: KubeletFile = load_kubelet_config(_text(data, "kubelet config"))
+    return loaded
 
 
 def apply(node: Node, data: bytes | str) -> Node:

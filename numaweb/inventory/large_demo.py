@@ -14,8 +14,10 @@ existing allocations are whole cores of one NUMA node, free by construction. Nod
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from django.db import transaction
 
@@ -28,6 +30,11 @@ from scheduler_core.model.topology import Topology
 
 from . import services
 from .models import Allocation, Cluster, Node
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+T = TypeVar("T")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GiB = 2**30
@@ -57,7 +64,7 @@ class Machine:
     data: dict
 
 
-def _pick(rng: random.Random, weighted: list[tuple]) -> object:
+def _pick(rng: random.Random, weighted: Sequence[tuple[T, int]]) -> T:
     return rng.choices([w[0] for w in weighted], weights=[w[-1] for w in weighted])[0]
 
 
@@ -135,7 +142,8 @@ def _job_data(rng: random.Random, name: str, replicas: int) -> dict:
     return data
 
 
-def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1, stdout=None) -> Cluster:
+def build_large_demo(cluster_name: str, nodes: int, pods: int, seed: int = 1,
+                     stdout: SupportsWrite[str] | None = None) -> Cluster:
     """Create (or replace) cluster `cluster_name` with `nodes` nodes and pending jobs in namespace
     `cluster_name` totalling `pods` pods, in one transaction. Same seed, same cluster."""
     rng = random.Random(seed)

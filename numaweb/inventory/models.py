@@ -3,6 +3,8 @@ and who holds what on each node (allocations). Rows only; conversion to the engi
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import F
 
@@ -87,6 +89,8 @@ class Node(models.Model):
 
     # the audit trail (numaweb.access.history); the generation is often an F() expression at save time
     history = audited(excluded_fields=["topology", "generation"])
+    #: not a column: set on the node services.import_node returns (how its pods were named, linked to jobs)
+    import_notes: list[str]
 
     class Meta:
         ordering = ["cluster_id", "name"]
@@ -138,7 +142,7 @@ class Allocation(models.Model):
         constraints = [models.UniqueConstraint(fields=["cluster", "pod", "container"],
                                                name="allocation_one_per_pod_container")]
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.node_id is not None and self.cluster_id is None:
             self.cluster_id = Node.objects.values_list("cluster_id", flat=True).get(pk=self.node_id)
         super().save(*args, **kwargs)
@@ -148,7 +152,7 @@ class Allocation(models.Model):
         return f"{who} on {self.node_id}: {self.cpus or '-'}"
 
 
-def _bump_node(sender, instance: Allocation, **kwargs) -> None:
+def _bump_node(sender: type[Allocation], instance: Allocation, **kwargs: Any) -> None:
     """Any single allocation write (admin, API, shell) advances the node's generation, so a session
     that read the node before cannot commit on top of it. Session commits bulk-insert and bump
     generations themselves."""

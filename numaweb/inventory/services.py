@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from types import SimpleNamespace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet, TextField
@@ -25,6 +25,9 @@ from scheduler_core.model.topology import Topology
 
 from .models import Allocation, Cluster, Node
 
+if TYPE_CHECKING:  # the formats package is imported when a topology is read
+    from scheduler_core.formats import Loaded
+
 KUBELET_FIELDS = ("cpu_manager_policy", "cpu_manager_options", "reserved_cpus", "reserved_cpu_milli",
                   "topology_manager_policy", "topology_manager_scope", "topology_manager_options",
                   "memory_manager_policy", "reserved_memory")
@@ -35,7 +38,7 @@ _CACHE_SIZE = 256
 
 
 # -- topology ------------------------------------------------------------------------------------
-def load_topology_data(data: bytes | str | Mapping, fmt: str | None = None):
+def load_topology_data(data: bytes | str | Mapping, fmt: str | None = None) -> Loaded:
     """Parse a topology in any format the engine reads → `scheduler_core.formats.Loaded`
     (`.format`, `.topology`, `.kubelet` when the file states policies, `.allocations`).
 
@@ -169,6 +172,11 @@ def cluster_nodes(cluster: Cluster) -> tuple[list[EngineNode], dict[str, tuple[i
     return nodes, seen
 
 
+def _stored_topology(pk: int) -> dict[str, Any]:
+    topology: dict[str, Any] = Node.objects.values_list("topology", flat=True).get(pk=pk)
+    return topology
+
+
 def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, EngineNode | Exception]]:
     """Each row's values (id, name, generation, *extra columns) and its engine node, or the error that
     building it raised (the engine's, or one of a malformed stored document).
@@ -192,11 +200,11 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
             config = configs.get(settings)
             if config is None:
                 data = dict(zip(KUBELET_FIELDS, settings, strict=True))
-                for field in _KUBELET_JSON:
-                    data[field] = json.loads(data[field]) if data[field] is not None else {}
-                config = configs[settings] = _kubelet(kubelet_dict(SimpleNamespace(**data)))
-            topology = _topology(fingerprint, lambda pk=node_id: Node.objects.values_list(
-                "topology", flat=True).get(pk=pk))
+                for field in _KUBELET_JSON:  # as kubelet_dict reads them from a row
+                    data[field] = dict(json.loads(data[field]) or {}) if data[field] is not None else {}
+                data["reserved_cpus"] = data["reserved_cpus"] or None
+                config = configs[settings] = _kubelet(data)
+            topology = _topology(fingerprint, partial(_stored_topology, node_id))
             node: EngineNode | Exception = EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology)
         except (EngineError, KeyError, TypeError, ValueError) as exc:
             node = exc
@@ -398,44 +406,60 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
                           memory={str(n): dict(r) for n, r in a.memory.items()},
                           devices={r: list(ids) for r, ids in a.devices.items()}, origin=Allocation.IMPORTED)
                for a in loaded.allocations]
-        node.import_notes = _naming_notes(loaded.allocations, named)
-        keep = list(node.allocations.all()) if node.pk else []
-        dropped = []
-        if loaded.allocations:  # the file's pinning replaces the last one, and the replay's guess for its pods
-            listed = {a.pod for a in new}
-            dropped = [a for a in keep if a.origin == Allocation.IMPORTED
-                       or (a.origin == Allocation.REPLAYED and a.pod in listed)]
-            gone = {a.pk for a in dropped}
-            keep = [a for a in keep if a.pk not in gone]
-        to_engine(node, [*keep, *new])
-        seen = {(a.pod, a.container) for a in keep}
-        for a in new:
-            if (a.pod, a.container) in seen:
-                raise AllocationConflict(f"pod {_describe(a)} is listed twice (or already holds CPUs on this node)")
-            seen.add((a.pod, a.container))
-        elsewhere = Allocation.objects.filter(cluster=cluster, pod__in=sorted({a.pod for a in new}))
-        if node.pk:
-            elsewhere = elsewhere.exclude(node=node)
-        clash = elsewhere.select_related("node").first()
-        if clash is not None:
-            raise AllocationConflict(f"pod {_describe(clash)} of this file already holds CPUs {clash.cpus or '(none)'} "
-                                     f"on node {clash.node.name}; a pod runs on one node", clash.cpus, [clash])
+        notes = _naming_notes(loaded.allocations, named)
+        keep, dropped = _replaced_by(node, new)
+        _check_imported(cluster, node, keep, new)
         if node.pk:
             node.generation = F("generation") + 1
         node.save()
-        if loaded.allocations:
-            Allocation.objects.filter(pk__in=[a.pk for a in dropped]).delete()
-            for a in new:
-                a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod, cluster)
-            Allocation.objects.bulk_create(new)
-            pods = {a.pod for a in new if a.job is not None}
-            if pods:
-                node.import_notes.append(f"{len(pods)} pod(s) linked to their jobs by (namespace, pod name)")
-            jobs.refresh_status({a.job_id for a in [*dropped, *new]})
-        notes = node.import_notes
+        if new:
+            notes.extend(_write_imported(cluster, node, dropped, new))
         node.refresh_from_db()
         node.import_notes = notes
     return node
+
+
+def _replaced_by(node: Node, new: list[Allocation]) -> tuple[list[Allocation], list[Allocation]]:
+    """The node's allocations kept and dropped when a file holds `new` ones: the file's pinning replaces
+    the last file's, and the replay's guess for its pods (none holds: everything is kept)."""
+    keep = list(node.allocations.all()) if node.pk else []
+    if not new:
+        return keep, []
+    listed = {a.pod for a in new}
+    dropped = [a for a in keep if a.origin == Allocation.IMPORTED
+               or (a.origin == Allocation.REPLAYED and a.pod in listed)]
+    gone = {a.pk for a in dropped}
+    return [a for a in keep if a.pk not in gone], dropped
+
+
+def _check_imported(cluster: Cluster, node: Node, keep: list[Allocation], new: list[Allocation]) -> None:
+    """Everything fits on the node, no pod is listed twice, and no imported pod holds resources on another
+    node of the cluster (AllocationConflict otherwise)."""
+    to_engine(node, [*keep, *new])
+    seen = {(a.pod, a.container) for a in keep}
+    for a in new:
+        if (a.pod, a.container) in seen:
+            raise AllocationConflict(f"pod {_describe(a)} is listed twice (or already holds CPUs on this node)")
+        seen.add((a.pod, a.container))
+    elsewhere = Allocation.objects.filter(cluster=cluster, pod__in=sorted({a.pod for a in new}))
+    if node.pk:
+        elsewhere = elsewhere.exclude(node=node)
+    clash = elsewhere.select_related("node").first()
+    if clash is not None:
+        raise AllocationConflict(f"pod {_describe(clash)} of this file already holds CPUs {clash.cpus or '(none)'} "
+                                 f"on node {clash.node.name}; a pod runs on one node", clash.cpus, [clash])
+
+
+def _write_imported(cluster: Cluster, node: Node, dropped: list[Allocation], new: list[Allocation]) -> list[str]:
+    """The file's allocations in place of the dropped ones, each linked to its job (a note says how many
+    were); the jobs' statuses follow."""
+    Allocation.objects.filter(pk__in=[a.pk for a in dropped]).delete()
+    for a in new:
+        a.node, a.cluster, a.job = node, cluster, jobs.job_for_pod(a.pod, cluster)
+    Allocation.objects.bulk_create(new)
+    pods = {a.pod for a in new if a.job is not None}
+    jobs.refresh_status({a.job_id for a in [*dropped, *new]})
+    return [f"{len(pods)} pod(s) linked to their jobs by (namespace, pod name)"] if pods else []
 
 
 def _naming_notes(allocations: Iterable[EngineAllocation], named: Mapping[str, str]) -> list[str]:

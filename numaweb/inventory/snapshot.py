@@ -13,7 +13,9 @@ report and rolls everything back."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypedDict
 
 from django.db import transaction
 from django.db.models import F
@@ -45,7 +47,7 @@ def parse(data: bytes | str) -> Snapshot:
     return load_snapshot(data.encode() if isinstance(data, str) else bytes(data))
 
 
-def _alloc_key(a) -> tuple:
+def _alloc_key(a: Allocation) -> tuple[str, str, str, str, str]:
     memory = {str(n): dict(sorted(r.items())) for n, r in sorted((a.memory or {}).items(), key=lambda kv: str(kv[0]))}
     devices = {r: sorted(ids) for r, ids in sorted((a.devices or {}).items())}
     return (a.pod, a.container or "", str(a.cpus), repr(memory), repr(devices))
@@ -67,6 +69,58 @@ def _availability(node: SnapshotNode, engine: EngineNode) -> list[str]:
     return out
 
 
+class ImportReport(TypedDict):
+    """What an import changed and every disagreement it found (kept on the cluster as `last_import`, with
+    `changed` added)."""
+
+    dry_run: bool
+    pruned: bool
+    nodes_added: list[str]
+    nodes_updated: dict[str, list[str]]
+    nodes_unchanged: int
+    nodes_removed: list[str]
+    nodes_missing: list[str]
+    nodes_returned: list[str]
+    allocations_replayed: int
+    allocations_dropped: int
+    allocations_changed: list[str]
+    scheduled_dropped: list[str]
+    disagreements: list[str]
+    jobs_added: list[str]
+    jobs_updated: list[str]
+    jobs_kept: list[str]
+    notes: list[str]
+
+
+#: what makes a node row "changed": topology, kubelet settings, labels, source, capacity (the snapshot part)
+_Fingerprint = tuple[str, dict[str, Any], dict[str, str], tuple[str, bool], dict[str, Any]]
+_FINGERPRINT_LABELS = ("topology", "kubelet", "labels", "source", "capacity")
+
+
+def _fingerprint(row: Node) -> _Fingerprint:
+    return (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}),
+            (row.source_format, row.numatopology), dict(row.snapshot or {}))
+
+
+@dataclass
+class _Import:
+    """One import's state while its transaction is open: the cluster's rows as they were, and the
+    allocation writes collected for the end (every deletion is done before any insert: a pod may move
+    nodes)."""
+
+    cluster: Cluster
+    snap: Snapshot
+    report: ImportReport
+    now: datetime
+    existing: dict[str, Node]  # the cluster's nodes by name, held (locked) until the end
+    allocs: dict[int, list[Allocation]]  # their allocations by node id
+    running: set[str] = field(default_factory=set)  # "namespace/name" of the pods running on a listed node
+    drop: list[int] = field(default_factory=list)
+    inserts: list[tuple[Node, Allocation]] = field(default_factory=list)
+    new_rows: list[tuple[Node, list[Allocation]]] = field(default_factory=list)
+    topologies: dict[int, dict[str, Any]] = field(default_factory=dict)  # one shape's Topology serialised once
+
+
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
                     dry_run: bool = False, progress: bool = False) -> dict[str, Any]:
     """Create or update `cluster` from a snapshot; returns the report (also kept on the cluster, unless
@@ -76,151 +130,180 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
     snap = parse(data)
     if not snap.nodes and not allow_empty:
         raise EmptySnapshot(EMPTY.format(cluster=cluster.name))
-    report: dict[str, Any] = {"dry_run": dry_run, "pruned": prune, "nodes_added": [], "nodes_updated": {},
-                              "nodes_unchanged": 0, "nodes_removed": [], "nodes_missing": [], "nodes_returned": [],
-                              "allocations_replayed": 0, "allocations_dropped": 0, "allocations_changed": [],
-                              "scheduled_dropped": [], "disagreements": [], "jobs_added": [], "jobs_updated": [],
-                              "jobs_kept": [], "notes": list(snap.notes)}
-    now = timezone.now()
+    report = ImportReport(dry_run=dry_run, pruned=prune, nodes_added=[], nodes_updated={}, nodes_unchanged=0,
+                          nodes_removed=[], nodes_missing=[], nodes_returned=[], allocations_replayed=0,
+                          allocations_dropped=0, allocations_changed=[], scheduled_dropped=[], disagreements=[],
+                          jobs_added=[], jobs_updated=[], jobs_kept=[], notes=list(snap.notes))
     with transaction.atomic():
-        Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
-        # hold the cluster's nodes (in id order, as every allocation writer does) until the end
-        existing = {n.name: n for n in services.hold_nodes(
-            Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values()}
-        running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
-        drop: list[int] = []          # every deletion is done before any insert: a pod may move nodes
-        inserts: list[tuple[Node, Allocation]] = []
-        allocs: dict[int, list[Allocation]] = {}
-        for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
-            allocs.setdefault(a.node_id, []).append(a)
-        new_rows: list[tuple[Node, list[Allocation]]] = []
-        dicts: dict[int, dict] = {}  # nodes of one shape share their Topology: serialise it once
+        run = _start(cluster, snap, report)
         for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
-            row = existing.get(name)
-            is_new = row is None
-            if is_new:
-                row = Node(cluster=cluster, name=name)
-            before = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}),
-                      (row.source_format, row.numatopology), dict(row.snapshot or {})) if not is_new else None
-            services.set_kubelet(row, snode.kubelet)  # the snapshot is the cluster's truth
-            data = dicts.get(id(snode.topology))
-            if data is None:
-                data = dicts[id(snode.topology)] = snode.topology.to_dict()
-            services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
-            row.labels = snode.labels
-            # Volcano's numa-aware plugin sees only nodes whose resource exporter publishes a Numatopology
-            row.numatopology = "numatopo" in snode.source.split("+")
-            row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
-                            "available": {str(n): r for n, r in sorted(snode.available.items())},
-                            "inferred": list(snode.topology.inferred), "notes": snode.notes}
-            pod_names = {p.uid: f"{p.namespace}/{p.name}" for p in snap.running_on(name)
-                         if p.uid != f"{p.namespace}/{p.name}"}
-            if pod_names:  # a kubelet state file names pods by UID only: these let its import name them
-                row.snapshot["pods"] = dict(sorted(pod_names.items()))
-            returned = not is_new and row.removed_at is not None
-            row.removed_at = None
-            # replay the node's running pods, in creation order, on a node without allocations
-            engine = EngineNode(name, snode.topology, services.kubelet_of(row))
-            replayed: list[Allocation] = []
-            for spod, result in zip(snap.running_on(name), replay(engine, [p.pod for p in snap.running_on(name)]),
-                                    strict=True):
-                if not result.admitted:
-                    report["disagreements"].append(f"{name}: running pod {spod.namespace}/{spod.name} is refused "
-                                                   f"by the replay: {result.error}")
-                    continue
-                for a in result.allocations:
-                    replayed.append(Allocation(pod=f"{spod.namespace}/{spod.name}", container=a.container or "",
-                                               cpus=str(a.cpus),
-                                               memory={str(n): dict(r) for n, r in a.memory.items()},
-                                               devices={r: list(ids) for r, ids in a.devices.items()},
-                                               origin=Allocation.REPLAYED))
-            report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
-            old = allocs.get(row.pk, []) if not is_new else []
-            old_replayed = sorted(_alloc_key(a) for a in old if a.origin == Allocation.REPLAYED)
-            kept: list[Allocation] = []
-            for a in old:
-                if a.origin == Allocation.REPLAYED:
-                    continue
-                if a.origin == Allocation.IMPORTED:
-                    continue  # state-file pinning of an older node description; the replay replaces it
-                if a.pod in running:
-                    report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running; "
-                                                       "the snapshot's pod is replayed instead)")
-                    continue
-                try:
-                    engine.allocate(services.allocation_to_engine(a))
-                    kept.append(a)
-                except EngineError as exc:
-                    report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} ({exc})")
-            allocs_changed = old_replayed != sorted(_alloc_key(a) for a in replayed) or len(kept) != len(
-                [a for a in old if a.origin != Allocation.REPLAYED])
-            report["allocations_replayed"] += len(replayed)
-            if is_new:
-                row.imported_at = now
-                new_rows.append((row, replayed))
-                report["nodes_added"].append(name)
-                continue
-            after = (row.fingerprint, services.kubelet_dict(row), dict(row.labels or {}),
-                     (row.source_format, row.numatopology), dict(row.snapshot or {}))
-            changed = [label for label, a, b in zip(("topology", "kubelet", "labels", "source", "capacity"),
-                                                     before, after, strict=True) if a != b]
-            if allocs_changed:
-                changed.append("allocations")
-                report["allocations_changed"].append(name)
-            if returned:
-                changed.append("returned")
-                report["nodes_returned"].append(name)
-            if not changed:
-                report["nodes_unchanged"] += 1
-                continue
-            report["nodes_updated"][name] = changed
-            row.imported_at = now
-            row.generation = F("generation") + 1
-            row.save()
-            if allocs_changed:
-                kept_ids = {a.pk for a in kept}
-                drop.extend(a.pk for a in old if a.pk not in kept_ids)
-                inserts.extend((row, a) for a in replayed)
-        gone = [n for name, n in existing.items() if name not in snap.nodes and n.removed_at is None]
-        if gone and not prune:
-            report["nodes_missing"] = sorted(n.name for n in gone)
-        elif gone:
-            Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=now, generation=F("generation") + 1)
-            report["nodes_removed"] = sorted(n.name for n in gone)
-        # on a node the snapshot no longer lists: a pod it shows running elsewhere holds nothing here any
-        # more (it is replayed where it runs); with prune, no replayed pod runs here any more
-        for name, n in existing.items():
-            if name in snap.nodes:
-                continue
-            for a in allocs.get(n.pk, ()):
-                if a.pod in running or (prune and a.origin == Allocation.REPLAYED):
-                    drop.append(a.pk)
-                    if a.origin != Allocation.REPLAYED:
-                        report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running on "
-                                                           "another node; the snapshot's pod is replayed there)")
-        report["allocations_dropped"] = len(drop)
-        if drop:
-            services.release(Allocation.objects.filter(pk__in=drop))
-        if new_rows:
-            Node.objects.bulk_create([r for r, _ in new_rows], batch_size=500)
-            created = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=[r.name for r, _ in new_rows])
-                       .only("pk", "name", "cluster_id")}
-            inserts.extend((created[row.name], a) for row, replayed in new_rows for a in replayed)
-        for row, a in inserts:
-            a.node, a.cluster = row, cluster
-        Allocation.objects.bulk_create([a for _, a in inserts], batch_size=1000)
+            _import_node(run, name, snode)
+        _leave_unlisted(run, prune)
+        _write_allocations(run)
         _import_jobs(cluster, snap, report)
         job_services.link_allocations(cluster)
-        report["notes"].extend(_copies(cluster, running))
-        summary = dict(report)
+        report["notes"].extend(_copies(cluster, run.running))
+        summary: dict[str, Any] = dict(report)
         summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
                                   or report["jobs_added"] or report["jobs_updated"])
         if dry_run:
             transaction.set_rollback(True)  # the preview: everything above is undone
         else:
-            Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now,
+            Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=run.now,
                                                          last_import=summary)
     return summary
+
+
+def _start(cluster: Cluster, snap: Snapshot, report: ImportReport) -> _Import:
+    """Lock the cluster and hold its nodes (in id order, as every allocation writer does) until the end."""
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+    existing = {n.name: n for n in services.hold_nodes(
+        Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values()}
+    allocs: dict[int, list[Allocation]] = {}
+    for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
+        allocs.setdefault(a.node_id, []).append(a)
+    running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
+    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running)
+
+
+def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
+    """One listed node: its row described by the snapshot, its running pods replayed, its scheduled
+    allocations kept where they still fit; a new row waits for the bulk insert, a changed one is saved."""
+    report, existing = run.report, run.existing.get(name)
+    row = existing if existing is not None else Node(cluster=run.cluster, name=name)
+    before = _fingerprint(row) if existing is not None else None
+    _describe(run, row, snode)
+    returned = existing is not None and row.removed_at is not None
+    row.removed_at = None
+    # replay the node's running pods, in creation order, on a node without allocations
+    engine = EngineNode(name, snode.topology, services.kubelet_of(row))
+    replayed = _replay(run, name, engine)
+    report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
+    old = run.allocs.get(row.pk, []) if existing is not None else []
+    kept = _keep_scheduled(run, name, engine, old)
+    allocs_changed = sorted(_alloc_key(a) for a in old if a.origin == Allocation.REPLAYED) != sorted(
+        _alloc_key(a) for a in replayed) or len(kept) != len([a for a in old if a.origin != Allocation.REPLAYED])
+    report["allocations_replayed"] += len(replayed)
+    if before is None:
+        row.imported_at = run.now
+        run.new_rows.append((row, replayed))
+        report["nodes_added"].append(name)
+        return
+    changed = [label for label, a, b in zip(_FINGERPRINT_LABELS, before, _fingerprint(row), strict=True) if a != b]
+    if allocs_changed:
+        changed.append("allocations")
+        report["allocations_changed"].append(name)
+    if returned:
+        changed.append("returned")
+        report["nodes_returned"].append(name)
+    if not changed:
+        report["nodes_unchanged"] += 1
+        return
+    report["nodes_updated"][name] = changed
+    row.imported_at = run.now
+    row.generation = F("generation") + 1
+    row.save()
+    if allocs_changed:
+        kept_ids = {a.pk for a in kept}
+        run.drop.extend(a.pk for a in old if a.pk not in kept_ids)
+        run.inserts.extend((row, a) for a in replayed)
+
+
+def _describe(run: _Import, row: Node, snode: SnapshotNode) -> None:
+    """The row's kubelet settings, topology, labels and snapshot facts from the snapshot (its truth)."""
+    services.set_kubelet(row, snode.kubelet)
+    data = run.topologies.get(id(snode.topology))
+    if data is None:
+        data = run.topologies[id(snode.topology)] = snode.topology.to_dict()
+    services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
+    row.labels = snode.labels
+    # Volcano's numa-aware plugin sees only nodes whose resource exporter publishes a Numatopology
+    row.numatopology = "numatopo" in snode.source.split("+")
+    row.snapshot = {"capacity": snode.capacity, "allocatable": snode.allocatable,
+                    "available": {str(n): r for n, r in sorted(snode.available.items())},
+                    "inferred": list(snode.topology.inferred), "notes": snode.notes}
+    pod_names = {p.uid: f"{p.namespace}/{p.name}" for p in run.snap.running_on(row.name)
+                 if p.uid != f"{p.namespace}/{p.name}"}
+    if pod_names:  # a kubelet state file names pods by UID only: these let its import name them
+        row.snapshot["pods"] = dict(sorted(pod_names.items()))
+
+
+def _replay(run: _Import, name: str, engine: EngineNode) -> list[Allocation]:
+    """The node's running pods admitted in creation order on `engine`: their allocations (not saved);
+    a pod the replay refuses is a disagreement."""
+    pods = run.snap.running_on(name)
+    replayed: list[Allocation] = []
+    for spod, result in zip(pods, replay(engine, [p.pod for p in pods]), strict=True):
+        if not result.admitted:
+            run.report["disagreements"].append(f"{name}: running pod {spod.namespace}/{spod.name} is refused "
+                                               f"by the replay: {result.error}")
+            continue
+        for a in result.allocations:
+            replayed.append(Allocation(pod=f"{spod.namespace}/{spod.name}", container=a.container or "",
+                                       cpus=str(a.cpus), memory={str(n): dict(r) for n, r in a.memory.items()},
+                                       devices={r: list(ids) for r, ids in a.devices.items()},
+                                       origin=Allocation.REPLAYED))
+    return replayed
+
+
+def _keep_scheduled(run: _Import, name: str, engine: EngineNode, old: list[Allocation]) -> list[Allocation]:
+    """The node's scheduled allocations that still fit after the replay (allocated on `engine`); one whose
+    pod now runs, or that no longer fits, is dropped and reported."""
+    kept: list[Allocation] = []
+    for a in old:
+        if a.origin == Allocation.REPLAYED:
+            continue
+        if a.origin == Allocation.IMPORTED:
+            continue  # state-file pinning of an older node description; the replay replaces it
+        if a.pod in run.running:
+            run.report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running; "
+                                                   "the snapshot's pod is replayed instead)")
+            continue
+        try:
+            engine.allocate(services.allocation_to_engine(a))
+            kept.append(a)
+        except EngineError as exc:
+            run.report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} ({exc})")
+    return kept
+
+
+def _leave_unlisted(run: _Import, prune: bool) -> None:
+    """Nodes the snapshot no longer lists: reported, or with `prune` flagged removed. On such a node a pod
+    the snapshot shows running elsewhere holds nothing here any more (it is replayed where it runs); with
+    prune, no replayed pod runs here any more."""
+    report = run.report
+    gone = [n for name, n in run.existing.items() if name not in run.snap.nodes and n.removed_at is None]
+    if gone and not prune:
+        report["nodes_missing"] = sorted(n.name for n in gone)
+    elif gone:
+        Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=run.now, generation=F("generation") + 1)
+        report["nodes_removed"] = sorted(n.name for n in gone)
+    for name, n in run.existing.items():
+        if name in run.snap.nodes:
+            continue
+        for a in run.allocs.get(n.pk, ()):
+            if a.pod in run.running or (prune and a.origin == Allocation.REPLAYED):
+                run.drop.append(a.pk)
+                if a.origin != Allocation.REPLAYED:
+                    report["scheduled_dropped"].append(f"{name}: {a.pod}/{a.container or '-'} (now running on "
+                                                       "another node; the snapshot's pod is replayed there)")
+
+
+def _write_allocations(run: _Import) -> None:
+    """Every dropped allocation released, then the new nodes inserted and every replayed allocation with
+    them."""
+    run.report["allocations_dropped"] = len(run.drop)
+    if run.drop:
+        services.release(Allocation.objects.filter(pk__in=run.drop))
+    if run.new_rows:
+        Node.objects.bulk_create([r for r, _ in run.new_rows], batch_size=500)
+        created = {n.name: n for n in Node.objects.filter(cluster=run.cluster,
+                                                          name__in=[r.name for r, _ in run.new_rows])
+                   .only("pk", "name", "cluster_id")}
+        run.inserts.extend((created[row.name], a) for row, replayed in run.new_rows for a in replayed)
+    for row, a in run.inserts:
+        a.node, a.cluster = row, run.cluster
+    Allocation.objects.bulk_create([a for _, a in run.inserts], batch_size=1000)
 
 
 def _copies(cluster: Cluster, running: set[str]) -> list[str]:
@@ -237,7 +320,7 @@ def _copies(cluster: Cluster, running: set[str]) -> list[str]:
             for name, found in sorted(others.items())]
 
 
-def _import_jobs(cluster: Cluster, snap: Snapshot, report: dict) -> None:
+def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport) -> None:
     """Pending work, as jobs of `cluster`: a new job is added; a pending one whose manifest changed is
     replaced; one that a session already scheduled is kept as it is."""
     for job in snap.jobs:

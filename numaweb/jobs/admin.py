@@ -2,7 +2,10 @@
 pods per job, minAvailable); deleting or finishing a job releases what its pods hold."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
 from numaweb.inventory import services as inventory
@@ -22,25 +25,28 @@ class JobForm(forms.ModelForm):
         fields = ["cluster", "name", "namespace", "queue", "priority", "min_available", "source_format", "manifest"]
 
     def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
         try:
-            bounds.check_subdomain(self.cleaned_data["name"], "job name", "name")
+            bounds.check_subdomain(name, "job name", "name")
         except bounds.OutOfBounds as exc:
             _raise(exc)
-        return self.cleaned_data["name"]
+        return name
 
     def clean_namespace(self) -> str:
+        namespace: str = self.cleaned_data["namespace"]
         try:
-            bounds.check_label(self.cleaned_data["namespace"], "namespace", "namespace")
+            bounds.check_label(namespace, "namespace", "namespace")
         except bounds.OutOfBounds as exc:
             _raise(exc)
-        return self.cleaned_data["namespace"]
+        return namespace
 
     def clean_priority(self) -> int:
+        priority: int = self.cleaned_data["priority"]
         try:
-            bounds.check_int32(self.cleaned_data["priority"], "priority", "priority")
+            bounds.check_int32(priority, "priority", "priority")
         except bounds.OutOfBounds as exc:
             _raise(exc)
-        return self.cleaned_data["priority"]
+        return priority
 
 
 class TaskForm(forms.ModelForm):
@@ -49,25 +55,28 @@ class TaskForm(forms.ModelForm):
         fields = ["name", "replicas", "topology_policy", "template"]
 
     def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
         try:
-            bounds.check_label(self.cleaned_data["name"], "task name", "name")
+            bounds.check_label(name, "task name", "name")
         except bounds.OutOfBounds as exc:
             _raise(exc)
-        return self.cleaned_data["name"]
+        return name
 
     def clean_replicas(self) -> int:
-        value, limit = self.cleaned_data["replicas"], bounds.settings.NUMAWEB_MAX_REPLICAS_PER_TASK
+        value: int = self.cleaned_data["replicas"]
+        limit = settings.NUMAWEB_MAX_REPLICAS_PER_TASK
         if value > limit:
             raise forms.ValidationError(f"{value} is more than the limit of {limit} replicas per task "
                                         "(NUMAWEB_MAX_REPLICAS_PER_TASK)")
         return value
 
-    def clean_template(self) -> dict:
+    def clean_template(self) -> dict[str, object]:
+        template: dict[str, object] = self.cleaned_data["template"]
         try:
-            services.pod_from_stored("template", self.cleaned_data["template"])
+            services.pod_from_stored("template", template)
         except (EngineError, TypeError, KeyError, AttributeError, ValueError) as exc:
             raise forms.ValidationError(f"not a pod template in engine units: {exc}") from exc
-        return self.cleaned_data["template"]
+        return template
 
 
 class TaskFormSet(forms.BaseInlineFormSet):
@@ -77,7 +86,7 @@ class TaskFormSet(forms.BaseInlineFormSet):
         super().clean()
         total = sum(f.cleaned_data.get("replicas") or 0 for f in self.forms
                     if f.cleaned_data and not f.cleaned_data.get("DELETE"))
-        limit = bounds.settings.NUMAWEB_MAX_PODS_PER_JOB
+        limit = settings.NUMAWEB_MAX_PODS_PER_JOB
         if total > limit:
             raise forms.ValidationError(f"the job has {total} pods, more than the limit of {limit} pods per job "
                                         "(NUMAWEB_MAX_PODS_PER_JOB)")
@@ -104,24 +113,25 @@ class JobAdmin(AuditedAdmin):
     inlines = [TaskInline]
     actions = ["finish"]
 
-    def get_readonly_fields(self, request, obj: Job | None = None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> list[str]:
         """A job's cluster is chosen when it is created: its pods' allocations live in that cluster."""
         fields = list(super().get_readonly_fields(request, obj))
         return [*fields, "cluster"] if obj is not None else fields
 
-    def save_related(self, request, form, formsets, change: bool) -> None:
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: list[forms.BaseInlineFormSet],
+                     change: bool) -> None:
         super().save_related(request, form, formsets, change)
         services.refresh_status([form.instance.pk])  # replicas or minAvailable may have changed
 
-    def delete_model(self, request, obj: Job) -> None:
+    def delete_model(self, request: HttpRequest, obj: Job) -> None:
         inventory.delete_job(obj)
 
-    def delete_queryset(self, request, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         for job in queryset:
             inventory.delete_job(job)
 
     @admin.action(description="Finish the selected jobs (release what their pods hold)")
-    def finish(self, request, queryset) -> None:
+    def finish(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         released = sum(inventory.finish_job(job) for job in queryset)
         self.message_user(request, f"finished {queryset.count()} job(s), released {released} allocation(s)",
                           messages.SUCCESS)

@@ -5,6 +5,8 @@ shown; another cluster's job is refused by name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from numaweb.inventory.models import Cluster
@@ -20,8 +22,9 @@ SCOPES = [(ALL, "every schedulable job of this cluster"), (FILTER, "the schedula
 def chosen_cluster(form: forms.Form) -> Cluster | None:
     """The cluster a form works in: the one posted, else its initial one (the page's chosen cluster)."""
     if form.is_bound:
-        raw = form.data.get(form.add_prefix("cluster"))
-        return Cluster.objects.filter(pk=raw).first() if str(raw or "").isdigit() else None
+        raw = str(form.data.get(form.add_prefix("cluster")) or "")
+        # isdigit() alone takes "²", which int() (and so the pk lookup) refuses
+        return Cluster.objects.filter(pk=raw).first() if raw.isascii() and raw.isdigit() else None
     initial = form.initial.get("cluster")
     return initial if isinstance(initial, Cluster) or initial is None else Cluster.objects.filter(pk=initial).first()
 
@@ -60,8 +63,9 @@ class ClusterJobsMixin(forms.Form):
         """The page's filter as posted with this form (its fields carry this form's prefix)."""
         return JobFilterForm(self.data if self.is_bound else None, prefix=self.prefix)
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         cluster, picked = data.get("cluster"), list(data.get("jobs") or ())
         if cluster is None or self.errors:
             return data

@@ -7,7 +7,7 @@ such as "2", "500m", "8Gi"), and manifests (Volcano Job YAML, Pod YAML, or the s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, F, OuterRef, Subquery, Sum
@@ -23,6 +23,9 @@ from scheduler_core.volcano.webhook import job_topology_policy_violation
 
 from . import bounds
 from .models import Job, Task
+
+if TYPE_CHECKING:  # django-stubs' helper, a dev dependency only
+    from django_stubs_ext import WithAnnotations
 
 
 # -- pod templates ------------------------------------------------------------------------------
@@ -41,7 +44,8 @@ def _amounts(values: object, where: str) -> dict[str, int]:
 def _container(data: object, where: str, kind: str) -> Container:
     if not isinstance(data, Mapping):
         raise RequestError(f"{where} must be an object with name, requests and limits")
-    resources = data.get("resources") if isinstance(data.get("resources"), Mapping) else data
+    nested = data.get("resources")
+    resources = nested if isinstance(nested, Mapping) else data
     return Container(str(data.get("name") or ""), _amounts(resources.get("requests"), f"{where}.requests"),
                      _amounts(resources.get("limits"), f"{where}.limits"), str(data.get("kind") or kind))
 
@@ -133,10 +137,11 @@ def engine_jobs(jobs: models.QuerySet) -> tuple[list[Job], list[EngineJob]]:
     """These jobs in id order (without their manifests) and, in the same order, their engine Jobs. Two
     queries; the tasks are read as values, not Task instances: a session may read thousands of jobs."""
     rows = list(jobs.defer("manifest").order_by("id"))
-    tasks: dict[int, list[tuple]] = {}
-    for job_id, *task in (Task.objects.filter(job__in=jobs.values("pk")).order_by("job_id", "id")
-                          .values_list("job_id", "name", "template", "replicas", "topology_policy")):
-        tasks.setdefault(job_id, []).append(task)
+    tasks: dict[int, list[tuple[str, Mapping, int, str]]] = {}
+    for job_id, name, template, replicas, policy in (
+            Task.objects.filter(job__in=jobs.values("pk")).order_by("job_id", "id")
+            .values_list("job_id", "name", "template", "replicas", "topology_policy")):
+        tasks.setdefault(job_id, []).append((name, template, replicas, policy))
     return rows, [_engine_job(job, tasks.get(job.pk, ())) for job in rows]
 
 
@@ -263,7 +268,12 @@ class NotSchedulable(ValueError):
     """A session named a job that has nothing left to place (every pod holds resources, or it is finished)."""
 
 
-def _pod_counts(jobs: models.QuerySet) -> models.QuerySet:
+class PodCounts(TypedDict):
+    pods: int
+    held: int
+
+
+def _pod_counts(jobs: models.QuerySet[Job]) -> models.QuerySet[WithAnnotations[Job, PodCounts]]:
     """The jobs annotated with `pods` (replicas over their tasks) and `held` (pods holding an allocation):
     two correlated aggregates, so choosing or checking thousands of jobs is one query, not a Task and an
     Allocation instance per pod."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.http import QueryDict
 
 from numaweb.comparisons import services
 from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHOICES, Cluster
@@ -81,10 +82,11 @@ class VariantForm(forms.Form):
         if not data.get("profile"):
             data["variant"] = None
             return data
-        settings = {"profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
-                    "topology_manager_scope": data.get("topology_manager_scope") or None,
-                    "weight": 1 if data.get("weight") is None else data["weight"],
-                    "distance_tie_break": bool(data.get("distance_tie_break"))}
+        settings: dict[str, object] = {
+            "profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
+            "topology_manager_scope": data.get("topology_manager_scope") or None,
+            "weight": 1 if data.get("weight") is None else data["weight"],
+            "distance_tie_break": bool(data.get("distance_tie_break"))}
         if data.get("replace_cpu_options") or data.get("cpu_manager_options"):
             settings["cpu_manager_options"] = {o: "true" for o in data.get("cpu_manager_options") or ()}
         try:
@@ -104,14 +106,14 @@ class ComparisonForm(ClusterJobsMixin, ShapeMixin):
     prefix = "cmp"  # shares the jobs page with the session and job forms: distinct names and ids
     field_order = ["cluster", "scope", "jobs", "cpu", "memory", "devices", "policy"]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in ("cpu", "memory", "devices", "policy"):
             self.fields[name].help_text = f"headroom shape: {self.fields[name].help_text}".rstrip(": ")
         self.scope_jobs()
 
 
-def variant_formset(data=None) -> forms.BaseFormSet:
+def variant_formset(data: QueryDict | None = None) -> forms.BaseFormSet:
     initial = [{"profile": p, "weight": 1} for p in DEFAULT_PROFILES] + [{"weight": 1}]
     return VariantFormSet(data, prefix="v", initial=initial)
 

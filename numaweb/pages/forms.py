@@ -3,6 +3,8 @@ placed next to the field they name."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 
 from numaweb.inventory.models import (
@@ -18,6 +20,7 @@ from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
+from scheduler_core.model.jobs import Job as EngineJob
 
 from .cluster_map import MEASURES
 
@@ -92,68 +95,86 @@ class JobForm(ResourcesMixin):
         target = field if field is not None else _field_for(exc)
         self.add_error(target if target in self.fields else None, str(exc))
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         manifest = (data.get("manifest") or "").strip()
-        if manifest:
-            try:
-                jobs = job_services.engine_jobs_from_manifest(manifest)
-            except EngineError as exc:
-                self._engine_error(exc, "manifest")
-                return data
-            if len(jobs) != 1:
-                self.add_error("manifest", f"expected one job, found {len(jobs)}")
-                return data
-            engine, fmt = jobs[0], "yaml"
-            check_field = "manifest"
-        else:
-            if not data.get("name"):
-                self.add_error("name", "a job needs a name (or paste a manifest)")
-                return data
-            resources = self.resources()
-            if not resources:
-                self.add_error("cpu", "ask for at least one resource (cpu, memory or a device)")
-                return data
-            container = {"name": data.get("task") or "main", "requests": resources}
-            if data.get("guaranteed"):
-                container["limits"] = dict(resources)
-            job_data = {"name": data["name"], "namespace": data.get("namespace") or "default",
-                        "tasks": [{"name": data.get("task") or "main",
-                                   "replicas": 1 if data.get("replicas") is None else data["replicas"],
-                                   "topology_policy": data.get("topology_policy") or None,
-                                   "template": {"containers": [container]}}]}
-            if data.get("min_available") is not None:
-                job_data["min_available"] = data["min_available"]
-            try:
-                engine = job_services.engine_job_from_data(job_data)
-            except EngineError as exc:
-                self._engine_error(exc, None)
-                return data
-            fmt, check_field = "json", "cpu"
-        try:
-            bounds.check_job(engine, manifest=bool(manifest))
-        except bounds.OutOfBounds as exc:
-            self.add_error(exc.field, str(exc))
+        built = self._engine_from_manifest(manifest) if manifest else self._engine_from_fields(data)
+        if built is None:
             return data
-        try:
-            job_services.check_policy_cpus(engine)
-        except EngineError as exc:
-            self._engine_error(exc, check_field)
+        engine, fmt, check_field = built
+        if not self._engine_fits(engine, bool(manifest), check_field) or not self._cluster_chosen(data):
             return data
-        if data.get("cluster") is None:
-            try:
-                data["cluster"] = job_services.default_cluster()
-            except job_services.NoCluster as exc:
-                self.add_error("cluster", str(exc))
-                return data
         if Job.objects.filter(cluster=data["cluster"], namespace=engine.namespace, name=engine.name).exists():
             self.add_error("manifest" if manifest else "name",
                            job_services.job_exists_message(data["cluster"], engine.namespace, engine.name))
             return data
         data["engine"], data["format"] = engine, fmt
         return data
+
+    def _engine_from_manifest(self, manifest: str) -> tuple[EngineJob, str, str] | None:
+        """The pasted manifest's one job (its format, the field its errors go to); None: error on the form."""
+        try:
+            jobs = job_services.engine_jobs_from_manifest(manifest)
+        except EngineError as exc:
+            self._engine_error(exc, "manifest")
+            return None
+        if len(jobs) != 1:
+            self.add_error("manifest", f"expected one job, found {len(jobs)}")
+            return None
+        return jobs[0], "yaml", "manifest"
+
+    def _engine_from_fields(self, data: dict[str, Any]) -> tuple[EngineJob, str, str] | None:
+        """The one-task job the fields describe; None: error on the form."""
+        if not data.get("name"):
+            self.add_error("name", "a job needs a name (or paste a manifest)")
+            return None
+        resources = self.resources()
+        if not resources:
+            self.add_error("cpu", "ask for at least one resource (cpu, memory or a device)")
+            return None
+        container: dict[str, object] = {"name": data.get("task") or "main", "requests": resources}
+        if data.get("guaranteed"):
+            container["limits"] = dict(resources)
+        job_data: dict[str, object] = {
+            "name": data["name"], "namespace": data.get("namespace") or "default",
+            "tasks": [{"name": data.get("task") or "main",
+                       "replicas": 1 if data.get("replicas") is None else data["replicas"],
+                       "topology_policy": data.get("topology_policy") or None,
+                       "template": {"containers": [container]}}]}
+        if data.get("min_available") is not None:
+            job_data["min_available"] = data["min_available"]
+        try:
+            return job_services.engine_job_from_data(job_data), "json", "cpu"
+        except EngineError as exc:
+            self._engine_error(exc, None)
+            return None
+
+    def _engine_fits(self, engine: EngineJob, manifest: bool, check_field: str) -> bool:
+        """The job within the API's bounds and its policies' CPU rules (False: error on the form)."""
+        try:
+            bounds.check_job(engine, manifest=manifest)
+        except bounds.OutOfBounds as exc:
+            self.add_error(exc.field, str(exc))
+            return False
+        try:
+            job_services.check_policy_cpus(engine)
+        except EngineError as exc:
+            self._engine_error(exc, check_field)
+            return False
+        return True
+
+    def _cluster_chosen(self, data: dict[str, Any]) -> bool:
+        """The page's cluster, else the only one, in data["cluster"] (False: error on the form)."""
+        if data.get("cluster") is None:
+            try:
+                data["cluster"] = job_services.default_cluster()
+            except job_services.NoCluster as exc:
+                self.add_error("cluster", str(exc))
+                return False
+        return True
 
     def save(self) -> Job | None:
         """The new job, or None with the error on the form when a concurrent create took the name first."""
@@ -175,8 +196,9 @@ class WhatIfForm(ResourcesMixin):
                                help_text="Pod YAML (or a Volcano Job: its first pod); or use the fields")
     guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         manifest = (data.get("manifest") or "").strip()
@@ -209,12 +231,13 @@ class SessionForm(ClusterJobsMixin):
     profile = forms.ChoiceField(choices=SchedulingSession.PROFILE_CHOICES, initial="volcano")
     dry_run = forms.BooleanField(required=False, initial=True, label="dry run (place without allocating)")
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.scope_jobs()
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if self.errors or data.get("cluster") is None:
             return data
         jobs = list(data.get("jobs") or ())
@@ -249,8 +272,9 @@ class SnapshotImportForm(forms.Form):
                                      help_text="refused otherwise (a failed kubectl get leaves an empty file)")
     upload = forms.CharField(required=False, widget=forms.HiddenInput, max_length=64)
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if not data.get("file") and not data.get("upload"):
             self.add_error("file", "choose a snapshot file")
         return data
@@ -332,16 +356,18 @@ class ClusterMapForm(forms.Form):
     measure = forms.ChoiceField(choices=[], initial="best", label="colour by")
     size = forms.IntegerField(min_value=1, max_value=4096, initial=4, required=False,
                               label="block size (CPUs)", help_text="for free single-NUMA blocks")
-    session = forms.ModelChoiceField(queryset=None, required=False, empty_label="choose a session",
-                                     help_text="for TopologyAffinityErrors")
+    session = forms.ModelChoiceField(queryset=SchedulingSession.objects.none(), required=False,
+                                     empty_label="choose a session", help_text="for TopologyAffinityErrors")
 
-    def __init__(self, cluster: Cluster, *args, **kwargs) -> None:
+    def __init__(self, cluster: Cluster, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["measure"].choices = list(MEASURES.items())
-        self.fields["session"].queryset = SchedulingSession.objects.filter(cluster=cluster).order_by("-id")
+        cast(forms.ChoiceField, self.fields["measure"]).choices = list(MEASURES.items())
+        sessions = SchedulingSession.objects.filter(cluster=cluster).order_by("-id")
+        cast(forms.ModelChoiceField, self.fields["session"]).queryset = sessions
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if data.get("measure") == "errors" and not data.get("session"):
             self.add_error("session", "choose the session whose TopologyAffinityErrors to show")
         if data.get("measure") == "blocks" and not data.get("size"):

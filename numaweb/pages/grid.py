@@ -19,8 +19,11 @@ from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from scheduler_core.errors import EngineError
+from scheduler_core.kubelet.state_check import StateCheck
 from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.quantity import format_bytes
+from scheduler_core.model.topology import CPU, Topology
 
 PALETTE = 12  # owner colours o0..o11 in numaweb.css; the number in the cell tells owners apart too
 
@@ -55,14 +58,14 @@ class NodeState:
     """A node row with its engine view: free/reserved CPUs, owners, memory and device use."""
 
     row: Node
-    engine: object | None  # scheduler_core.model.node.Node
+    engine: EngineNode | None
     error: str = ""
     owners: list[Owner] = field(default_factory=list)
     owner_of: dict[int, Owner] = field(default_factory=dict)
     held: int = 0  # CPUs held outside the engine's node (a state file's containers): not free either
 
     @property
-    def topology(self):
+    def topology(self) -> Topology | None:
         return self.engine.topology if self.engine is not None else None
 
     @property
@@ -82,7 +85,7 @@ class NodeState:
         return [] if self.engine is None else numa_usage(self.engine)
 
 
-def numa_usage(node) -> list[tuple[int, int, int]]:
+def numa_usage(node: EngineNode) -> list[tuple[int, int, int]]:
     """(NUMA id, free CPUs, CPUs) for each NUMA node of an engine node."""
     numa_cpus = node.topology.numa_cpus
     return [(n, free, numa_cpus[n].bit_count()) for n, free in node.free_cpus_per_numa().items()]
@@ -123,7 +126,7 @@ def node_state(row: Node, allocations: Iterable[Allocation] | None = None) -> No
     return state
 
 
-def layout(topology) -> tuple[str, list[tuple[int, list[tuple[int, list[tuple[int, list]]]]]]]:
+def layout(topology: Topology) -> tuple[str, list[tuple[int, list[tuple[int, list[tuple[int, list[CPU]]]]]]]]:
     """The boxes nested as the hardware nests, in id order: ("package", [(socket, [(numa, [(core, [CPU, ...])
     , ...]), ...]), ...]) when NUMA nodes sit inside packages, ("numa", [(numa, [(socket, cores), ...]), ...])
     when packages sit inside NUMA nodes (a NUMA node spanning packages, each package in one NUMA node).
@@ -135,7 +138,7 @@ def layout(topology) -> tuple[str, list[tuple[int, list[tuple[int, list[tuple[in
         socket_numas.setdefault(cpu.socket, set()).add(cpu.numa)
     numa_outside = (any(len(s) > 1 for s in numa_sockets.values())
                     and all(len(n) == 1 for n in socket_numas.values()))
-    tree: dict[int, dict[int, dict[int, list]]] = {}
+    tree: dict[int, dict[int, dict[int, list[CPU]]]] = {}
     for cpu in topology.cpus:  # sorted by id
         outer, inner = (cpu.numa, cpu.socket) if numa_outside else (cpu.socket, cpu.numa)
         tree.setdefault(outer, {}).setdefault(inner, {}).setdefault(cpu.core, []).append(cpu)
@@ -209,7 +212,7 @@ def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, gri
     return mark_safe("".join(out))  # every dynamic value above went through escape()
 
 
-def _cell(cpu, reserved: int, owners: dict[int, Owner], highlight: int, compact: bool) -> str:
+def _cell(cpu: CPU, reserved: int, owners: dict[int, Owner], highlight: int, compact: bool) -> str:
     bit = 1 << cpu.id
     owner = owners.get(cpu.id)
     classes = ["t"]
@@ -239,7 +242,7 @@ def _cell(cpu, reserved: int, owners: dict[int, Owner], highlight: int, compact:
             f'title="{escape(title)}">{text}</span>')
 
 
-def render_state_check(row: Node, result) -> SafeString:
+def render_state_check(row: Node, result: StateCheck) -> SafeString:
     """The thread grid of a state check: each container's actual CPUs as an owner, and every CPU on
     which prediction and state file disagree highlighted (a `scheduler_core.kubelet.state_check.StateCheck`)."""
     try:
@@ -293,7 +296,7 @@ def memory_bars(state: NodeState) -> list[tuple[int, list[Bar]]]:
     if state.engine is None:
         return []
     engine, out = state.engine, []
-    for numa in state.topology.numa_nodes:
+    for numa in engine.topology.numa_nodes:
         reserved = engine.kubelet.reserved_memory.get(numa.id, {})
         used = engine.memory_used.get(numa.id, {})
         bars = [Bar("memory", numa.memory, reserved.get("memory", 0), used.get("memory", 0))]
@@ -309,7 +312,7 @@ def devices_by_numa(state: NodeState) -> list[tuple[str, list[dict]]]:
         return []
     used = state.engine.used_devices
     groups: dict[str, list[dict]] = {}
-    for d in state.topology.devices:
+    for d in state.engine.topology.devices:
         where = "NUMA " + ",".join(map(str, d.numa)) if d.numa else "no NUMA affinity"
         groups.setdefault(where, []).append({"id": d.id, "resource": d.resource, "healthy": d.healthy,
                                              "used": (d.resource, d.id) in used})

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from scheduler_core.kubelet.admission import AdmitResult
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
 from scheduler_core.scheduler.explain import Outcome, unavailable_message
 
@@ -182,7 +183,7 @@ def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str
     return f"{head}; {unavailable_message(failures)}" if failures else head
 
 
-def admission_view(result) -> dict:
+def admission_view(result: AdmitResult) -> dict:
     """An `AdmitResult` (what-if) as display rows: per decision each provider's hints, the merged
     hint and admit; then the error and what would be allocated."""
     data = result.to_dict()

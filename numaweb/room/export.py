@@ -65,7 +65,7 @@ def kubectl_script(row: RoomPlan) -> str:
         lines.append(f"step kubectl delete pod -n {q(m['namespace'])} {q(m['pod'])} --wait=true")
     lines.append("")
     lines.append("# 2. let the scheduler place the target now, and wait until its pods are Running")
-    if row.job_id is not None:
+    if row.job is not None:
         lines.append(f"#    kubectl get pods -n {q(row.job.namespace)} --watch    # job {row.job}")
     lines.append("")
     lines.append("# 3. put each moved pod back on its destination node (its kubelet picks the CPUs; the plan expects")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -53,7 +54,7 @@ class RoomError(ValueError):
         self.field = field
 
 
-def _strings(data: Mapping, field: str) -> list[str]:
+def _strings(data: Mapping[str, object], field: str) -> list[str]:
     value = data.get(field)
     if value in (None, ""):
         return []
@@ -64,7 +65,7 @@ def _strings(data: Mapping, field: str) -> list[str]:
     return [v for v in value if v]
 
 
-def _int(data: Mapping, field: str, low: int, high: int | None) -> int | None:
+def _int(data: Mapping[str, object], field: str, low: int, high: int | None) -> int | None:
     value = data.get(field)
     if value in (None, ""):
         return None
@@ -80,7 +81,26 @@ def _int(data: Mapping, field: str, low: int, high: int | None) -> int | None:
     return number
 
 
-def parse_request(cluster: Cluster, data: object) -> dict:
+class RoomOptions(TypedDict):
+    allow_evictions: bool
+    protected_namespaces: list[str]
+    max_priority: int | None
+    pinned: list[str]
+    max_moves: int
+
+
+class RoomQuestion(TypedDict):
+    """A checked question: the RoomPlan row's fields."""
+
+    cluster: Cluster
+    job: Job | None
+    shape: dict[str, Any] | None
+    count: int
+    profile: str
+    options: RoomOptions
+
+
+def parse_request(cluster: Cluster, data: object) -> RoomQuestion:
     """The row's fields for a question `{"job": id}` or `{"shape", "count", "policy"}` plus options;
     RoomError names the field. Bounds: the cluster's nodes (NUMAWEB_MAKE_ROOM_MAX_NODES), the target's
     pods (NUMAWEB_MAKE_ROOM_MAX_PODS) and the moves looked for (NUMAWEB_MAKE_ROOM_MAX_MOVES)."""
@@ -89,64 +109,74 @@ def parse_request(cluster: Cluster, data: object) -> dict:
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise RoomError(unknown[0], f"unknown field; expected: {', '.join(FIELDS)}")
-    max_pods = settings.NUMAWEB_MAKE_ROOM_MAX_PODS
     nodes = Node.objects.filter(cluster=cluster, removed_at__isnull=True).count()
     if nodes > settings.NUMAWEB_MAKE_ROOM_MAX_NODES:
         raise RoomError("cluster", f"{nodes} nodes; make room answers for at most "
                                    f"{settings.NUMAWEB_MAKE_ROOM_MAX_NODES} (NUMAWEB_MAKE_ROOM_MAX_NODES)")
-    fields: dict = {"cluster": cluster, "job": None, "shape": None, "count": 0}
     has_job, has_shape = data.get("job") not in (None, ""), data.get("shape") not in (None, "", {})
     if has_job == has_shape:
         raise RoomError("job", 'give either "job" (a pending job\'s id) or "shape" with "count", not both or neither')
-    if has_job:
-        for field in ("count", "policy"):
-            if data.get(field) not in (None, ""):
-                raise RoomError(field, 'only with "shape"')
-        job_id = _int(data, "job", 1, None)
-        job = Job.objects.filter(pk=job_id).prefetch_related("tasks").first()
-        if job is None:
-            raise RoomError("job", f"no job {job_id}")
-        try:
-            job_services.check_cluster([job], cluster)
-        except job_services.NotSchedulable as exc:
-            raise RoomError("job", str(exc)) from None
-        if job.finished_at is not None:
-            raise RoomError("job", f"job {job} is finished")
-        if job.replicas > max_pods:
-            raise RoomError("job", f"job {job} has {job.replicas} pods; make room answers for at most {max_pods} "
-                                   "(NUMAWEB_MAKE_ROOM_MAX_PODS)")
-        fields["job"] = job
-    else:
-        shape_data = data["shape"]
-        if isinstance(shape_data, Mapping) and data.get("policy") not in (None, ""):
-            if shape_data.get("policy") not in (None, "", data["policy"]):
-                raise RoomError("policy", "given twice, differently (top level and in shape)")
-            shape_data = {**shape_data, "policy": data["policy"]}
-        try:
-            shape = parse_shape(shape_data)
-        except ComparisonError as exc:
-            raise RoomError("shape", str(exc)) from None
-        count = _int(data, "count", 1, max_pods)
-        if count is None:
-            raise RoomError("count", f'how many pods of the shape (1 to {max_pods}) with "shape"')
-        fields.update(shape=shape.to_dict(), count=count)
+    job, shape, count = (_target_job(cluster, data), None, 0) if has_job else (None, *_target_shape(data))
     profile = data.get("profile") or "aligned"
     if profile not in PROFILES:
         raise RoomError("profile", f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}")
+    return RoomQuestion(cluster=cluster, job=job, shape=shape, count=count, profile=profile, options=_options(data))
+
+
+def _target_job(cluster: Cluster, data: Mapping[str, object]) -> Job:
+    """The pending job of `cluster` a question names, within NUMAWEB_MAKE_ROOM_MAX_PODS."""
+    for field in ("count", "policy"):
+        if data.get(field) not in (None, ""):
+            raise RoomError(field, 'only with "shape"')
+    max_pods = settings.NUMAWEB_MAKE_ROOM_MAX_PODS
+    job_id = _int(data, "job", 1, None)
+    job = Job.objects.filter(pk=job_id).prefetch_related("tasks").first() if job_id is not None else None
+    if job is None:
+        raise RoomError("job", f"no job {job_id}")
+    try:
+        job_services.check_cluster([job], cluster)
+    except job_services.NotSchedulable as exc:
+        raise RoomError("job", str(exc)) from None
+    if job.finished_at is not None:
+        raise RoomError("job", f"job {job} is finished")
+    if job.replicas > max_pods:
+        raise RoomError("job", f"job {job} has {job.replicas} pods; make room answers for at most {max_pods} "
+                               "(NUMAWEB_MAKE_ROOM_MAX_PODS)")
+    return job
+
+
+def _target_shape(data: Mapping[str, object]) -> tuple[dict[str, Any], int]:
+    """A question's shape (its policy given at the top level or in it, not both differently) and count."""
+    shape_data = data["shape"]
+    if isinstance(shape_data, Mapping) and data.get("policy") not in (None, ""):
+        if shape_data.get("policy") not in (None, "", data["policy"]):
+            raise RoomError("policy", "given twice, differently (top level and in shape)")
+        shape_data = {**shape_data, "policy": data["policy"]}
+    try:
+        shape = parse_shape(shape_data)
+    except ComparisonError as exc:
+        raise RoomError("shape", str(exc)) from None
+    if shape is None:  # only for an empty shape, which parse_request took for no shape
+        raise RoomError("shape", "an object with cpu, memory, devices and policy")
+    max_pods = settings.NUMAWEB_MAKE_ROOM_MAX_PODS
+    count = _int(data, "count", 1, max_pods)
+    if count is None:
+        raise RoomError("count", f'how many pods of the shape (1 to {max_pods}) with "shape"')
+    return shape.to_dict(), count
+
+
+def _options(data: Mapping[str, object]) -> RoomOptions:
+    """The search's options, each checked, with the settings' defaults."""
     evictions = data.get("allow_evictions", False)
     if not isinstance(evictions, bool):
         raise RoomError("allow_evictions", f"must be true or false, not {evictions!r}")
     protected = _strings(data, "protected_namespaces") if "protected_namespaces" in data \
         else list(settings.NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES)
-    fields["profile"] = profile
-    fields["options"] = {
-        "allow_evictions": evictions, "protected_namespaces": protected,
-        "max_priority": _int(data, "max_priority", -(2**31), 2**31 - 1),
-        "pinned": _strings(data, "pinned"),
-        "max_moves": _int(data, "max_moves", 1, settings.NUMAWEB_MAKE_ROOM_MAX_MOVES)
-        or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
-    }
-    return fields
+    return RoomOptions(allow_evictions=evictions, protected_namespaces=protected,
+                       max_priority=_int(data, "max_priority", -(2**31), 2**31 - 1),
+                       pinned=_strings(data, "pinned"),
+                       max_moves=_int(data, "max_moves", 1, settings.NUMAWEB_MAKE_ROOM_MAX_MOVES)
+                       or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES)
 
 
 QUESTIONS = runs.register(runs.Kind(
@@ -225,7 +255,9 @@ def execute(pk: int) -> RoomPlan:
 
 def _save_session(row: RoomPlan, plan: EnginePlan, node_ids: Mapping[str, int]) -> SchedulingSession:
     """The verifying dry run as a session row with its placements (on the cluster after the moves)."""
-    result = plan.check.result
+    result = plan.check.result if plan.check is not None else None
+    if result is None:
+        raise ValueError(f"make room {row.pk}: a found plan without the session that verified it")
     counts = result.counts
     now = timezone.now()
     session = SchedulingSession.objects.create(
@@ -253,16 +285,16 @@ def _mask(allocations: Iterable[EngineAllocation]) -> int:
 def node_grids(cluster: EngineCluster, plan: EnginePlan) -> list[dict]:
     """Every node a plan touches (pods taken off or put on, target pods placed), before and after: per
     NUMA node its CPUs, and the CPUs held, moved (off before, on after) and taken by the target after."""
-    if plan.check is None or plan.fits_now:
+    if plan.check is None or plan.check.result is None or plan.fits_now:
         return []
     after = plan.check.cluster
     moved_uids = {m.pod.uid for m in [*plan.moves, *plan.evictions]}
     target: dict[str, int] = {}
     for p in plan.check.result.pods:
-        if p.status == PodStatus.ADMITTED:
+        if p.status == PodStatus.ADMITTED and p.node is not None:
             target[p.node] = target.get(p.node, 0) | p.admitted_cpus()
-    names = sorted({m.pod.node for m in [*plan.moves, *plan.evictions]} | {m.to_node for m in plan.moves}
-                   | set(target))
+    names = sorted({m.pod.node for m in [*plan.moves, *plan.evictions]}
+                   | {m.to_node for m in plan.moves if m.to_node is not None} | set(target))
     out = []
     for name in names:
         before_node, after_node = cluster.nodes[name], after.nodes[name]

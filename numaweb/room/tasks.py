@@ -22,7 +22,7 @@ def run_make_room(pk: int) -> str:
     return services.execute(pk).status
 
 
-def start(fields: dict) -> RoomPlan:
+def start(fields: services.RoomQuestion) -> RoomPlan:
     """Record the question (fields from services.parse_request) and queue it once committed. A broker
     that cannot be reached marks it failed and raises BrokerUnavailable (with `session_id` = its id)."""
     row = RoomPlan.objects.create(**fields)

@@ -2,8 +2,11 @@
 whose worker is lost, can be re-run."""
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
+from numaweb.worker.runs import BrokerUnavailable
 
 from . import services
 from .models import Placement, SchedulingSession
@@ -16,20 +19,20 @@ class SchedulingSessionAdmin(AuditedAdmin):
     list_filter = ["status", "profile", "dry_run", "cluster"]
     actions = ["rerun"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
     @admin.action(description="Run the selected failed sessions (or running ones whose worker is lost) again")
-    def rerun(self, request, queryset) -> None:
+    def rerun(self, request: HttpRequest, queryset: QuerySet[SchedulingSession]) -> None:
         queued = []
         for session in queryset:
             try:
                 services.rerun_session(session)
                 queued.append(str(session.pk))
-            except (services.SessionNotRunnable, services.BrokerUnavailable) as exc:
+            except (services.SessionNotRunnable, BrokerUnavailable) as exc:
                 self.message_user(request, str(exc), messages.ERROR)
         if queued:
             self.message_user(request, f"queued again: session {', '.join(queued)}", messages.SUCCESS)
@@ -41,8 +44,8 @@ class PlacementAdmin(admin.ModelAdmin):
     list_filter = ["predicted", "admitted"]
     search_fields = ["pod", "node_name", "job"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

@@ -9,7 +9,7 @@ resolved; the rest are counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from numaweb.inventory import holdings
@@ -118,7 +118,7 @@ def _job_pods(needle: str, cluster: int | None) -> list[PodMatch]:
     # "-") and its trailing digits starting the index, or, with no head, digits anywhere in the index
     head = needle.rstrip("0123456789")
     digits = needle[len(head):]
-    out = []
+    out: list[PodMatch] = []
     tasks = Task.objects.all() if cluster is None else Task.objects.filter(job__cluster_id=cluster)
     for job_id, job, namespace, task, replicas, cluster_id, cluster_name in tasks.values_list(
             "job_id", "job__name", "job__namespace", "name", "replicas", "job__cluster_id",
@@ -138,10 +138,10 @@ def _job_pods(needle: str, cluster: int | None) -> list[PodMatch]:
 
 def _resolve_numa(matches: Iterable[PodMatch]) -> None:
     """The NUMA nodes of each holding, from its node's topology (cached by shape)."""
-    held = [m for m in matches if m.node is not None]
-    nodes = Node.objects.only("pk", "fingerprint").in_bulk({m.node[0] for m in held})
-    for m in held:
-        m.numa = holdings.numa_nodes(inventory.topology_of(nodes[m.node[0]]), m.cpus, m.memory, m.devices)
+    held = [(m, m.node[0]) for m in matches if m.node is not None]
+    nodes = Node.objects.only("pk", "fingerprint").in_bulk({node_id for _m, node_id in held})
+    for m, node_id in held:
+        m.numa = holdings.numa_nodes(inventory.topology_of(nodes[node_id]), m.cpus, m.memory, m.devices)
 
 
 def _attach_placements(matches: list[PodMatch], cluster: int | None) -> None:
@@ -151,16 +151,16 @@ def _attach_placements(matches: list[PodMatch], cluster: int | None) -> None:
     rows = Placement.objects.filter(pod__in={m.name for m in matches})
     if cluster is not None:
         rows = rows.filter(session__cluster_id=cluster)
-    latest: dict[tuple[str, str, int], dict] = {}
-    newest: dict[tuple[str, str], dict] = {}
+    latest: dict[tuple[str, str, int], Mapping[str, object]] = {}
+    newest: dict[tuple[str, str], Mapping[str, object]] = {}
     for row in rows.values("session_id", "session__cluster_id", "index", "namespace", "pod", "node_name", "cpus",
                            "predicted", "admitted", "status").order_by("session_id"):
         key = (row["namespace"], row["pod"])
         latest[(*key, row["session__cluster_id"])] = newest[key] = row
     for m in matches:
         key = (m.namespace, m.name)
-        row = latest.get((*key, m.cluster[0])) if m.cluster else newest.get(key)
-        if row is not None:
-            m.placement = {"session": row["session_id"], "index": row["index"], "node": row["node_name"] or None,
-                           "cpus": row["cpus"], "predicted": row["predicted"], "admitted": row["admitted"],
-                           "status": row["status"]}
+        last = latest.get((*key, m.cluster[0])) if m.cluster else newest.get(key)
+        if last is not None:
+            m.placement = {"session": last["session_id"], "index": last["index"], "node": last["node_name"] or None,
+                           "cpus": last["cpus"], "predicted": last["predicted"], "admitted": last["admitted"],
+                           "status": last["status"]}

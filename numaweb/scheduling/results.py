@@ -11,8 +11,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from scheduler_core.model.bitmask import bits_of
 from scheduler_core.model.cpuset import CPUSet
@@ -33,6 +34,10 @@ def _numa(value: int | None) -> list[int] | None:
     return None if value is None else bits_of(mask_of(value))
 
 
+R = TypeVar("R", VerdictGroup, NodeNames, Verdict, Detail)
+V = TypeVar("V")
+
+
 class _Tables:
     """One session's interned rows, fetched by ref on demand and kept for the next pods."""
 
@@ -40,33 +45,51 @@ class _Tables:
         self.session = session
         self.groups: dict[int, VerdictGroup] = {}
         self.names: dict[int, list[str]] = {}
-        self.details: dict[int, object] = {}
+        self.details: dict[int, Any] = {}  # decoded JSON
         self.verdicts: dict[int, Verdict] = {}
 
-    def _load(self, model, cache: dict, refs: Iterable[int], convert=lambda row: row) -> None:
+    def _load(self, model: type[R], cache: dict[int, V], refs: Iterable[int | None], convert: Callable[[R], V],
+              everything: bool = False) -> None:
+        """Rows of `model` by ref into `cache` (converted): the `refs` not there yet, or `everything`."""
+        rows = model._default_manager.filter(session=self.session)
+        if everything:
+            for row in rows.iterator(chunk_size=2000):
+                cache[row.ref] = convert(row)
+            return
         missing = sorted({r for r in refs if r is not None and r not in cache})
         for start in range(0, len(missing), CHUNK):
-            for row in model.objects.filter(session=self.session, ref__in=missing[start:start + CHUNK]):
+            for row in rows.filter(ref__in=missing[start:start + CHUNK]):
                 cache[row.ref] = convert(row)
 
     def load_groups(self, placements: Sequence[Placement]) -> None:
-        self._load(VerdictGroup, self.groups, (g for p in placements for g in p.groups or ()))
-        self._load(NodeNames, self.names, (g.names for g in self.groups.values()), lambda row: row.names.split())
+        self._load(VerdictGroup, self.groups, (g for p in placements for g in p.groups or ()), _same)
+        self._load(NodeNames, self.names, (g.names for g in self.groups.values()), _split)
         self.load_verdicts(g.verdict for g in self.groups.values())
 
-    def load_verdicts(self, refs: Iterable[int]) -> None:
-        self._load(Verdict, self.verdicts, refs)
+    def load_verdicts(self, refs: Iterable[int | None]) -> None:
+        self._load(Verdict, self.verdicts, refs, _same)
 
     def load_details(self, refs: Iterable[int | None]) -> None:
-        self._load(Detail, self.details, refs, lambda row: row.data)
+        self._load(Detail, self.details, refs, _data)
 
     def everything(self) -> None:
         """The whole session's interned rows (for the export)."""
-        for model, cache, convert in ((VerdictGroup, self.groups, lambda r: r),
-                                      (NodeNames, self.names, lambda r: r.names.split()),
-                                      (Verdict, self.verdicts, lambda r: r), (Detail, self.details, lambda r: r.data)):
-            for row in model.objects.filter(session=self.session).iterator(chunk_size=2000):
-                cache[row.ref] = convert(row)
+        self._load(VerdictGroup, self.groups, (), _same, everything=True)
+        self._load(NodeNames, self.names, (), _split, everything=True)
+        self._load(Verdict, self.verdicts, (), _same, everything=True)
+        self._load(Detail, self.details, (), _data, everything=True)
+
+
+def _same(row: R) -> R:
+    return row
+
+
+def _split(row: NodeNames) -> list[str]:
+    return row.names.split()
+
+
+def _data(row: Detail) -> Any:
+    return row.data
 
 
 def _group(tables: _Tables, ref: int) -> dict:
@@ -125,15 +148,17 @@ def pod_records(session: SchedulingSession, placements: Sequence[Placement],
 
 
 def _verdict(tables: _Tables, v: Verdict) -> dict:
-    out = {"outcome": v.outcome, "code": v.code, "reason": v.reason, "numa_count": v.numa_count,
-           "numa": _numa(v.numa_mask), "cpus": _cpus(v.cpus), "order_dependent": False, "containers": None,
-           "admission": None}
-    if v.evidence is not None and "container_cpus" in v.own:
-        out["containers"] = [{**c, "cpus": _cpus(h)}
-                             for c, h in zip(tables.details[v.evidence], v.own["container_cpus"], strict=True)]
-        out["order_dependent"] = any(c.get("order_dependent") for c in out["containers"])
-    elif v.evidence is not None:
-        own = v.own
+    out: dict[str, object] = {
+        "outcome": v.outcome, "code": v.code, "reason": v.reason, "numa_count": v.numa_count,
+        "numa": _numa(v.numa_mask), "cpus": _cpus(v.cpus), "order_dependent": False, "containers": None,
+        "admission": None}
+    own = v.own  # written with the evidence: both or neither
+    if v.evidence is not None and own is not None and "container_cpus" in own:
+        containers = [{**c, "cpus": _cpus(h)}
+                      for c, h in zip(tables.details[v.evidence], own["container_cpus"], strict=True)]
+        out["containers"] = containers
+        out["order_dependent"] = any(c.get("order_dependent") for c in containers)
+    elif v.evidence is not None and own is not None:
         out["admission"] = {**own, "allocations": expand_allocations(own["allocations"], own["pod"]),
                             "decisions": tables.details[v.evidence]}
     return out
@@ -159,7 +184,7 @@ def export_chunks(session: SchedulingSession) -> Iterator[str]:
                      for j in SessionJob.objects.filter(session=session).order_by("index")]}
     yield json.dumps(head)[:-1] + ', "pods": ['
     used: set[int] = set()
-    close = []
+    close: list[dict[str, Any]] = []  # JSON objects, as the engine's to_dict() writes them
     first = True
     for p in Placement.objects.filter(session=session).order_by("index").iterator(chunk_size=CHUNK):
         record = _pod(tables, p)

@@ -250,7 +250,8 @@ def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
 def _skip(record: PodRecord, why: str, again: bool = True) -> PodRecord:
     """Mark a pod record the commit does not allocate for: the pod got resources from another writer
     (`again`), or its job was finished or deleted while the session ran."""
-    record.status = SKIPPED
+    # the web's fifth status in the engine's record, which ResultWriter stores as it is (both are StrEnums)
+    record.status = SKIPPED  # type: ignore[assignment]
     record.message = f"not placed{' again' if again else ''}: pod {record.pod} {why}"
     record.allocations = []
     return record
@@ -303,39 +304,17 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
     held resources before the run are listed as skipped too. Job statuses are then derived afresh.
     Results are written from the engine's objects (store.ResultWriter), never read back."""
     started = time.perf_counter()
-    by_id = {j.pk: j for j in job_rows}
-    result.pods.extend(_skip(PodRecord(pod=uid.partition("/")[2], uid=uid, namespace=by_id[job_id].namespace,
-                                       job=by_id[job_id].name, task="", policy="", qos="", nodes_total=nodes_total),
-                             why)
-                       for uid, (job_id, why) in held.items())
+    _list_held(result, job_rows, held, nodes_total)
     by_key = {(j.namespace, j.name): j for j in job_rows}
-    names = {nid: name for name, (nid, _g) in seen.items()}
     allocations: list[Allocation] = []
     ended: dict[tuple[str, str], str] = {}
-    with transaction.atomic():
+    with transaction.atomic():  # every step below is written together, or nothing is
         # first: this run must still own the row (the update also locks it until the commit)
         if not run.owns().update(heartbeat_at=timezone.now()):
             raise runs.Superseded(f"session {session.pk} was declared lost and taken over; this run writes nothing")
         if not session.dry_run:
-            touched = sorted({seen[p.node][0] for p in result.pods if p.status == PodStatus.ADMITTED and p.node})
-            current = inventory.hold_nodes(touched)
-            for node_id in touched:
-                generation = seen[names[node_id]][1]
-                if node_id not in current or current[node_id].generation != generation:
-                    raise StaleNodes(f"node {names[node_id]} changed while the session ran")
-            live = dict(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk")
-                        .values_list("pk", "finished_at"))
-            ended = {(j.namespace, j.name): "was deleted" if j.pk not in live else "was finished"
-                     for j in job_rows if j.pk not in live or live[j.pk] is not None}
-            now_held = _holders(job_rows)
-            for p in result.pods:
-                if p.status != PodStatus.ADMITTED:
-                    continue
-                if (p.namespace, p.job) in ended:
-                    _skip(p, f"of job {p.namespace}/{p.job}, which {ended[(p.namespace, p.job)]} while the session ran",
-                          again=False)
-                elif p.uid in now_held:
-                    _skip(p, now_held[p.uid][1])
+            touched = _hold_nodes(result, seen)
+            ended = _skip_late_pods(result, job_rows)
             allocations = _allocation_rows(session, result, seen, by_key)
             Node.objects.filter(pk__in=touched).update(generation=F("generation") + 1)
         store.clear(session)
@@ -347,13 +326,61 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
                 if key in by_key and key not in ended:
                     Job.objects.filter(pk=by_key[key].pk).update(reason=reason)
             job_services.refresh_status(j.pk for j in job_rows)
-        counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED)}
         checkpoint("written", session)
-        SchedulingSession.objects.filter(pk=session.pk).update(
-            status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,
-            commit_ms=(time.perf_counter() - started) * 1000, pods_total=counts["pods"],
-            pods_placed=counts["placed"], pods_admitted=counts["admitted"],
-            jobs_total=len(job_rows), jobs_placed=len(committed), nodes_total=nodes_total,
-            progress_done=counts["pods"], progress_total=counts["pods"], error="", weight=result.weight,
-            explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
-            timings=dict(result.timings))
+        _mark_done(session, result, len(job_rows), len(committed), nodes_total, engine_ms, attempt,
+                   time.perf_counter() - started)
+
+
+def _list_held(result: SessionResult, job_rows: list[Job], held: Mapping[str, tuple[int, str]],
+               nodes_total: int) -> None:
+    """The pods that held resources before the run, added to its pods as skipped (with where they hold)."""
+    by_id = {j.pk: j for j in job_rows}
+    result.pods.extend(_skip(PodRecord(pod=uid.partition("/")[2], uid=uid, namespace=by_id[job_id].namespace,
+                                       job=by_id[job_id].name, task="", policy="", qos="", nodes_total=nodes_total),
+                             why)
+                       for uid, (job_id, why) in held.items())
+
+
+def _hold_nodes(result: SessionResult, seen: Mapping[str, tuple[int, int]]) -> list[int]:
+    """Hold the nodes the run allocates on (id order); StaleNodes when one changed since the run read it."""
+    names = {nid: name for name, (nid, _g) in seen.items()}
+    touched = sorted({seen[p.node][0] for p in result.pods if p.status == PodStatus.ADMITTED and p.node})
+    current = inventory.hold_nodes(touched)
+    for node_id in touched:
+        generation = seen[names[node_id]][1]
+        if node_id not in current or current[node_id].generation != generation:
+            raise StaleNodes(f"node {names[node_id]} changed while the session ran")
+    return touched
+
+
+def _skip_late_pods(result: SessionResult, job_rows: list[Job]) -> dict[tuple[str, str], str]:
+    """Hold the jobs; skip the admitted pods of a job finished or deleted meanwhile (returned: those jobs, with
+    what happened) and the pods that gained an allocation since the run read the cluster."""
+    live = dict(Job.objects.select_for_update().filter(pk__in=[j.pk for j in job_rows]).order_by("pk")
+                .values_list("pk", "finished_at"))
+    ended = {(j.namespace, j.name): "was deleted" if j.pk not in live else "was finished"
+             for j in job_rows if j.pk not in live or live[j.pk] is not None}
+    now_held = _holders(job_rows)
+    for p in result.pods:
+        if p.status != PodStatus.ADMITTED:
+            continue
+        if (p.namespace, p.job) in ended:
+            _skip(p, f"of job {p.namespace}/{p.job}, which {ended[(p.namespace, p.job)]} while the session ran",
+                  again=False)
+        elif p.uid in now_held:
+            _skip(p, now_held[p.uid][1])
+    return ended
+
+
+def _mark_done(session: SchedulingSession, result: SessionResult, jobs_total: int, jobs_placed: int,
+               nodes_total: int, engine_ms: float, attempt: int, commit_s: float) -> None:
+    """The session row done, with the run's counts, timings and explanation limits."""
+    counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED.value)}
+    SchedulingSession.objects.filter(pk=session.pk).update(
+        status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,
+        commit_ms=commit_s * 1000, pods_total=counts["pods"],
+        pods_placed=counts["placed"], pods_admitted=counts["admitted"],
+        jobs_total=jobs_total, jobs_placed=jobs_placed, nodes_total=nodes_total,
+        progress_done=counts["pods"], progress_total=counts["pods"], error="", weight=result.weight,
+        explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
+        timings=dict(result.timings))

@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from typing import Generic, TypeVar, cast, overload
 
 from django.db import connection, models
 
+from scheduler_core.kubelet.admission import AdmitResult
 from scheduler_core.model.cpuset import list_format
 from scheduler_core.scheduler.explain import PodRecord, PodStatus, SessionResult, decision_key
+from scheduler_core.volcano.numaaware import Verdict as VolcanoVerdict
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
 
 BATCH = 1000
+
+
+T = TypeVar("T")
+K = TypeVar("K")
 
 
 def db_mask(mask: int | None) -> int | None:
@@ -26,6 +33,10 @@ def db_mask(mask: int | None) -> int | None:
     return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
+@overload
+def mask_of(value: int) -> int: ...
+@overload
+def mask_of(value: None) -> None: ...
 def mask_of(value: int | None) -> int | None:
     """Inverse of `db_mask`."""
     if value is None:
@@ -37,13 +48,13 @@ def hex_mask(mask: int | None) -> str:
     return format(mask or 0, "x")
 
 
-class _Interner:
+class _Interner(Generic[K]):
     """Content → ref for one session's table."""
 
     def __init__(self) -> None:
-        self.refs: dict[object, int] = {}
+        self.refs: dict[K, int] = {}
 
-    def __call__(self, key: object) -> int:
+    def __call__(self, key: K) -> int:
         ref = self.refs.get(key)
         if ref is None:
             ref = self.refs[key] = len(self.refs)
@@ -79,9 +90,9 @@ class ResultWriter:
 
     def __init__(self, session: SchedulingSession, result: SessionResult, node_ids: Mapping[str, int]) -> None:
         self.session, self.result, self.node_ids = session, result, node_ids
-        self.details = _Interner()
-        self.names = _Interner()
-        self.groups = _Interner()
+        self.details: _Interner[str] = _Interner()
+        self.names: _Interner[tuple[str, ...]] = _Interner()
+        self.groups: _Interner[tuple[int, int | None, int, int]] = _Interner()  # (verdict, score, count, names)
         self.decision_refs: dict[tuple, int] = {}
         self.row_refs: dict[int, int] = {}
         self.rows_held: list[tuple] = []
@@ -104,21 +115,22 @@ class ResultWriter:
             ref = self.decision_refs[key] = self._detail([d.to_dict() for d in decisions])
         return ref
 
-    def _group_refs(self, rows: list[tuple]) -> list[int]:
+    def _group_refs(self, rows: list[tuple[int, int | None, int, tuple[str, ...]]]) -> list[int]:
         """The refs of a pod's verdict rows, all of them, in the engine's order (readers rank and cut them:
         results.py). The engine hands out the same row object while its group is unchanged, so most are
         found by identity, in C (`rows_held` keeps each row alive: its id cannot be reused)."""
-        refs = list(map(self.row_refs.get, map(id, rows)))
-        if None in refs:
-            limit = self.result.explain_names
-            for i, ref in enumerate(refs):
-                if ref is None:
-                    row = rows[i]
-                    sig, score, count, names = row
-                    self.verdicts.add(sig)
-                    ref = refs[i] = self.row_refs[id(row)] = self.groups((sig, score, count,
-                                                                          self.names(tuple(names[:limit]))))
-                    self.rows_held.append(row)
+        found = list(map(self.row_refs.get, map(id, rows)))
+        if None not in found:
+            return cast(list[int], found)  # no None in it: the check above, in C
+        limit = self.result.explain_names
+        refs: list[int] = []
+        for row, ref in zip(rows, found, strict=True):
+            if ref is None:
+                sig, score, count, names = row
+                self.verdicts.add(sig)
+                ref = self.row_refs[id(row)] = self.groups((sig, score, count, self.names(tuple(names[:limit]))))
+                self.rows_held.append(row)
+            refs.append(ref)
         return refs
 
     # -- one pod ------------------------------------------------------------------------------------
@@ -131,9 +143,9 @@ class ResultWriter:
             cpus = list_format(p.predicted.cpus or 0)
         else:
             cpus = ""
-        admission = None
+        admission: dict[str, object] | None = None
         if p.admission is not None:
-            a = p.admission
+            a = _engine(p.admission, AdmitResult)
             admission = {"admitted": a.admitted, "error": None if a.error is None else a.error.to_dict(),
                          "cpus": str(a.cpus), "decisions": self._decisions(a.decisions)}
             if a.pod != p.uid:
@@ -169,14 +181,14 @@ class ResultWriter:
         if v.volcano is not None:
             containers = []
             cpus = []
-            for c in v.volcano.containers:
+            for c in _engine(v.volcano, VolcanoVerdict).containers:
                 data = c.to_dict()
                 cpus.append(hex_mask(c.cpus))
                 del data["cpus"]
                 containers.append(data)
             evidence, own = self._detail(containers), {"container_cpus": cpus}
         elif v.admission is not None:
-            data = v.admission.to_dict()
+            data = _engine(v.admission, AdmitResult).to_dict()
             evidence = self._detail(data.pop("decisions"))
             data["allocations"] = compact_allocations(data["allocations"], data["pod"])
             own = data
@@ -200,6 +212,14 @@ class ResultWriter:
                              for i, j in enumerate(self.result.jobs)))
 
 
+def _engine(value: object, kind: type[T]) -> T:
+    """A PodRecord's or NodeVerdict's evidence, which the engine types `object` (the kubelet's AdmitResult,
+    Volcano's Verdict), as the type it is."""
+    if not isinstance(value, kind):
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
 class _Dumped(str):
     """JSON text already dumped (an interned detail's key): inserted as it is."""
 
@@ -213,7 +233,7 @@ def _int_list(values: list[int]) -> _Dumped:
     return _Dumped(f"[{','.join(map(str, values))}]")
 
 
-def _insert(model, rows: Iterable[dict]) -> None:
+def _insert(model: type[models.Model], rows: Iterable[dict]) -> None:
     """INSERT the rows (dicts by attname; absent fields take their default) with executemany: the ORM's
     per-instance cost is most of a 10,000-pod commit otherwise. JSON values are dumped here."""
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]

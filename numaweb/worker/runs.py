@@ -193,8 +193,9 @@ class Run:
     worker: str
     started_at: datetime
 
-    def owns(self) -> models.QuerySet:
-        return self.model.objects.filter(pk=self.pk, status=RUNNING, worker=self.worker, started_at=self.started_at)
+    def owns(self) -> models.QuerySet[models.Model]:
+        return self.model._default_manager.filter(pk=self.pk, status=RUNNING, worker=self.worker,
+                                                  started_at=self.started_at)
 
     def finish(self, **fields: Any) -> None:
         """Write the outcome (with finished_at), or raise Superseded when the row is no longer this run's."""
@@ -207,7 +208,7 @@ def claim(model: type[models.Model], pk: int, expect: dict[str, Any], **fields: 
     """Take the row (status running, this worker, started now) if it still matches `expect`; None when another
     run took it first."""
     run = Run(model, pk, worker_id(), timezone.now())
-    taken = model.objects.filter(pk=pk, **expect).update(status=RUNNING, worker=run.worker,
+    taken = model._default_manager.filter(pk=pk, **expect).update(status=RUNNING, worker=run.worker,
                                                          started_at=run.started_at, finished_at=None, error="",
                                                          progress_done=0, **fields)
     return run if taken else None
@@ -260,7 +261,7 @@ class Kind:
 
     def send(self, ids: Sequence[int]) -> None:
         if ids:
-            self.model.objects.filter(pk__in=ids).update(**{self.queued_field: timezone.now()})
+            self.model._default_manager.filter(pk__in=ids).update(**{self.queued_field: timezone.now()})
             send(self.task, ids)
 
     def expire(self, row: Any, now: datetime | None = None, requeue: bool = False) -> str:
@@ -271,14 +272,15 @@ class Kind:
         reason = self.lost_reason(row, now)
         if not reason:
             return ""
-        same = {"worker": row.worker, "started_at": row.started_at}
+        same: dict[str, object] = {"worker": row.worker, "started_at": row.started_at}
         if self.beat_field:
             same[self.beat_field] = getattr(row, self.beat_field)
+        outcome: dict[str, object]
         if requeue and self.again(row, reason):
             outcome = {"status": PENDING, "error": f"{reason}; queued again automatically", "finished_at": None}
         else:
             outcome = {"status": FAILED, "error": reason, "finished_at": timezone.now()}
-        if not self.model.objects.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
+        if not self.model._default_manager.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
             return ""
         log.warning("%s %s: %s", self.name, row.pk, outcome["error"])
         return reason
@@ -294,14 +296,14 @@ class Kind:
         `older_than` s ago sent again. Each row is moved by a conditional update first, so of several workers
         checking at once only one sends it. Returns the ids sent."""
         cutoff = timezone.now() - timedelta(seconds=older_than)
-        due: list[tuple[int, Any]] = list(self.model.objects.filter(
+        due: list[tuple[int, Any]] = list(self.model._default_manager.filter(
             status=PENDING, **{f"{self.queued_field}__lte": cutoff}).values_list("pk", self.queued_field))
-        for row in self.model.objects.filter(status=RUNNING):
+        for row in self.model._default_manager.filter(status=RUNNING):
             reason = self.expire(row, requeue=True)
             if reason and self.again(row, reason):  # now pending
                 due.append((row.pk, None))
         now = timezone.now()
-        sent = [pk for pk, queued in due if queued is None or self.model.objects.filter(
+        sent = [pk for pk, queued in due if queued is None or self.model._default_manager.filter(
             pk=pk, status=PENDING, **{self.queued_field: queued}).update(**{self.queued_field: now})]
         if sent:
             self.send(sent)  # BrokerUnavailable: the next check tries again

@@ -23,7 +23,7 @@ _housekeeping: list[Housekeeping] = []  # the running Housekeeping thread of thi
 
 
 @worker_ready.connect
-def _worker_started(sender=None, **_kwargs) -> None:
+def _worker_started(sender: object = None, **_kwargs: object) -> None:
     name = getattr(sender, "hostname", None) or worker_id()
     pool = getattr(getattr(sender, "controller", None), "pool", None)
     log.info("worker %s started (pid %s, pool %s, concurrency %s)", name, os.getpid(),
@@ -34,7 +34,7 @@ def _worker_started(sender=None, **_kwargs) -> None:
 
 
 @worker_shutdown.connect
-def _worker_stopping(**_kwargs) -> None:
+def _worker_stopping(**_kwargs: object) -> None:
     while _housekeeping:
         thread = _housekeeping.pop()
         try:

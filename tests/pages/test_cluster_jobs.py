@@ -89,3 +89,13 @@ def test_a_comparison_and_headroom_on_the_pages_stay_in_their_cluster(client, de
     stranger = Job.objects.filter(cluster=big).first()
     response = client.post(reverse("comparisons:start"), {**form_data(demo), "cmp-jobs": [stranger.pk]})
     assert response.status_code == 422 and f"job {stranger} belongs to cluster big" in response.content.decode()
+
+
+def test_a_posted_cluster_that_is_no_ascii_number_is_no_cluster(demo):
+    """'²' passes str.isdigit() but not int(): the form's cluster is None, not a ValueError (a 500)."""
+    from django import forms
+
+    from numaweb.jobs.forms import chosen_cluster
+
+    assert chosen_cluster(forms.Form(data={"cluster": "²"})) is None
+    assert chosen_cluster(forms.Form(data={"cluster": str(demo.pk)})) == demo

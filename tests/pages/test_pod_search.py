@@ -96,7 +96,10 @@ def test_search_page_and_navigation_box(client, demo):
 
 
 @pytest.mark.parametrize(("params", "field"), [({}, "q"), ({"q": "x", "cluster": "one"}, "cluster"),
-                                               ({"q": "x", "limit": "0"}, "limit"), ({"q": "x" * 600}, "q")])
+                                               ({"q": "x", "limit": "0"}, "limit"), ({"q": "x" * 600}, "q"),
+                                               # digits to str.isdigit(), not to int(): once a 500
+                                               ({"q": "x", "cluster": "²"}, "cluster"),
+                                               ({"q": "x", "limit": "5²"}, "limit")])
 def test_bad_queries_answer_400_naming_the_field(client, demo, params, field):
     response = client.get("/api/pods/", params)
     assert response.status_code == 400 and field in response.json()

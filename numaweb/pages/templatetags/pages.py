@@ -1,6 +1,9 @@
 """Small display filters for the pages."""
 
+from collections.abc import Iterable
+
 from django import template
+from django.utils.safestring import SafeString
 
 from scheduler_core.model.quantity import format_bytes
 
@@ -29,7 +32,7 @@ def cpu_count(value: str) -> int:
 
 
 @register.filter
-def join_ids(values) -> str:
+def join_ids(values: Iterable[object] | None) -> str:
     return ",".join(str(v) for v in values or ())
 
 
@@ -44,7 +47,7 @@ def mask_ids(value: int | None) -> str:
 
 
 @register.filter
-def cpu_list(value: str | None):
+def cpu_list(value: str | None) -> SafeString:
     """A CPU list ("8-12,40-43") that breaks only after a comma, never inside a range."""
     from django.utils.html import format_html_join
     from django.utils.safestring import mark_safe

@@ -4,10 +4,12 @@ Prints the user's API token as the last word of the last line, so scripts can ta
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -18,12 +20,12 @@ from numaweb.commands import require_migrated_database
 class Command(BaseCommand):
     help = "Create or update a user with a role (viewer, operator, admin); prints its API token last."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--role", required=True, choices=ROLES)
         parser.add_argument("--password", help="set this password (a new user without one can only use the token)")
 
-    def handle(self, *args, name: str, role: str, password: str | None, **options):
+    def handle(self, *args: Any, name: str, role: str, password: str | None, **options: Any) -> None:
         require_migrated_database()
         User = get_user_model()
         try:

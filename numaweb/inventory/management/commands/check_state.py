@@ -7,9 +7,11 @@ everything matches and the kubelet starts, 3 when something does not match, 4 wh
 refuse to start, 1 on bad input."""
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from numaweb.commands import require_migrated_database
 from numaweb.inventory import checks
@@ -21,8 +23,10 @@ REFUSED_EXIT = 4
 
 
 def _read(path: str | None) -> bytes | None:
-    if path is None:
-        return None
+    return None if path is None else _read_file(path)
+
+
+def _read_file(path: str) -> bytes:
     p = Path(path)
     if not p.is_file():
         raise CommandError(f"{path}: no such file")
@@ -32,7 +36,7 @@ def _read(path: str | None) -> bytes | None:
 class Command(BaseCommand):
     help = "Check a node's cpu_manager_state (and memory_manager_state) against the engine's kubelet model."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("node", help="node name (or id)")
         parser.add_argument("cpu_state", nargs="?", default=None, help="the same as --cpu-state")
         parser.add_argument("--cpu-state", dest="cpu_state_option", default=None,
@@ -45,8 +49,9 @@ class Command(BaseCommand):
                             help="the node's pods (kubectl get pods -o yaml), in admission order")
         parser.add_argument("--cluster", default=None, help="the node's cluster, when the name is not unique")
 
-    def handle(self, *args, node, cpu_state, cpu_state_option, memory_state, pods, kubelet_config, cluster,
-               **options):
+    def handle(self, *args: Any, node: str, cpu_state: str | None, cpu_state_option: str | None,
+               memory_state: str | None, pods: str | None, kubelet_config: str | None, cluster: str | None,
+               **options: Any) -> None:
         require_migrated_database()
         if cpu_state and cpu_state_option and cpu_state != cpu_state_option:
             raise CommandError("give the cpu_manager_state once (--cpu-state or the second argument)")
@@ -62,7 +67,7 @@ class Command(BaseCommand):
             problem = "not found" if not rows.exists() else "in several clusters; give --cluster"
             raise CommandError(f"node {node!r}: {problem}")
         try:
-            result = checks.check_node_state(rows.get(), _read(cpu_state), _read(memory_state), _read(pods),
+            result = checks.check_node_state(rows.get(), _read_file(cpu_state), _read(memory_state), _read(pods),
                                              _read(kubelet_config))
         except EngineError as exc:
             raise CommandError(str(exc)) from exc
@@ -79,11 +84,14 @@ class Command(BaseCommand):
             self.stdout.write(line)
         self.stdout.write(f"verdict: {result.verdict}")
         start = result.start
+        if start is None:  # check_node_state always judges the start
+            raise CommandError(f"node {result.node}: no kubelet start verdict")
         for name, (before, after) in result.planned.items():
             self.stdout.write(f"planned change: {name} {before or '-'} -> {after or '-'}")
         self.stdout.write(f"kubelet start: {'starts' if start.starts else 'REFUSES'}: {start.summary}")
         if not start.starts:
-            self.stdout.write(f"  next step: {start.refusal.action}")
+            if start.refusal is not None:
+                self.stdout.write(f"  next step: {start.refusal.action}")
             if start.pods_to_move:
                 self.stdout.write(f"  pinned pods that leave the node: {', '.join(start.pods_to_move)}")
             sys.exit(REFUSED_EXIT)
@@ -91,7 +99,7 @@ class Command(BaseCommand):
             sys.exit(MISMATCH_EXIT)
 
 
-def _mem(memory) -> str:
+def _mem(memory: Mapping[int, Mapping[str, int]] | None) -> str:
     if not memory:
         return "-"
     return ", ".join(f"NUMA {n}: " + " ".join(f"{r}={b}" for r, b in sorted(res.items()))

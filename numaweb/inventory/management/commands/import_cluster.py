@@ -6,8 +6,9 @@ disagreement; exit 1 with the reason on bad input or a snapshot without nodes.""
 
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from numaweb.commands import engine_message, require_migrated_database
@@ -46,7 +47,7 @@ def report_lines(report: dict) -> list[str]:
 class Command(BaseCommand):
     help = "Import a kubectl cluster snapshot (nodes, NRT, Numatopology, pods, Volcano Jobs, PodGroups)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="kubectl get ... -A -o yaml (or -o json) output")
         parser.add_argument("--cluster", default="default", help="cluster to create or update")
         parser.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
@@ -56,7 +57,8 @@ class Command(BaseCommand):
         parser.add_argument("--allow-empty", action="store_true",
                             help="import a snapshot that lists no node (refused otherwise)")
 
-    def handle(self, *args, file, cluster, dry_run=False, prune=False, allow_empty=False, **options):
+    def handle(self, *args: Any, file: str, cluster: str, dry_run: bool = False, prune: bool = False,
+               allow_empty: bool = False, **options: Any) -> None:
         require_migrated_database()
         path = Path(file)
         if not path.is_file():

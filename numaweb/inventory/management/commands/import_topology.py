@@ -3,8 +3,9 @@ create or replace nodes from topology files in any format the engine reads, with
 a KubeletConfiguration when given (the policy flags override it). All files or none are imported."""
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from numaweb.commands import engine_message, plural, require_migrated_database
@@ -17,7 +18,7 @@ from scheduler_core.errors import EngineError
 class Command(BaseCommand):
     help = "Import node topologies (hwloc XML, lscpu, numactl, sysfs tarball, NRT, Numatopology, engine JSON…)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("files", nargs="+", help="topology files; the node is named after the file")
         parser.add_argument("--cluster", default="default", help="cluster to import into (created if missing)")
         parser.add_argument("--format", default=None, help="input format (default: detected from the content)")
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--kubelet-config", default=None,
                             help="the nodes' /var/lib/kubelet/config.yaml (KubeletConfiguration)")
 
-    def handle(self, *args, files, cluster, format, name, kubelet_config, **options):
+    def handle(self, *args: Any, files: list[str], cluster: str, format: str | None, name: str | None,
+               kubelet_config: str | None, **options: Any) -> None:
         require_migrated_database()
         if name and len(files) > 1:
             raise CommandError("--name needs exactly one file")

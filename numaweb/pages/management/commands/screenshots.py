@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from numaweb.access.roles import OPERATOR, set_role
 from numaweb.access.sessions import session_cookie
@@ -30,6 +32,9 @@ from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.scheduler.compare import Shape, Variant
 from scheduler_core.scheduler.profiles import PROFILES
 
+if TYPE_CHECKING:  # Playwright is a dev dependency, imported when the command runs
+    from playwright.sync_api import Browser
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -37,8 +42,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 HEADROOM_QUERY = "?hr-cpu=4&hr-memory=8Gi&hr-devices=nvidia.com%2Fgpu%3D1&hr-policy=single-numa-node&hr-profile=aligned"
 
 
-def take_screenshots(browser, base_url: str, node: Node, session: SchedulingSession, output: Path,
-                     width: int = 1366, comparison: Comparison | None = None, *, user,
+def take_screenshots(browser: Browser, base_url: str, node: Node, session: SchedulingSession, output: Path,
+                     width: int = 1366, comparison: Comparison | None = None, *, user: AbstractBaseUser,
                      map_cluster: Cluster | None = None) -> list[Path]:
     """Open the pages in `browser` (a Playwright Browser) logged in as `user` and write dashboard/node/session
     PNGs, the cluster map and the jobs page (of `map_cluster`, else the node's cluster) and a pod search, and
@@ -83,7 +88,7 @@ class _Server:
         call_command("collectstatic", interactive=False, verbosity=0)
 
         class Quiet(WSGIRequestHandler):
-            def log_message(self, *args) -> None:
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.server = ThreadedWSGIServer(("127.0.0.1", 0), Quiet, allow_reuse_address=False)
@@ -92,7 +97,7 @@ class _Server:
         self.thread.start()
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
@@ -102,7 +107,7 @@ class Command(BaseCommand):
     help = ("Write PNG screenshots of the dashboard, a node page, a session page, a comparison and the headroom "
             "box (demo data) for the docs.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", default=str(Path(settings.BASE_DIR) / "docs" / "screenshots"))
         parser.add_argument("--cluster", default="demo")
         parser.add_argument("--node", default="srv-gpu-1", help="node for node.png (default: srv-gpu-1)")
@@ -110,7 +115,8 @@ class Command(BaseCommand):
         parser.add_argument("--width", type=int, default=1366)
         parser.add_argument("--map-cluster", default="", help="cluster for cluster-map.png (default: --cluster)")
 
-    def handle(self, *args, output, cluster, node, chromium, width, map_cluster, **options):
+    def handle(self, *args: Any, output: str, cluster: str, node: str, chromium: str, width: int, map_cluster: str,
+               **options: Any) -> None:
         if not Path(chromium).exists():
             raise CommandError(f"{chromium} not found: install Debian's chromium (apt-get install chromium)")
         target = Cluster.objects.filter(name=cluster).first() or build_demo(cluster, self.stdout)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from numaweb.commands import require_migrated_database
 from numaweb.inventory.models import Cluster
@@ -25,7 +26,7 @@ from numaweb.worker.runs import BrokerUnavailable
 class Command(BaseCommand):
     help = "The fewest pod moves after which a pending job (or a shape × count) fits on a cluster."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--cluster", required=True, help="cluster name")
         parser.add_argument("--job", help="a pending job's name")
         parser.add_argument("--namespace", help="the job's namespace (when its name is not unique)")
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the answer as JSON")
         parser.add_argument("--queue", action="store_true", help="queue it for a worker instead of answering here")
 
-    def handle(self, *args, **o):
+    def handle(self, *args: Any, **o: Any) -> None:
         require_migrated_database()
         cluster = Cluster.objects.filter(name=o["cluster"]).first()
         if cluster is None:
@@ -88,7 +89,7 @@ class Command(BaseCommand):
         if not data["found"]:
             sys.exit(1)
 
-    def _print(self, row, data: dict) -> None:
+    def _print(self, row: RoomPlan, data: dict) -> None:
         w = self.stdout.write
         if data["fits_now"]:
             w(f"make room {row.pk}: {row.target_label} fits now; nothing to move")

@@ -7,8 +7,9 @@ progress bar shows on a terminal. Exits non-zero when the session fails."""
 
 from collections import Counter
 from json import dumps
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from numaweb.commands import plural, require_migrated_database
 from numaweb.inventory.models import Cluster
@@ -18,6 +19,7 @@ from numaweb.jobs.models import Job
 from numaweb.progress import bar
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.runs import BrokerUnavailable
 
 SHOWN = 5  # nodes and reasons in the summary
 
@@ -55,7 +57,7 @@ def session_json(row: SchedulingSession) -> dict:
 class Command(BaseCommand):
     help = "Run a scheduling session over a cluster's pending jobs (or the named ones)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--cluster", default=None, help="cluster name (default: the only/first cluster)")
         parser.add_argument("--profile", default="volcano", choices=SchedulingSession.PROFILES)
         parser.add_argument("--dry-run", action="store_true", help="place without allocating")
@@ -68,7 +70,8 @@ class Command(BaseCommand):
         shown.add_argument("--json", dest="as_json", action="store_true",
                            help="the session and every placement as JSON")
 
-    def handle(self, *args, cluster, profile, dry_run, job, queue, session, every_pod, as_json, **options):
+    def handle(self, *args: Any, cluster: str | None, profile: str, dry_run: bool, job: list[str], queue: bool,
+               session: int | None, every_pod: bool, as_json: bool, **options: Any) -> None:
         require_migrated_database()
         if session is not None:
             row = SchedulingSession.objects.filter(pk=session).first()
@@ -94,7 +97,7 @@ class Command(BaseCommand):
                     row = services.start_session(target, profile, dry_run, jobs)
                     self.stdout.write(f"session {row.pk} queued")
                     return
-            except (services.BrokerUnavailable, job_services.NotSchedulable, bounds.OutOfBounds) as exc:
+            except (BrokerUnavailable, job_services.NotSchedulable, bounds.OutOfBounds) as exc:
                 raise CommandError(str(exc)) from exc
             row = services.create_session(target, profile, dry_run, jobs)
         with bar(0, f"session {row.pk}", unit="pod") as progress:

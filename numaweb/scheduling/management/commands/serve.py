@@ -30,11 +30,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
@@ -131,12 +132,12 @@ def _stop(proc: subprocess.Popen | None) -> None:
 class Command(BaseCommand):
     help = "Migrate, collect static files, load demo data if empty, then run gunicorn and a supervised worker."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
         parser.add_argument("--no-worker", action="store_true", help="do not start a worker (one runs elsewhere)")
         parser.add_argument("--no-demo", action="store_true", help="do not load demo data into an empty database")
 
-    def handle(self, *args, addrport: str, no_worker: bool, no_demo: bool, **options):
+    def handle(self, *args: Any, addrport: str, no_worker: bool, no_demo: bool, **options: Any) -> None:
         bind = parse_addrport(addrport)
         call_command("migrate", interactive=False, verbosity=0)
         collect_static()
@@ -146,7 +147,7 @@ class Command(BaseCommand):
         connection.close()
         self.stopping = False
 
-        def stop(*_args) -> None:
+        def stop(*_args: object) -> None:
             self.stopping = True
 
         # Ctrl-C and SIGTERM (docker stop, systemd, kill) end the loop below, which stops both children
@@ -179,7 +180,8 @@ class Command(BaseCommand):
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())
-        self.worker_cpu, self.worker_busy_at = None, time.monotonic()
+        self.worker_cpu: int | None = None
+        self.worker_busy_at = time.monotonic()
         broker = "Redis" if settings.REDIS_URL else f"file system ({settings.BROKER_DIR})"
         self.stdout.write(f"worker pid {worker.pid} on {broker}")
         self.stdout.flush()

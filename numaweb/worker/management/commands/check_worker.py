@@ -12,9 +12,10 @@ Kubernetes does that with this command as a liveness probe; docker compose only 
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from numaweb.worker.models import WorkerHeartbeat
 
@@ -22,10 +23,10 @@ from numaweb.worker.models import WorkerHeartbeat
 class Command(BaseCommand):
     help = "Exit 0 when the worker on this host sent a heartbeat within NUMAWEB_WORKER_TIMEOUT, else 1."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=None, help="the worker's host name (default: this host's)")
 
-    def handle(self, *args, host: str | None, **options):
+    def handle(self, *args: Any, host: str | None, **options: Any) -> None:
         from django.utils import timezone
 
         host = host or socket.gethostname()
