@@ -23,10 +23,11 @@ def requires(perm: str, *, write: str | None = None) -> Callable:
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
-        def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def guarded(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
             need = write if write and request.method not in READ_METHODS else perm
             if may(request, [need]):
-                return view(request, *args, **kwargs)
+                response: HttpResponse = view(request, *args, **kwargs)
+                return response
             if request.user.is_authenticated:
                 raise PermissionDenied(f"your role lacks {need}")
             htmx = getattr(request, "htmx", None)

@@ -24,6 +24,8 @@ from rest_framework.permissions import DjangoModelPermissions
 from .roles import READ_METHODS, may
 
 if TYPE_CHECKING:  # DRF imports this module from its settings while rest_framework.views is still loading
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from rest_framework.authtoken.models import Token
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
@@ -77,7 +79,7 @@ class LockoutAwareTokenAuthentication(TokenAuthentication):
     """DRF's token scheme, refusing (401) the tokens of an account locked out for failed logins until it is
     unlocked: a guessed password must not be worked around by a token obtained earlier."""
 
-    def authenticate_credentials(self, key):
+    def authenticate_credentials(self, key: str) -> tuple[AbstractBaseUser, Token]:
         user, token = super().authenticate_credentials(key)
         if locked_out(user.get_username()):
             raise AuthenticationFailed("this account is locked out after too many failed logins; its tokens work "

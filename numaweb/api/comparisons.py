@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -60,7 +62,8 @@ class CSVRenderer(BaseRenderer):
     format = "csv"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+    def render(self, data: list[list[object]], accepted_media_type: str | None = None,
+               renderer_context: Mapping[str, object] | None = None) -> bytes:
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerows(data)
@@ -165,7 +168,7 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
         return Response(data, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
-def parse_headroom_query(params) -> tuple[Shape, str]:
+def parse_headroom_query(params: QueryDict) -> tuple[Shape, str]:
     """Shape and profile from query parameters; ValidationError names the parameter."""
     unknown = sorted(set(params) - set(SHAPE_FIELDS) - {"format"})
     if unknown:

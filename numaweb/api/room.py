@@ -135,7 +135,7 @@ class MakeRoomPlanView(APIView):
     @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "text/x-shellscript"):
                               OpenApiTypes.STR, 401: ERROR, 403: ERROR, 404: ERROR,
                               409: OpenApiResponse(ERROR, description="not answered yet, or no plan")})
-    def get(self, request: Request, pk: int):
+    def get(self, request: Request, pk: int) -> HttpResponse:
         """The plan as a download: JSON, or a shell script of kubectl commands to review (it runs nothing
         unless given --run)."""
         row = get_object_or_404(RoomPlan.objects.select_related("cluster", "job"), pk=pk)

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -40,6 +40,7 @@ from numaweb.limits import DepthLimitedJSONParser
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
@@ -117,7 +118,7 @@ class NodeViewSet(viewsets.ModelViewSet):
     required_permissions = {"check_state": ["access.run_whatif"],  # reads only: operators, as what-if
                             "set_kubelet_config": ["inventory.change_node"]}
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Node]:
         qs = Node.objects.select_related("cluster").annotate(allocation_count=Count("allocations")).order_by(
             "cluster_id", "name")
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
@@ -196,14 +197,14 @@ class AllocationViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixi
 
     serializer_class = s.AllocationSerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Allocation]:
         qs = Allocation.objects.order_by("node_id", "id")
         node = _int_param(self.request, "node") if self.action == "list" else None
         return qs.filter(node_id=node) if node else qs
 
     @extend_schema(responses={201: s.AllocationSerializer, 400: OpenApiResponse(description="bad field"),
                               409: CONFLICT})
-    def create(self, request: Request, *args, **kwargs) -> Response:
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         """Hold CPUs (and memory, devices) for a pod's container: checked and written with the node held, so
         of two writers asking for one CPU exactly one succeeds; the other gets 409 naming CPUs and holder."""
         return super().create(request, *args, **kwargs)
@@ -234,7 +235,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     pagination_class = ResultsPagination
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Job]:
         qs = Job.objects.prefetch_related("tasks").order_by("id")
         if self.action != "list":
             return qs
@@ -262,12 +263,12 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
     serializer_class = s.SessionSerializer
     pagination_class = ResultsPagination  # honours ?page_size= (a dashboard asks for the last few)
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[SchedulingSession]:
         qs = SchedulingSession.objects.order_by("-id")
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
         return qs.filter(cluster_id=cluster) if cluster else qs
 
-    def list(self, request: Request, *args, **kwargs) -> Response:
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         """Sessions, newest first, read as values (a page builds no model instances)."""
         page = self.paginate_queryset(self.get_queryset().values_list(*s.session_columns()))
         assert page is not None  # pagination_class is set
@@ -275,7 +276,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         return self.get_paginated_response([serializer.represent(values) for values in page])
 
     @extend_schema(responses={202: s.SessionSerializer, 503: ERROR})
-    def create(self, request: Request, *args, **kwargs) -> Response:
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         """Start a session: 202 with its URL; the worker runs it, poll the URL for progress."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -286,7 +287,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
                                                data.get("dry_run", False), jobs if jobs else None)
         except (job_services.NotSchedulable, bounds.OutOfBounds) as exc:  # the jobs taken when none are named
             raise ValidationError({"jobs": [str(exc)]}) from exc
-        except scheduling.BrokerUnavailable as exc:
+        except BrokerUnavailable as exc:
             body = {"detail": str(exc)}
             if exc.session_id is not None:
                 body["session"] = reverse("api:session-detail", args=[exc.session_id], request=request)
@@ -295,7 +296,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         body = self.get_serializer(session).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
-    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         """A session with its progress; a running one whose worker is lost is shown failed with the reason."""
         session = self.get_object()
         scheduling.expire_if_lost(session)
@@ -310,7 +311,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
             session = scheduling.rerun_session(session)
         except scheduling.SessionNotRunnable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        except scheduling.BrokerUnavailable as exc:
+        except BrokerUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response(self.get_serializer(session).data, status=status.HTTP_202_ACCEPTED)
 

@@ -27,14 +27,14 @@ from scheduler_core.scheduler.profiles import PROFILES as ENGINE_PROFILES
 
 
 class PodStatus(models.TextChoices):
-    """A pod's outcome in a session: the engine's `scheduler_core.PodStatus` (a test holds these to every value
-    it has), and `skipped`: the pod already held resources, so the session did not place it again."""
+    """A pod's outcome in a session: the engine's `scheduler_core.PodStatus`, value for value (a test holds
+    these to the engine's; `skipped` is set by the commit, for a pod that already held resources)."""
 
     ADMITTED = EnginePodStatus.ADMITTED.value, "admitted"
     REJECTED = EnginePodStatus.REJECTED.value, "rejected"
     UNSCHEDULABLE = EnginePodStatus.UNSCHEDULABLE.value, "unschedulable"
     ROLLED_BACK = EnginePodStatus.ROLLED_BACK.value, "rolled_back"
-    SKIPPED = "skipped", "skipped"
+    SKIPPED = EnginePodStatus.SKIPPED.value, "skipped"
 
 
 class SchedulingSession(models.Model):

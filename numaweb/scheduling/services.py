@@ -39,11 +39,11 @@ from numaweb.jobs.models import Job
 from numaweb.worker import runs
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
-from scheduler_core.scheduler.explain import PodRecord, SessionResult
+from scheduler_core.scheduler.explain import PodRecord, PodStatus, SessionResult
 from scheduler_core.scheduler.gc_pause import paused_gc
 
 from . import store
-from .models import PodStatus, SchedulingSession
+from .models import SchedulingSession
 
 log = logging.getLogger("numaweb.scheduling")
 
@@ -235,9 +235,6 @@ def _run_with_retries(session: SchedulingSession, run: runs.Run, deadline: float
     raise StaleNodes(f"nodes kept changing during {retries} attempts; run the session again")
 
 
-SKIPPED = PodStatus.SKIPPED  # the pod already held resources when the session read (or committed): not placed again
-
-
 def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
     """{pod uid: (job id, where it holds resources in words)} for every pod of these jobs holding an allocation."""
     out: dict[str, tuple[int, str]] = {}
@@ -250,8 +247,7 @@ def _holders(job_rows: list[Job]) -> dict[str, tuple[int, str]]:
 def _skip(record: PodRecord, why: str, again: bool = True) -> PodRecord:
     """Mark a pod record the commit does not allocate for: the pod got resources from another writer
     (`again`), or its job was finished or deleted while the session ran."""
-    # the web's fifth status in the engine's record, which ResultWriter stores as it is (both are StrEnums)
-    record.status = SKIPPED  # type: ignore[assignment]
+    record.status = PodStatus.SKIPPED
     record.message = f"not placed{' again' if again else ''}: pod {record.pod} {why}"
     record.allocations = []
     return record
@@ -284,7 +280,7 @@ def _job_reasons(result: SessionResult) -> dict[tuple[str, str], str]:
     """{(namespace, job): why this session did not place it ("" when every pod it ran holds resources)}."""
     first: dict[tuple[str, str], str] = {}
     for p in result.pods:
-        if p.status not in (PodStatus.ADMITTED, SKIPPED):
+        if p.status not in (PodStatus.ADMITTED, PodStatus.SKIPPED):
             first.setdefault((p.namespace, p.job), f"pod {p.pod}: {p.message or p.kubelet_reason or p.status}")
     out = {}
     for j in result.jobs:
@@ -375,7 +371,7 @@ def _skip_late_pods(result: SessionResult, job_rows: list[Job]) -> dict[tuple[st
 def _mark_done(session: SchedulingSession, result: SessionResult, jobs_total: int, jobs_placed: int,
                nodes_total: int, engine_ms: float, attempt: int, commit_s: float) -> None:
     """The session row done, with the run's counts, timings and explanation limits."""
-    counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == SKIPPED.value)}
+    counts = {**result.counts, "skipped": sum(1 for p in result.pods if p.status == PodStatus.SKIPPED)}
     SchedulingSession.objects.filter(pk=session.pk).update(
         status=SchedulingSession.DONE, finished_at=timezone.now(), attempts=attempt, engine_ms=engine_ms,
         commit_ms=commit_s * 1000, pods_total=counts["pods"],

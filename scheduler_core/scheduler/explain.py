@@ -21,7 +21,7 @@
 }
 PodRecord = {
   "pod", "uid", "namespace", "job", "task", "policy", "qos",
-  "status": "admitted" | "rejected" | "unschedulable" | "rolled_back",
+  "status": "admitted" | "rejected" | "unschedulable" | "rolled_back" | "skipped",
   "node": str | null,                   # chosen node
   "score": int | null,                  # its total score (null when the profile does not score)
   "message": str | null,                # unschedulable: "0/N nodes are unavailable: 3 <reason>, 5 <reason>."
@@ -86,6 +86,8 @@ class PodStatus(StrEnum):
     REJECTED = "rejected"
     UNSCHEDULABLE = "unschedulable"
     ROLLED_BACK = "rolled_back"
+    #: never set by a session: a caller committing its result marks a pod that already held resources
+    SKIPPED = "skipped"
 
 
 PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = Outcome

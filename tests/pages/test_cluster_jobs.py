@@ -99,3 +99,10 @@ def test_a_posted_cluster_that_is_no_ascii_number_is_no_cluster(demo):
 
     assert chosen_cluster(forms.Form(data={"cluster": "²"})) is None
     assert chosen_cluster(forms.Form(data={"cluster": str(demo.pk)})) == demo
+
+
+def test_a_cluster_query_that_is_no_ascii_number_shows_the_first_cluster(client, demo, big):
+    """`?cluster=²` on the jobs page: the first cluster by name, not a ValueError (a 500)."""
+    response = client.get(reverse("pages:jobs") + "?cluster=²")
+    assert response.status_code == 200
+    assert response.context["cluster"] == min((demo, big), key=lambda c: c.name)

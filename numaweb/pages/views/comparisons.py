@@ -5,6 +5,7 @@ heat strip of NUMA use per variant."""
 from __future__ import annotations
 
 from django.core.paginator import Paginator
+from django.forms import BaseFormSet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from numaweb.access.decorators import requires
 from numaweb.comparisons import charts, services
 from numaweb.comparisons.export import METRICS
 from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.inventory.models import Cluster
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.scheduler.compare import BLOCK_BINS
 
@@ -24,7 +26,8 @@ from .common import HtmxHttpRequest
 POLL = "every 1s"
 
 
-def form_context(form: ComparisonForm | None = None, formset=None, error: str = "", cluster=None) -> dict:
+def form_context(form: ComparisonForm | None = None, formset: BaseFormSet | None = None, error: str = "",
+                 cluster: Cluster | None = None) -> dict[str, object]:
     """What the comparison form needs (the jobs page includes it, in its chosen `cluster`)."""
     return {"compare_form": form or ComparisonForm(initial={"cluster": cluster, "cpu": "4", "memory": "8Gi"}),
             "variant_forms": formset or variant_formset(), "compare_error": error}

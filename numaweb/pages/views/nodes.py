@@ -3,7 +3,9 @@ map and the snapshot import."""
 
 from __future__ import annotations
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -76,14 +78,16 @@ def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/_whatif.html", ctx)
 
 
-def _upload(form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
-    upload = form.cleaned_data.get(field)
+def _upload(form: Form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
+    upload: UploadedFile | None = form.cleaned_data.get(field)
     if upload is None:
         return None
-    if upload.size > limit:
-        form.add_error(field, f"{upload.size} bytes is larger than the {limit >> 20} MiB limit")
+    size = upload.size or 0
+    if size > limit:
+        form.add_error(field, f"{size} bytes is larger than the {limit >> 20} MiB limit")
         return None
-    return upload.read()
+    data: bytes = upload.read()
+    return data
 
 
 @requires("access.run_whatif")

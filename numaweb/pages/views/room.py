@@ -4,6 +4,8 @@ worker's progress, then shows the plan: the moves, and every node it touches dra
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -11,9 +13,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from numaweb.access.decorators import requires
 from numaweb.inventory.models import Cluster
+from numaweb.jobs.models import Job
 from numaweb.room import services, tasks
 from numaweb.room.export import room_dict
 from numaweb.room.models import RoomPlan
+from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
 
@@ -24,7 +28,7 @@ STATES = ("target", "moved", "held", "reserved")
 MARKS = {"target": "T", "moved": "M", "reserved": "R"}  # colour is never the only cue
 
 
-def room_context(job, sessions) -> dict:
+def room_context(job: Job, sessions: Iterable[SchedulingSession]) -> dict[str, object]:
     """What a job's page needs for its Make room button: the clusters (the job's last session's first)
     and the job's latest make-room answers."""
     clusters = list(Cluster.objects.order_by("name").only("pk", "name"))

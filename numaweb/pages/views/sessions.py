@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
@@ -17,6 +18,7 @@ from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
 from numaweb.scheduling.store import mask_of
+from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.scheduler.compare import span_histogram
 
@@ -42,7 +44,7 @@ def session_start(request: HtmxHttpRequest) -> HttpResponse:
     session: SchedulingSession | None
     try:
         session = scheduling.start_session(data["cluster"], data["profile"], data["dry_run"], jobs)
-    except scheduling.BrokerUnavailable as exc:
+    except BrokerUnavailable as exc:
         error = str(exc)
         session = SchedulingSession.objects.get(pk=exc.session_id) if exc.session_id else None
     if session is None:
@@ -94,7 +96,7 @@ def _prediction_differs(predicted: str, placement: Placement) -> bool:
         placement.cpus or "")
 
 
-def _span_chart(session: SchedulingSession):
+def _span_chart(session: SchedulingSession) -> SafeString:
     """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
     masks = [mask_of(numa) or 0 if admitted else None
              for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
