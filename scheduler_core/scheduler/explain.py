@@ -453,7 +453,8 @@ class SessionResult:
                     c["single_numa"] += 1
                 predicted = p.predicted
                 v = predicted.volcano if predicted is not None else None
-                if v is not None and v.outcome == PASS_ASSIGNED and predicted.cpus != p.admitted_cpus():
+                if (predicted is not None and v is not None and v.outcome == PASS_ASSIGNED
+                        and predicted.cpus != p.admitted_cpus()):
                     c["cpu_prediction_mismatches"] += 1
             elif p.status == PodStatus.REJECTED:
                 if p.kubelet_reason == "TopologyAffinityError":
@@ -482,7 +483,7 @@ class SessionResult:
             "weight": self.weight,
             "nodes_total": self.nodes_total,
             "counts": self.counts,
-            "timings": dict(self.timings),
+            "timings": self.timings.copy(),
             "jobs": list(self.jobs),
             "pods": pods,
             "verdicts": self.table.to_dict(used),

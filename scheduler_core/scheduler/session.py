@@ -42,23 +42,27 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from itertools import chain, count
 
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job, Task
-from ..model.pods import Pod
-from .cluster import Cluster, Request
+from ..model.pods import Container, Pod
+from .cluster import Cluster, Request, Snapshot, TallyKey
 from .explain import (
     FILTERED,
     PASSED,
     SKIPPED,
     UNSCHEDULABLE,
+    JobResult,
     NodeVerdict,
+    Outcome,
     PodRecord,
     PodStatus,
+    Row,
     SessionResult,
+    Timings,
     VerdictTable,
     unavailable_message,
 )
@@ -83,7 +87,7 @@ class _Group:
         self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
         self.count = 0
         self.names: tuple[str, ...] | None = None
-        self.last_row: tuple | None = None
+        self.last_row: Row | None = None
 
     def put(self, cid: int, names: tuple[str, ...]) -> None:
         old = self.members.get(cid)
@@ -112,7 +116,7 @@ class _Group:
                 self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
         return self.names
 
-    def row(self, sig: int, score: int | None, limit: int) -> tuple[int, int | None, int, tuple[str, ...]]:
+    def row(self, sig: int, score: int | None, limit: int) -> Row:
         """The pod's explanation row for this group: the same object as the previous pod's while
         nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
         row = self.last_row
@@ -129,7 +133,7 @@ class _Classes:
     def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
         self.cluster = cluster
         self.profile = profile
-        self.ids: dict[tuple, int] = {}
+        self.ids: dict[tuple[int, TallyKey, Hashable], int] = {}
         self.of: dict[str, int] = {}
         grouped: dict[int, list[str]] = {}
         for name in sorted(cluster.nodes):
@@ -174,6 +178,14 @@ class _Classes:
             self.members[new] = (new, (*names[:i], name, *names[i:]))
 
 
+#: a pod shape's passing classes are bucketed by (outcome, NUMA count, tie-break)
+_BucketKey = tuple[Outcome, int, float]
+#: a container as `_pod_signature` sees it: (name, kind, sorted requests, sorted limits)
+_ContainerSig = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+#: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers)
+PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]]
+
+
 class _ShapeView:
     """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
     is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
@@ -185,8 +197,8 @@ class _ShapeView:
     def __init__(self, request: Request) -> None:
         self.request = request
         self.verdicts: dict[int, NodeVerdict] = {}
-        self.bucket_of: dict[int, tuple[str, int, float]] = {}
-        self.buckets: dict[tuple[str, int, float], set[int]] = {}
+        self.bucket_of: dict[int, _BucketKey] = {}
+        self.buckets: dict[_BucketKey, set[int]] = {}
         self.counted: set[int] = set()
         self.groups: dict[int, _Group] = {}  # by verdict id: what a pod's explanation rows are made of
         self.seen_changes = 0  # how much of the classes' change log the groups reflect
@@ -197,9 +209,12 @@ class _ShapeView:
 # ------------------------------------------------------------------------------------------------
 
 
-def _pod_signature(pod: Pod) -> tuple:
-    def cont(c):
-        return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+def _container_signature(c: Container) -> _ContainerSig:
+    return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+
+
+def _pod_signature(pod: Pod) -> PodSignature:
+    cont = _container_signature
     return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
             tuple(cont(c) for c in pod.containers))
 
@@ -234,7 +249,7 @@ class _Session:
         self.cluster = cluster
         self.profile = profile
         self.classes = _Classes(cluster, profile)
-        self.views: dict[tuple, _ShapeView] = {}
+        self.views: dict[PodSignature, _ShapeView] = {}
         self.table = VerdictTable()
         self.explain_names = explain_names
         self.evaluations = 0
@@ -287,16 +302,16 @@ class _Session:
                     bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
             counted.add(cid)
             sig = verdicts[cid].sig
-            group = groups.get(sig)
-            if group is None:
-                group = groups[sig] = _Group()
-            group.put(cid, live[cid][1])
+            into = groups.get(sig)
+            if into is None:
+                into = groups[sig] = _Group()
+            into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
                 buckets.setdefault(key, set()).add(cid)
 
     def _rows(self, view: _ShapeView, scores: dict[tuple[str, int], int] | None
-              ) -> list[tuple[int, int | None, int, tuple[str, ...]]]:
+              ) -> list[Row]:
         """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
         fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
         rows = []
@@ -351,7 +366,8 @@ class _Session:
             for cid, names in live.values():
                 verdict = verdicts[cid]
                 if verdict.outcome in (FILTERED, UNSCHEDULABLE):
-                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(names)
+                    reason = verdict.reason or "no reason given"  # a rejection always has one
+                    reasons[reason] = reasons.get(reason, 0) + len(names)
             record.status = PodStatus.UNSCHEDULABLE
             record.message = unavailable_message(reasons)
             return record, None, None
@@ -365,7 +381,10 @@ class _Session:
     def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         """Bind the pod just scheduled to `name` and run the kubelet's admission there."""
         c = self.cluster
-        c.add_request(name, self.request)
+        req = self.request
+        if req is None:
+            raise RuntimeError("_Session.place: no pod was scheduled")
+        c.add_request(name, req)
         self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
         node = c.nodes[name]
@@ -382,6 +401,63 @@ class _Session:
             record.message = res.error.message if res.error is not None else None
         c.refresh(name)
         self.classes.update(name)
+
+
+    # -- one job ----------------------------------------------------------------------------------------
+    def run_job(self, job: Job, pods: Sequence[tuple[Task, Pod]], already: int, tick: Callable[[], None]
+                ) -> tuple[list[PodRecord], JobResult]:
+        """Schedule and place the job's pods in order (`already` of its pods hold their resources); below
+        its minAvailable, every placement it made is rolled back exactly. `tick` is called per pod."""
+        cluster, hooks = self.cluster, self.profile
+        saved: dict[str, Snapshot] = {}
+        placed: list[tuple[PodRecord, Pod, str]] = []
+        records = []
+        for task, pod in pods:
+            prepared = hooks.prepare(pod)
+            record, name, verdict = self.schedule(job, task, pod, prepared)
+            if name is not None and verdict is not None:
+                if name not in saved:
+                    saved[name] = cluster.snapshot(name)
+                self.place(record, pod, prepared, name, verdict)
+                placed.append((record, pod, name))
+            records.append(record)
+            tick()
+        minimum = gang_minimum(job)
+        committed = len(placed) + already >= minimum
+        if not committed:
+            for record, pod, name in placed:
+                hooks.on_rollback(pod, name)
+                record.status = PodStatus.ROLLED_BACK
+                record.message = (f"job {job.name}: only {len(placed) + already} of the {minimum} pods "
+                                  f"minAvailable requires could be placed; placement rolled back")
+            for name, snap in saved.items():
+                cluster.restore(name, snap)
+                self.classes.update(name)
+        return records, {"job": job.name, "namespace": job.namespace, "priority": job.priority,
+                         "min_available": minimum, "pods": len(pods), "placed": len(placed), "held": already,
+                         "committed": committed}
+
+    def timings(self, elapsed: float, pods: int) -> Timings:
+        nodes = len(self.cluster)
+        return {"total_s": elapsed, "evaluate_s": self.t_eval, "admission_s": self.t_admit,
+                "pods_per_s": (pods / elapsed) if elapsed > 0 else None,
+                "evaluations": self.evaluations, "class_visits": self.class_visits,
+                "us_per_pod_node": (elapsed * 1e6 / (pods * nodes)) if pods and nodes else None}
+
+
+def gang_minimum(job: Job) -> int:
+    """The job's minAvailable (never None once a Job is built: its default, every replica, is filled in then)."""
+    return len(job.pods()) if job.min_available is None else job.min_available
+
+
+def _pending(jobs: Sequence[Job], held: frozenset[str]) -> list[tuple[Job, list[tuple[Task, Pod]], int]]:
+    """Per job, in order: the pods to schedule (those not `held`) and how many are held already."""
+    work = []
+    for job in jobs:
+        pods = job.pods()
+        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
+        work.append((job, todo, len(pods) - len(todo)))
+    return work
 
 
 @paused_gc()
@@ -406,55 +482,26 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
     start = time.perf_counter()
     hooks = chosen.open(cluster)
     s = _Session(cluster, hooks, explain_names)
-    ordered = _job_order(jobs)
-    held = frozenset(held)
-    work = []
-    for job in ordered:
-        pods = job.pods()
-        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
-        work.append((job, todo, len(pods) - len(todo)))
+    work = _pending(_job_order(jobs), frozenset(held))
     total = sum(len(p) for _j, p, _h in work)
     step = max(1, total // 200)
     done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and (done % step == 0 or done == total):
+            progress(done, total)
+
     records: list[PodRecord] = []
-    job_results = []
+    job_results: list[JobResult] = []
     for job, pods, already in work:
-        saved: dict[str, tuple] = {}
-        placed: list[tuple[PodRecord, Pod, str]] = []
-        job_records = []
-        for task, pod in pods:
-            prepared = hooks.prepare(pod)
-            record, name, verdict = s.schedule(job, task, pod, prepared)
-            if name is not None:
-                if name not in saved:
-                    saved[name] = cluster.snapshot(name)
-                s.place(record, pod, prepared, name, verdict)
-                placed.append((record, pod, name))
-            job_records.append(record)
-            done += 1
-            if progress is not None and (done % step == 0 or done == total):
-                progress(done, total)
-        committed = len(placed) + already >= job.min_available
-        if not committed:
-            for record, pod, name in placed:
-                hooks.on_rollback(pod, name)
-                record.status = PodStatus.ROLLED_BACK
-                record.message = (f"job {job.name}: only {len(placed) + already} of the {job.min_available} pods "
-                                  f"minAvailable requires could be placed; placement rolled back")
-            for name, snap in saved.items():
-                cluster.restore(name, snap)
-                s.classes.update(name)
-        job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
-                            "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
-                            "held": already, "committed": committed})
+        job_records, job_result = s.run_job(job, pods, already, tick)
         records.extend(job_records)
+        job_results.append(job_result)
     if progress is not None and total == 0:
         progress(0, 0)
-    elapsed = time.perf_counter() - start
-    timings = {"total_s": elapsed, "evaluate_s": s.t_eval, "admission_s": s.t_admit,
-               "pods_per_s": (total / elapsed) if elapsed > 0 else None,
-               "evaluations": s.evaluations, "class_visits": s.class_visits,
-               "us_per_pod_node": (elapsed * 1e6 / (total * len(cluster))) if total and len(cluster) else None}
+    timings = s.timings(time.perf_counter() - start, total)
     return SessionResult(profile=chosen.name, weight=chosen.weight, nodes_total=len(cluster), pods=records,
                          jobs=job_results, table=s.table, timings=timings, volcano_close=hooks.close(),
                          explain_names=explain_names, explain_groups=explain_groups)
