@@ -22,8 +22,9 @@ a pod shape. Every figure is computed from the engine's own inputs and results; 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, NotRequired, TypedDict
 
 from ..errors import PolicyError, RequestError
 from ..model.jobs import Job, Task
@@ -31,7 +32,7 @@ from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOption
 from ..model.node import Node
 from ..model.pods import Container, Pod, is_device_resource
 from ..model.quantity import count, cpu_milli, format_bytes
-from .cluster import Cluster, Request
+from .cluster import Cluster, Request, TallyKey
 from .explain import PodStatus, SessionResult
 from .profiles import PROFILES, AlignedProfile, Profile, get_profile
 from .session import run_session
@@ -46,6 +47,79 @@ HEADROOM_NAMESPACE = "numaweb-headroom"  # its pods' uids never collide with rea
 #: takes a slice of the shared pool and its headroom is a division (a 1m shape "fits" 1,000 times per CPU), not
 #: a question of placement worth hundreds of thousands of simulated pods.
 MIN_SHAPE_CPU_MILLI = 1000
+
+
+class VariantDict(TypedDict):
+    profile: str
+    topology_manager_policy: str | None
+    topology_manager_scope: str | None
+    cpu_manager_options: dict[str, str] | None
+    weight: int
+    distance_tie_break: bool
+
+
+class ShapeDict(TypedDict):
+    cpu: str
+    memory: str | None
+    devices: dict[str, int]
+    policy: str | None
+
+
+class NodeHeadroom(TypedDict):
+    node: str
+    count: int
+    rejected: int
+    at_least: bool
+
+
+class HeadroomSummary(TypedDict):
+    profile: str
+    shape: ShapeDict
+    total: int
+    rejected: int
+    at_least: bool
+    stopped: str | None
+    bound: int
+    sessions: int
+    engine_s: float
+
+
+class Headroom(HeadroomSummary):
+    nodes: list[NodeHeadroom]
+
+
+class NodeRow(TypedDict):
+    node: str
+    numa: list[list[int]]
+    largest_block: int
+    headroom: NotRequired[int]  # run_variant with a shape
+
+
+class Metrics(TypedDict):
+    pods: int
+    pods_placed: int
+    pods_unplaced: int
+    pods_admitted: int
+    jobs: int
+    jobs_committed: int
+    jobs_rolled_back: int
+    topology_affinity_errors: int
+    admission_errors: int
+    pods_multi_numa: int
+    mean_numa_distance: float | None
+    cpu_prediction_mismatches: int
+    free_cpus: int
+    free_single_numa_blocks: int
+    block_histogram: dict[str, int]
+    engine_s: float
+    headroom: NotRequired[int]  # run_variant with a shape
+
+
+class VariantResult(TypedDict):
+    variant: VariantDict
+    metrics: Metrics
+    nodes: list[NodeRow]
+    headroom: HeadroomSummary | None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,8 +167,9 @@ class Variant:
             raise PolicyError("distance_tie_break: only the aligned profile has a distance-aware tie-break")
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Variant:
-        """A variant from JSON-like data; unknown keys and bad values raise naming the field."""
+    def from_dict(cls, data: Mapping[str, Any]) -> Variant:
+        """A variant from JSON-like data (any values: `__post_init__` checks each field); unknown keys
+        and bad values raise naming the field."""
         if not isinstance(data, Mapping):
             raise RequestError(f"a variant is an object with a profile, not {data!r}")
         unknown = sorted(set(data) - set(cls.FIELDS))
@@ -108,7 +183,7 @@ class Variant:
         values = {k: v for k, v in data.items() if v not in (None, "")}
         return cls(**values)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> VariantDict:
         return {"profile": self.profile, "topology_manager_policy": self.topology_manager_policy,
                 "topology_manager_scope": self.topology_manager_scope,
                 "cpu_manager_options": None if self.cpu_manager_options is None else self.cpu_manager_options.to_dict(),
@@ -142,14 +217,12 @@ class Variant:
     def kubelet(self, config: KubeletConfig) -> KubeletConfig:
         """`config` with this variant's overrides, checked as the kubelet checks its settings at
         start-up (e.g. align-by-socket with single-numa-node raises)."""
-        changes = {}
-        if self.topology_manager_policy is not None:
-            changes["topology_manager_policy"] = self.topology_manager_policy
-        if self.topology_manager_scope is not None:
-            changes["topology_manager_scope"] = self.topology_manager_scope
-        if self.cpu_manager_options is not None:
-            changes["cpu_manager_options"] = self.cpu_manager_options
-        return replace(config, **changes) if changes else config
+        if not self.overrides_kubelet:
+            return config
+        policy, scope, options = self.topology_manager_policy, self.topology_manager_scope, self.cpu_manager_options
+        return replace(config, topology_manager_policy=config.topology_manager_policy if policy is None else policy,
+                       topology_manager_scope=config.topology_manager_scope if scope is None else scope,
+                       cpu_manager_options=config.cpu_manager_options if options is None else options)
 
     def apply(self, nodes: Iterable[Node]) -> list[Node]:
         """The nodes with this variant's kubelet overrides (new Node objects; the inputs are unchanged).
@@ -206,10 +279,10 @@ class Shape:
         if isinstance(devices, str):
             pairs = {}
             for item in filter(None, (p.strip() for p in devices.split(","))):
-                name, sep, amount = item.partition("=")
-                if not sep or not name.strip():
+                resource, sep, quantity = item.partition("=")
+                if not sep or not resource.strip():
                     raise RequestError(f"devices: {item!r} is not resource=count (e.g. nvidia.com/gpu=1)")
-                pairs[name.strip()] = amount.strip()
+                pairs[resource.strip()] = quantity.strip()
             devices = pairs
         parsed = []
         for name, amount in sorted((devices or {}).items()):
@@ -224,14 +297,14 @@ class Shape:
         return Pod("shape", (Container.guaranteed("main", self.cpu_milli, self.memory,
                                                   devices=dict(self.devices)),))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> ShapeDict:
         cpu = str(self.cpu_milli // 1000) if self.cpu_milli % 1000 == 0 else f"{self.cpu_milli}m"
         return {"cpu": cpu, "memory": format_bytes(self.memory) if self.memory else None,
                 "devices": dict(self.devices), "policy": self.policy}
 
 
 def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned", *, max_pods: int | None = None,
-             seconds: float | None = None) -> dict:
+             seconds: float | None = None) -> Headroom:
     """Pods of `shape` a session of `profile` (a name or a Profile with its options) would still place
     on `cluster` (left unchanged), per node.
 
@@ -247,52 +320,76 @@ def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned",
     after `seconds`. A node whose session was cut short (or never run) counts what was placed and says
     `at_least`; so does the answer, with `stopped` naming the bound that was reached."""
     try:
-        profile = get_profile(profile)
+        chosen = get_profile(profile)
     except PolicyError as exc:
         raise PolicyError(f"profile: {exc}") from None
     started = time.perf_counter()
     pod = shape.pod()
     request = Request.of(pod)
-    groups: dict[tuple, list[str]] = {}
-    for name in sorted(cluster.nodes):
-        groups.setdefault((cluster.nodes[name].state_key(), cluster.tally[name].key()), []).append(name)
+    budget = _Budget(max_pods, seconds, started)
     per_node: dict[str, tuple[int, int, bool]] = {}
     bound = sessions = 0
-    left = max_pods
-    stopped = None
-    for members in groups.values():
+    for members in _state_groups(cluster).values():
         fits = cluster.fit_count(members[0], request)
         bound += fits * len(members)
         placed = rejected = 0
-        if fits and stopped is None and seconds is not None and time.perf_counter() - started > seconds:
-            stopped = f"time budget of {seconds:g} s"
-        if fits and stopped is None and left is not None and left <= 0:
-            stopped = f"limit of {max_pods} pods tried"
-        cut = bool(fits) and stopped is not None
-        if fits and stopped is None:
-            replicas = fits if left is None else min(fits, left)
-            cut = replicas < fits
-            if cut:
-                stopped = f"limit of {max_pods} pods tried"
+        cut = False
+        replicas = budget.take(fits) if fits else 0
+        if fits and not replicas:
+            cut = True  # a bound was reached before this node's session: what it holds is not counted
+        elif replicas:
             sessions += 1
-            job = Job("headroom", (Task("pod", pod, replicas, shape.policy),), min_available=1,
-                      namespace=HEADROOM_NAMESPACE)
-            result = run_session(cluster.copy(members[:1]), [job], profile=profile, explain_names=0,
-                                 explain_groups=0)
-            counts = result.counts
-            placed, rejected = counts["placed"], counts["topology_affinity_errors"] + counts["admission_errors"]
-            cut = cut and placed == replicas  # fewer placed than tried: the node is full, the count exact
-            if left is not None:
-                left -= replicas
+            placed, rejected = _one_node_session(cluster, members[0], shape, pod, replicas, chosen)
+            cut = replicas < fits and placed == replicas  # fewer placed than tried: the node is full, the count exact
         for name in members:
             per_node[name] = (placed, rejected, cut)
     at_least = any(cut for _c, _r, cut in per_node.values())
-    return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r, _a in per_node.values()),
+    return {"profile": chosen.name, "shape": shape.to_dict(), "total": sum(c for c, _r, _a in per_node.values()),
             "rejected": sum(r for _c, r, _a in per_node.values()), "at_least": at_least,
-            "stopped": stopped if at_least else None, "bound": bound, "sessions": sessions,
+            "stopped": budget.stopped if at_least else None, "bound": bound, "sessions": sessions,
             "engine_s": time.perf_counter() - started,
             "nodes": [{"node": name, "count": c, "rejected": r, "at_least": a}
                       for name, (c, r, a) in sorted(per_node.items())]}
+
+
+class _Budget:
+    """What is left of headroom's bounds: pods to try (None: no limit) and time; `stopped` names the
+    bound reached, if any (after it, no session starts)."""
+
+    def __init__(self, max_pods: int | None, seconds: float | None, started: float) -> None:
+        self.max_pods, self.left, self.seconds, self.started = max_pods, max_pods, seconds, started
+        self.stopped: str | None = None
+
+    def take(self, fits: int) -> int:
+        """How many of the `fits` pods a node takes the next session may try: 0 once a bound is reached."""
+        if self.stopped is None and self.seconds is not None and time.perf_counter() - self.started > self.seconds:
+            self.stopped = f"time budget of {self.seconds:g} s"
+        if self.stopped is None and self.left is not None and self.left <= 0:
+            self.stopped = f"limit of {self.max_pods} pods tried"
+        if self.stopped is not None:
+            return 0
+        replicas = fits if self.left is None else min(fits, self.left)
+        if replicas < fits:
+            self.stopped = f"limit of {self.max_pods} pods tried"
+        if self.left is not None:
+            self.left -= replicas
+        return replicas
+
+
+def _state_groups(cluster: Cluster) -> dict[tuple[Hashable, TallyKey], list[str]]:
+    """Node names (sorted) by node state and scheduler tally: one session answers for each group."""
+    groups: dict[tuple[Hashable, TallyKey], list[str]] = {}
+    for name in sorted(cluster.nodes):
+        groups.setdefault((cluster.nodes[name].state_key(), cluster.tally[name].key()), []).append(name)
+    return groups
+
+
+def _one_node_session(cluster: Cluster, name: str, shape: Shape, pod: Pod, replicas: int,
+                      profile: Profile) -> tuple[int, int]:
+    """(placed, rejected by the kubelet) of a session of `replicas` pods of `shape` over node `name` alone."""
+    job = Job("headroom", (Task("pod", pod, replicas, shape.policy),), min_available=1, namespace=HEADROOM_NAMESPACE)
+    counts = run_session(cluster.copy([name]), [job], profile=profile, explain_names=0, explain_groups=0).counts
+    return counts["placed"], counts["topology_affinity_errors"] + counts["admission_errors"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -339,16 +436,16 @@ def span_histogram(masks: Iterable[int | None]) -> dict[str, int]:
     return hist
 
 
-def node_table(cluster: Cluster) -> list[dict]:
+def node_table(cluster: Cluster) -> list[NodeRow]:
     """Per node after placement: NUMA use and its largest single-NUMA free block."""
-    out = []
+    out: list[NodeRow] = []
     for name in sorted(cluster.nodes):
         numa = numa_use(cluster.nodes[name])
         out.append({"node": name, "numa": numa, "largest_block": max((f for f, _c in numa), default=0)})
     return out
 
 
-def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = None) -> dict:
+def metrics(result: SessionResult, cluster: Cluster, nodes: list[NodeRow] | None = None) -> Metrics:
     """The figures that tell variants apart, from a finished session and the cluster it left:
 
     pods / pods_placed / pods_unplaced / pods_admitted; jobs_committed and jobs_rolled_back (gangs
@@ -363,7 +460,7 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
     total_distance = 0.0
     for record in result.pods:
         mask = record.admitted_numa or 0
-        if record.status != PodStatus.ADMITTED or not mask:
+        if record.status != PodStatus.ADMITTED or not mask or record.node is None:  # admitted: it has a node
             continue
         if mask.bit_count() > 1:
             spans += 1
@@ -389,7 +486,8 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
 
 
 def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, shape: Shape | None = None,
-                progress=None, headroom_pods: int | None = None, headroom_seconds: float | None = None) -> dict:
+                progress: Callable[[int, int], None] | None = None, headroom_pods: int | None = None,
+                headroom_seconds: float | None = None) -> VariantResult:
     """One variant as a dry run over `nodes` (left unchanged): `{"variant", "metrics", "nodes",
     "headroom"}`; `headroom` (for `shape`, on what the variant's placement leaves, with its profile)
     is None without a shape, and its total is also `metrics["headroom"]`; `headroom_pods` and `headroom_seconds`
@@ -398,14 +496,17 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     profile = variant.engine_profile()
     result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0)
     table = node_table(cluster)
-    out = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
-           "headroom": None}
+    out: VariantResult = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
+                          "headroom": None}
     if shape is not None:
         room = headroom(cluster, shape, profile, max_pods=headroom_pods, seconds=headroom_seconds)
         counts = {n["node"]: n["count"] for n in room["nodes"]}
         for row in table:
             row["headroom"] = counts[row["node"]]
-        out["headroom"] = {k: v for k, v in room.items() if k != "nodes"}
+        out["headroom"] = {
+            "profile": room["profile"], "shape": room["shape"], "total": room["total"], "rejected": room["rejected"],
+            "at_least": room["at_least"], "stopped": room["stopped"], "bound": room["bound"],
+            "sessions": room["sessions"], "engine_s": room["engine_s"]}
         out["metrics"]["headroom"] = room["total"]
     return out
 
