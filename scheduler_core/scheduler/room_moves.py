@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NotRequired, TypedDict
 
 from ..errors import RequestError
 from ..kubelet.admission import admit_pod
@@ -126,6 +127,19 @@ class Rules:
         return self.allow_evictions and pod.priority < target_priority
 
 
+class MoveDict(TypedDict):
+    namespace: str
+    pod: str
+    from_node: str
+    from_numa: list[int]
+    from_cpus: str
+    cpus: int
+    priority: int
+    to_node: NotRequired[str]  # the three absent for an eviction
+    to_numa: NotRequired[list[int]]
+    to_cpus: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class Move:
     """A pod taken off `pod.node` and re-admitted on `to_node` with `to_cpus`; `to_node` None: evicted."""
@@ -135,12 +149,12 @@ class Move:
     to_cpus: CPUSet = field(default_factory=CPUSet)
     to_numa: tuple[int, ...] = ()
 
-    def to_dict(self, cluster: Cluster) -> dict:
-        out = {"namespace": self.pod.namespace, "pod": self.pod.name, "from_node": self.pod.node,
+    def to_dict(self, cluster: Cluster) -> MoveDict:
+        out: MoveDict = {"namespace": self.pod.namespace, "pod": self.pod.name, "from_node": self.pod.node,
                "from_numa": self.pod.numa(cluster), "from_cpus": str(self.pod.cpus), "cpus": self.pod.cpu_count,
                "priority": self.pod.priority}
         if self.to_node is not None:
-            out.update(to_node=self.to_node, to_numa=list(self.to_numa), to_cpus=str(self.to_cpus))
+            out["to_node"], out["to_numa"], out["to_cpus"] = self.to_node, list(self.to_numa), str(self.to_cpus)
         return out
 
 
