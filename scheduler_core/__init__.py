@@ -165,7 +165,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """Import entry points on first use, so importing the package stays cheap."""
     module = _EXPORTS.get(name)
     if module is None:

@@ -27,13 +27,13 @@ no CPUs, memory or devices on the node.
 Mutation: `run_session` **mutates the given cluster** (nodes receive the admitted allocations), so
 the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first for what-if runs.
 
-Speed: nodes with the same shape, settings and free state form a class (interned int id); a pod is
-evaluated once per class, and verdicts are kept per (class, pod shape), so only the node that just
-changed is re-evaluated on the next step. Each pod shape keeps its passing classes bucketed by
-(outcome, NUMA count, tie-break) and catches up with the classes born and gone since its last pod, so
-choosing a node does not walk every class; its verdict groups (the explanation rows) are kept the
-same way, from the classes' change log, so a pod copies one row per verdict. The cyclic collector is
-paused while the session runs (gc_pause.py).
+Speed (the classes and shape views are in `classes`): nodes with the same shape, settings and free
+state form a class (interned int id); a pod is evaluated once per class, and verdicts are kept per
+(class, pod shape), so only the node that just changed is re-evaluated on the next step. Each pod
+shape keeps its passing classes bucketed by (outcome, NUMA count, tie-break) and catches up with the
+classes born and gone since its last pod, so choosing a node does not walk every class; its verdict
+groups (the explanation rows) are kept the same way, from the classes' change log, so a pod copies
+one row per verdict. The cyclic collector is paused while the session runs (gc_pause.py).
 
 Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 """
@@ -41,15 +41,14 @@ Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Hashable, Sequence
-from itertools import chain, count
+from collections.abc import Callable, Collection, Sequence
 
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
-from .cluster import Cluster, Request, Snapshot, TallyKey
+from .classes import NodeClasses, ShapeView, VerdictGroup
+from .cluster import Cluster, Request, Snapshot
 from .explain import (
     FILTERED,
     PASSED,
@@ -57,7 +56,6 @@ from .explain import (
     UNSCHEDULABLE,
     JobResult,
     NodeVerdict,
-    Outcome,
     PodRecord,
     PodStatus,
     Row,
@@ -69,144 +67,10 @@ from .explain import (
 from .gc_pause import paused_gc
 from .profiles import Profile, ProfileSession, get_profile
 
-# ------------------------------------------------------------------------------------------------
-# Node classes
-# ------------------------------------------------------------------------------------------------
-
-
-class _Group:
-    """The live classes on which one pod shape got one verdict: their node count and the `limit`
-    smallest names, remembered until a member changes (most pods change one or two classes). The
-    classes are kept sorted by their smallest name, so the first names come from the first `limit`
-    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes."""
-
-    __slots__ = ("count", "last_row", "members", "names", "order")
-
-    def __init__(self) -> None:
-        self.members: dict[int, tuple[str, ...]] = {}
-        self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
-        self.count = 0
-        self.names: tuple[str, ...] | None = None
-        self.last_row: Row | None = None
-
-    def put(self, cid: int, names: tuple[str, ...]) -> None:
-        old = self.members.get(cid)
-        if old is names:
-            return
-        if old is not None:
-            del self.order[bisect_left(self.order, (old[0], cid))]
-            self.count -= len(old)
-        self.members[cid] = names
-        insort(self.order, (names[0], cid))
-        self.count += len(names)
-        self.names = self.last_row = None
-
-    def drop(self, cid: int) -> None:
-        old = self.members.pop(cid)
-        del self.order[bisect_left(self.order, (old[0], cid))]
-        self.count -= len(old)
-        self.names = self.last_row = None
-
-    def first_names(self, limit: int) -> tuple[str, ...]:
-        if self.names is None:
-            if len(self.order) == 1:
-                self.names = self.members[self.order[0][1]][:limit]
-            else:
-                firsts = (self.members[cid][:limit] for _first, cid in self.order[:limit])
-                self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
-        return self.names
-
-    def row(self, sig: int, score: int | None, limit: int) -> Row:
-        """The pod's explanation row for this group: the same object as the previous pod's while
-        nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
-        row = self.last_row
-        if row is None or row[1] != score:
-            row = self.last_row = (sig, score, self.count, self.first_names(limit))
-        return row
-
-
-class _Classes:
-    """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
-    live class id to (id, its node names sorted), in the order the classes were (re)born; an entry
-    is replaced, never changed, when the class gains or loses a node, and `changed` logs that."""
-
-    def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
-        self.cluster = cluster
-        self.profile = profile
-        self.ids: dict[tuple[int, TallyKey, Hashable], int] = {}
-        self.of: dict[str, int] = {}
-        grouped: dict[int, list[str]] = {}
-        for name in sorted(cluster.nodes):
-            cid = self._key_id(name)
-            self.of[name] = cid
-            grouped.setdefault(cid, []).append(name)
-        self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
-        #: every class whose members changed, in order: a shape view replays what it has not seen
-        self.changed: list[int] = []
-        #: a live class's place in `members` (its birth order), to visit a few new classes in that order
-        self.born_at: dict[int, int] = {c: i for i, c in enumerate(self.members)}
-        self._births = count(len(self.members))
-
-    def _key_id(self, name: str) -> int:
-        c = self.cluster
-        key = (c.static_id(name), c.tally[name].key(), self.profile.state_key(name))
-        cid = self.ids.get(key)
-        if cid is None:
-            cid = self.ids[key] = len(self.ids)
-        return cid
-
-    def update(self, name: str) -> None:
-        old = self.of[name]
-        new = self._key_id(name)
-        if new == old:
-            return
-        self.changed += (old, new)
-        names = self.members[old][1]
-        i = bisect_left(names, name)
-        if len(names) > 1:
-            self.members[old] = (old, names[:i] + names[i + 1:])
-        else:
-            del self.members[old]
-        self.of[name] = new
-        entry = self.members.get(new)
-        if entry is None:
-            self.members[new] = (new, (name,))
-            self.born_at[new] = next(self._births)
-        else:
-            names = entry[1]
-            i = bisect_left(names, name)
-            self.members[new] = (new, (*names[:i], name, *names[i:]))
-
-
-#: a pod shape's passing classes are bucketed by (outcome, NUMA count, tie-break)
-_BucketKey = tuple[Outcome, int, float]
 #: a container as `_pod_signature` sees it: (name, kind, sorted requests, sorted limits)
 _ContainerSig = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
 #: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers)
 PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]]
-
-
-class _ShapeView:
-    """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
-    is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
-    what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
-    date by the classes born and gone since the shape's last pod, never by walking every class."""
-
-    __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.verdicts: dict[int, NodeVerdict] = {}
-        self.bucket_of: dict[int, _BucketKey] = {}
-        self.buckets: dict[_BucketKey, set[int]] = {}
-        self.counted: set[int] = set()
-        self.groups: dict[int, _Group] = {}  # by verdict id: what a pod's explanation rows are made of
-        self.seen_changes = 0  # how much of the classes' change log the groups reflect
-
-
-# ------------------------------------------------------------------------------------------------
-# Session
-# ------------------------------------------------------------------------------------------------
 
 
 def _container_signature(c: Container) -> _ContainerSig:
@@ -248,8 +112,8 @@ class _Session:
     def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
         self.cluster = cluster
         self.profile = profile
-        self.classes = _Classes(cluster, profile)
-        self.views: dict[PodSignature, _ShapeView] = {}
+        self.classes = NodeClasses(cluster, profile)
+        self.views: dict[PodSignature, ShapeView] = {}
         self.table = VerdictTable()
         self.explain_names = explain_names
         self.evaluations = 0
@@ -266,7 +130,7 @@ class _Session:
             return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
         return self.profile.evaluate(name, pod, prepared)
 
-    def _catch_up(self, view: _ShapeView, pod: Pod, prepared: object) -> None:
+    def _catch_up(self, view: ShapeView, pod: Pod, prepared: object) -> None:
         """Bring the shape's buckets to the live classes: drop the classes gone, add the ones born
         (evaluating, in class order, those this shape has never seen)."""
         live = self.classes.members
@@ -304,13 +168,13 @@ class _Session:
             sig = verdicts[cid].sig
             into = groups.get(sig)
             if into is None:
-                into = groups[sig] = _Group()
+                into = groups[sig] = VerdictGroup()
             into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
                 buckets.setdefault(key, set()).add(cid)
 
-    def _rows(self, view: _ShapeView, scores: dict[tuple[str, int], int] | None
+    def _rows(self, view: ShapeView, scores: dict[tuple[str, int], int] | None
               ) -> list[Row]:
         """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
         fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
@@ -332,7 +196,7 @@ class _Session:
         sig = _pod_signature(pod)
         view = self.views.get(sig)
         if view is None:
-            view = self.views[sig] = _ShapeView(Request.of(pod))
+            view = self.views[sig] = ShapeView(Request.of(pod))
         self.request = view.request
         live = self.classes.members
         self.class_visits += len(live)
