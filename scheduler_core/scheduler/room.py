@@ -36,9 +36,8 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import TypedDict
 
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
@@ -49,8 +48,8 @@ from .gc_pause import paused_gc
 from .profiles import Profile, get_profile
 from .room_moves import (
     Check,
-    Move,
-    MoveDict,
+    RoomPlan,
+    RoomStats,
     Rules,
     RunningPod,
     carry_out,
@@ -72,71 +71,6 @@ MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smalle
 
 
 Cost = tuple[int, int]  # (pods moved, CPUs moved), compared in that order
-
-
-class RoomStats(TypedDict, total=False):
-    engine_s: float
-    options_evaluated: int  # these absent when the target fits now
-    sessions: int
-    checks: int
-    target_pods_now: int
-    shortfall: int
-    not_movable: dict[str, int]
-    failed_checks: dict[str, int]
-
-
-class AfterDict(TypedDict):
-    pods_placed: int
-    topology_affinity_errors: int
-    admission_errors: int
-
-
-class RoomPlanDict(TypedDict):
-    fits_now: bool
-    found: bool
-    minimal: bool
-    lower_bound: int
-    reason: str
-    moves: list[MoveDict]
-    evictions: list[MoveDict]
-    moved_cpus: int
-    after: AfterDict | None
-    stats: RoomStats
-
-
-@dataclass
-class RoomPlan:
-    """The answer. `found`: a verified plan (`check` is its carrying out, with the target's session);
-    `moves` and `evictions` in the order they are carried out; `minimal`: proven the fewest pods moved,
-    then CPUs; `lower_bound`: the fewest pods any plan must move, as proven; `reason`: why none."""
-
-    fits_now: bool
-    found: bool
-    moves: list[Move] = field(default_factory=list)
-    evictions: list[Move] = field(default_factory=list)
-    minimal: bool = False
-    lower_bound: int = 0
-    check: Check | None = None
-    reason: str = ""
-    stats: RoomStats = field(default_factory=RoomStats)
-
-    @property
-    def moved_cpus(self) -> int:
-        return sum(m.pod.cpu_count for m in self.moves)
-
-    def to_dict(self, cluster: Cluster) -> RoomPlanDict:
-        counts = self.check.result.counts if self.check is not None and self.check.result is not None else None
-        return {
-            "fits_now": self.fits_now, "found": self.found, "minimal": self.minimal,
-            "lower_bound": self.lower_bound, "reason": self.reason,
-            "moves": [m.to_dict(cluster) for m in self.moves],
-            "evictions": [m.to_dict(cluster) for m in self.evictions],
-            "moved_cpus": self.moved_cpus,
-            "after": None if counts is None else {"pods_placed": counts["placed"],
-                                                  "topology_affinity_errors": counts["topology_affinity_errors"],
-                                                  "admission_errors": counts["admission_errors"]},
-            "stats": self.stats,
-        }
 
 
 @dataclass(frozen=True)
