@@ -181,7 +181,7 @@ def _static_policy_reserved(topology: Topology, kubelet: KubeletConfig) -> CPUSe
 _reserved.rule = _static_policy_reserved
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """Import entry points on first use, so importing the package stays cheap."""
     module = _EXPORTS.get(name)
     if module is None:

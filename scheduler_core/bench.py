@@ -23,6 +23,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 from .kubelet.cpumanager.cpu_assignment import take_by_topology
 from .kubelet.memorymanager.policy_static import calculate_hints
@@ -36,6 +37,7 @@ from .model.node import Node
 from .model.pods import Container, Pod
 from .model.topology import synthetic
 from .scheduler.cluster import Cluster
+from .scheduler.explain import Counts
 from .scheduler.profiles import PROFILES
 from .scheduler.session import run_session
 
@@ -83,7 +85,31 @@ def make_jobs(pods: int, seed: int = 2) -> list[Job]:
     return jobs
 
 
-def run(nodes: int, pods: int, profile: str, explain: bool = True) -> dict:
+class BenchRun(TypedDict):
+    nodes: int
+    pods: int
+    profile: str
+    build_s: float
+    session_s: float
+    pods_per_s: float | None
+    pods_per_cpu_s: float | None
+    us_per_pod_node: float | None
+    evaluations: int
+    class_visits: int
+    peak_rss_mib: float
+    explanation_bytes: int | None
+    counts: Counts
+
+
+class ScalingRow(TypedDict):
+    profile: str
+    small: BenchRun
+    large: BenchRun
+    ratio_cpu: float
+    ratio_wall: float
+
+
+def run(nodes: int, pods: int, profile: str, explain: bool = True) -> BenchRun:
     t0 = time.perf_counter()
     cluster = make_cluster(nodes)
     jobs = make_jobs(pods)
@@ -94,9 +120,7 @@ def run(nodes: int, pods: int, profile: str, explain: bool = True) -> dict:
     t = result.timings
     size = None
     if explain:
-        t1 = time.perf_counter()
         size = len(json.dumps(result.to_dict(), separators=(",", ":")))
-        t["to_dict_s"] = time.perf_counter() - t1
     return {"nodes": nodes, "pods": pods, "profile": profile, "build_s": build, "session_s": t["total_s"],
             "pods_per_s": t["pods_per_s"], "pods_per_cpu_s": pods / cpu if cpu > 0 else None,
             "us_per_pod_node": t["us_per_pod_node"],
@@ -240,8 +264,11 @@ def bench_distributed() -> list[tuple[str, float]]:
              ("empty, 112 CPUs", everything, 112, spread), ("empty, 100 CPUs, full-pcpus-only", everything, 100, pairs),
              ("96 CPUs taken at random, 100 CPUs", used, 100, spread),
              ("96 CPUs taken at random, 150 CPUs", used, 150, spread)]
-    return [(label, _timed(lambda a=avail, n=n, o=opts: take_by_topology(topo, CPUSet(a), n, o), 3))
-            for label, avail, n, opts in cases]
+
+    def call(available: int, count: int, options: CPUOptions) -> Callable[[], object]:
+        return lambda: take_by_topology(topo, CPUSet(available), count, options)
+
+    return [(label, _timed(call(avail, n, opts), 3)) for label, avail, n, opts in cases]
 
 
 def bench_memory_hints() -> list[tuple[str, float]]:
@@ -254,18 +281,22 @@ def bench_memory_hints() -> list[tuple[str, float]]:
 SCALING = ((1000, 2000), (10000, 20000))
 
 
-def scaling(profiles: Sequence[str], repeat: int = 3) -> list[dict]:
+def _per_cpu_s(r: BenchRun) -> float:
+    return r["pods_per_cpu_s"] or 0.0
+
+
+def scaling(profiles: Sequence[str], repeat: int = 3) -> list[ScalingRow]:
     """1,000 nodes × 2,000 pods against 10,000 × 20,000 per profile, without the explanation: the
     session's cost per pod should not grow with the cluster (`pods_per_cpu_s` is the figure to
     compare on a shared machine; wall-clock pods/s move with other load). Each size runs `repeat`
     times and keeps its best: other load only ever slows a run down."""
-    out = []
+    out: list[ScalingRow] = []
     for profile in profiles:
-        small, large = (max((run(n, p, profile, explain=False) for _ in range(repeat)),
-                            key=lambda r: r["pods_per_cpu_s"]) for n, p in SCALING)
+        small, large = (max((run(n, p, profile, explain=False) for _ in range(repeat)), key=_per_cpu_s)
+                        for n, p in SCALING)
         out.append({"profile": profile, "small": small, "large": large,
-                    "ratio_cpu": large["pods_per_cpu_s"] / small["pods_per_cpu_s"],
-                    "ratio_wall": large["pods_per_s"] / small["pods_per_s"]})
+                    "ratio_cpu": _per_cpu_s(large) / _per_cpu_s(small),
+                    "ratio_wall": (large["pods_per_s"] or 0.0) / (small["pods_per_s"] or 0.0)})
     return out
 
 

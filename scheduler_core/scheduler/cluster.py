@@ -4,12 +4,16 @@ for a gang's rollback and copies for what-if runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import RequestError
+from ..model.kubelet_config import KubeletConfig
 from ..model.node import Node
-from ..model.pods import Pod, is_device_resource, pod_level
+from ..model.pods import Container, Pod, is_device_resource, pod_level
+
+#: a node's tally as a hashable value: (cpu millicores, memory bytes, ((device resource, count), ...))
+TallyKey = tuple[int, int, tuple[tuple[str, int], ...]]
 
 # ------------------------------------------------------------------------------------------------
 # Cluster state
@@ -25,11 +29,21 @@ class Tally:
     memory: int = 0
     devices: dict[str, int] = field(default_factory=dict)
 
-    def key(self) -> tuple:
+    def key(self) -> TallyKey:
         return (self.cpu_milli, self.memory, tuple(sorted((r, n) for r, n in self.devices.items() if n)))
 
     def copy(self) -> Tally:
         return Tally(self.cpu_milli, self.memory, dict(self.devices))
+
+
+#: what `Cluster.restore` needs to put a node back: a copy of the node and of its tally
+Snapshot = tuple[Node, Tally]
+
+
+def _limit_of(resource: str) -> Callable[[Container], int]:
+    def amount(c: Container) -> int:
+        return c.limits.get(resource, 0)
+    return amount
 
 
 @dataclass(frozen=True)
@@ -43,7 +57,7 @@ class Request:
     @classmethod
     def of(cls, pod: Pod) -> Request:
         names = sorted({r for c in pod.all_containers() for r in c.limits if is_device_resource(r)})
-        devices = tuple((r, pod_level(pod, lambda c, r=r: c.limits.get(r, 0))) for r in names)
+        devices = tuple((r, pod_level(pod, _limit_of(r))) for r in names)
         return cls(pod_level(pod, lambda c: c.requests.get("cpu", 0)),
                    pod_level(pod, lambda c: c.requests.get("memory", 0)),
                    tuple((r, n) for r, n in devices if n))
@@ -65,7 +79,7 @@ class Cluster:
         self.tally: dict[str, Tally] = {}
         self.numa_free: dict[str, tuple[int, ...]] = {}
         self._static: dict[str, int] = {}
-        self._static_ids: dict[tuple, int] = {}
+        self._static_ids: dict[tuple[str, KubeletConfig, bool], int] = {}
         self._alloc_cap: dict[str, tuple[int, int, dict[str, int]]] = {}
         for name, node in self.nodes.items():
             t = Tally()
@@ -86,7 +100,7 @@ class Cluster:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())
 
     def node(self, name: str) -> Node:
@@ -162,11 +176,11 @@ class Cluster:
         self.node(name).release(pod)
         self.refresh(name)
 
-    def snapshot(self, name: str) -> tuple:
+    def snapshot(self, name: str) -> Snapshot:
         """Everything a rollback needs to put the node back exactly."""
         return (self.nodes[name].copy(), self.tally[name].copy())
 
-    def restore(self, name: str, snap: tuple) -> None:
+    def restore(self, name: str, snap: Snapshot) -> None:
         saved, tally = snap
         node = self.nodes[name]
         node.allocations = list(saved.allocations)
@@ -189,5 +203,5 @@ class Cluster:
         other._alloc_cap = self._alloc_cap
         return other
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, list[dict[str, object]]]:
         return {"nodes": [n.to_dict() for n in self.nodes.values()]}

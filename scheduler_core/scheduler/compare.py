@@ -6,33 +6,25 @@ a pod shape. Every figure is computed from the engine's own inputs and results; 
   ..., "cpu_manager_options": {...}, "weight": 1, "distance_tie_break": false})`: a profile and the
   overrides applied to *every* node's kubelet settings (`Variant.apply(nodes)` returns new nodes;
   the given ones are untouched).
-- `Shape.parse(cpu="4", memory="8Gi", devices={"nvidia.com/gpu": "1"}, policy="single-numa-node")`:
-  one pod's requests (limits equal to requests, so Guaranteed when cpu and memory are set) and the
-  task topology policy it carries.
-- `headroom(cluster, shape, profile, max_pods=None, seconds=None)` → `{"total", "rejected", "at_least",
-  "nodes": [{"node", "count", "rejected", "at_least"}]}`: how many more pods of `shape` a session of `profile`
-  places on `cluster` as it is (real `run_session`s on copies, so exactly what a session would do; see
-  `headroom`), at most `max_pods` of them tried and within `seconds` (beyond: "at least" the total). Placed pods
-  always form a prefix of the job: once one pod of a shape finds no node, the state is unchanged and
-  so does every later one; hence a session of `headroom + k` such pods places exactly `headroom`.
+- `Shape` and `headroom` (for a pod shape, on what a placement leaves): see `headroom.py`, whose names this
+  module exports too.
 - `run_variant(nodes, jobs, variant, shape=None)` → `{"metrics", "nodes"}`; `metrics(result,
   cluster)` for a finished session (see `metrics` for the keys).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, NotRequired, TypedDict
 
 from ..errors import PolicyError, RequestError
-from ..model.jobs import Job, Task
+from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
-from ..model.pods import Container, Pod, is_device_resource
-from ..model.quantity import count, cpu_milli, format_bytes
-from .cluster import Cluster, Request
+from .cluster import Cluster
 from .explain import PodStatus, SessionResult
+from .headroom import HeadroomSummary, Shape, headroom
 from .profiles import PROFILES, AlignedProfile, Profile, get_profile
 from .session import run_session
 
@@ -41,11 +33,49 @@ BLOCK_BINS: tuple[tuple[str, int, int], ...] = (
     ("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
     ("32-63", 32, 63), ("64+", 64, 1 << 62),
 )
-HEADROOM_NAMESPACE = "numaweb-headroom"  # its pods' uids never collide with real pods'
-#: the smallest CPU request of a shape: one whole CPU, the least the static CPU Manager pins. Below it a pod only
-#: takes a slice of the shared pool and its headroom is a division (a 1m shape "fits" 1,000 times per CPU), not
-#: a question of placement worth hundreds of thousands of simulated pods.
-MIN_SHAPE_CPU_MILLI = 1000
+
+
+class VariantDict(TypedDict):
+    profile: str
+    topology_manager_policy: str | None
+    topology_manager_scope: str | None
+    cpu_manager_options: dict[str, str] | None
+    weight: int
+    distance_tie_break: bool
+
+
+class NodeRow(TypedDict):
+    node: str
+    numa: list[list[int]]
+    largest_block: int
+    headroom: NotRequired[int]  # run_variant with a shape
+
+
+class Metrics(TypedDict):
+    pods: int
+    pods_placed: int
+    pods_unplaced: int
+    pods_admitted: int
+    jobs: int
+    jobs_committed: int
+    jobs_rolled_back: int
+    topology_affinity_errors: int
+    admission_errors: int
+    pods_multi_numa: int
+    mean_numa_distance: float | None
+    cpu_prediction_mismatches: int
+    free_cpus: int
+    free_single_numa_blocks: int
+    block_histogram: dict[str, int]
+    engine_s: float
+    headroom: NotRequired[int]  # run_variant with a shape
+
+
+class VariantResult(TypedDict):
+    variant: VariantDict
+    metrics: Metrics
+    nodes: list[NodeRow]
+    headroom: HeadroomSummary | None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,8 +123,9 @@ class Variant:
             raise PolicyError("distance_tie_break: only the aligned profile has a distance-aware tie-break")
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Variant:
-        """A variant from JSON-like data; unknown keys and bad values raise naming the field."""
+    def from_dict(cls, data: Mapping[str, Any]) -> Variant:
+        """A variant from JSON-like data (any values: `__post_init__` checks each field); unknown keys
+        and bad values raise naming the field."""
         if not isinstance(data, Mapping):
             raise RequestError(f"a variant is an object with a profile, not {data!r}")
         unknown = sorted(set(data) - set(cls.FIELDS))
@@ -108,7 +139,7 @@ class Variant:
         values = {k: v for k, v in data.items() if v not in (None, "")}
         return cls(**values)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> VariantDict:
         return {"profile": self.profile, "topology_manager_policy": self.topology_manager_policy,
                 "topology_manager_scope": self.topology_manager_scope,
                 "cpu_manager_options": None if self.cpu_manager_options is None else self.cpu_manager_options.to_dict(),
@@ -142,14 +173,12 @@ class Variant:
     def kubelet(self, config: KubeletConfig) -> KubeletConfig:
         """`config` with this variant's overrides, checked as the kubelet checks its settings at
         start-up (e.g. align-by-socket with single-numa-node raises)."""
-        changes = {}
-        if self.topology_manager_policy is not None:
-            changes["topology_manager_policy"] = self.topology_manager_policy
-        if self.topology_manager_scope is not None:
-            changes["topology_manager_scope"] = self.topology_manager_scope
-        if self.cpu_manager_options is not None:
-            changes["cpu_manager_options"] = self.cpu_manager_options
-        return replace(config, **changes) if changes else config
+        if not self.overrides_kubelet:
+            return config
+        policy, scope, options = self.topology_manager_policy, self.topology_manager_scope, self.cpu_manager_options
+        return replace(config, topology_manager_policy=config.topology_manager_policy if policy is None else policy,
+                       topology_manager_scope=config.topology_manager_scope if scope is None else scope,
+                       cpu_manager_options=config.cpu_manager_options if options is None else options)
 
     def apply(self, nodes: Iterable[Node]) -> list[Node]:
         """The nodes with this variant's kubelet overrides (new Node objects; the inputs are unchanged).
@@ -168,131 +197,6 @@ class Variant:
             out.append(Node(node.name, node.topology, kubelet, node.allocations, node.numatopology))
         return out
 
-
-# ------------------------------------------------------------------------------------------------
-# Pod shapes and headroom
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One pod's requests: CPU millicores, memory bytes, devices per resource; `policy` is the task
-    topology policy its pods carry (Volcano's; None for none)."""
-
-    cpu_milli: int
-    memory: int = 0
-    devices: tuple[tuple[str, int], ...] = ()
-    policy: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.cpu_milli <= 0:
-            raise RequestError("cpu: a pod shape needs a CPU request above zero")
-        if self.cpu_milli < MIN_SHAPE_CPU_MILLI:
-            raise RequestError(f"cpu: a pod shape asks for at least one whole CPU (1, the smallest request the "
-                               f"kubelet's static CPU Manager pins), not {self.cpu_milli}m")
-        if self.policy is not None and self.policy not in TOPOLOGY_POLICIES:
-            raise PolicyError(f"policy: unknown topology policy {self.policy!r}; expected one of: "
-                              f"{', '.join(TOPOLOGY_POLICIES)}")
-
-    @classmethod
-    def parse(cls, cpu: object, memory: object = None, devices: Mapping[str, object] | str | None = None,
-              policy: str | None = None) -> Shape:
-        """Quantities as Kubernetes writes them (`4`, `500m`, `8Gi`); devices as a mapping or the
-        text `nvidia.com/gpu=1,example.com/nic=2`. Errors name the field."""
-        if cpu in (None, ""):
-            raise RequestError("cpu: a pod shape needs a CPU request (e.g. 4 or 500m)")
-        milli = cpu_milli(cpu, "cpu")
-        mem = count(memory, "memory") if memory not in (None, "") else 0
-        if isinstance(devices, str):
-            pairs = {}
-            for item in filter(None, (p.strip() for p in devices.split(","))):
-                name, sep, amount = item.partition("=")
-                if not sep or not name.strip():
-                    raise RequestError(f"devices: {item!r} is not resource=count (e.g. nvidia.com/gpu=1)")
-                pairs[name.strip()] = amount.strip()
-            devices = pairs
-        parsed = []
-        for name, amount in sorted((devices or {}).items()):
-            if not is_device_resource(name):
-                raise RequestError(f"devices: {name!r} is not a device resource (cpu and memory have their own fields)")
-            n = count(amount, f"devices: {name}")
-            if n:
-                parsed.append((name, n))
-        return cls(milli, mem, tuple(parsed), policy or None)
-
-    def pod(self) -> Pod:
-        return Pod("shape", (Container.guaranteed("main", self.cpu_milli, self.memory,
-                                                  devices=dict(self.devices)),))
-
-    def to_dict(self) -> dict:
-        cpu = str(self.cpu_milli // 1000) if self.cpu_milli % 1000 == 0 else f"{self.cpu_milli}m"
-        return {"cpu": cpu, "memory": format_bytes(self.memory) if self.memory else None,
-                "devices": dict(self.devices), "policy": self.policy}
-
-
-def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned", *, max_pods: int | None = None,
-             seconds: float | None = None) -> dict:
-    """Pods of `shape` a session of `profile` (a name or a Profile with its options) would still place
-    on `cluster` (left unchanged), per node.
-
-    A session of identical pods changes only the node it places on, and keeps placing while any node
-    passes, so each node ends with as many pods as a session over that node alone places, whatever
-    the order. Nodes in the same state (shape, settings, allocations, scheduler tally) therefore need
-    one real session each, over one of them: a job of as many replicas as resource fit allows there.
-    The sum is what one session over the whole cluster places (tests/core/test_compare.py checks it
-    against such a session, for every profile). `rejected` counts those the kubelet would then refuse
-    (placed by the scheduler, as a session counts them, but holding nothing); always 0 for `aligned`.
-
-    The work is bounded: the sessions try at most `max_pods` pods in all, and no new session starts
-    after `seconds`. A node whose session was cut short (or never run) counts what was placed and says
-    `at_least`; so does the answer, with `stopped` naming the bound that was reached."""
-    try:
-        profile = get_profile(profile)
-    except PolicyError as exc:
-        raise PolicyError(f"profile: {exc}") from None
-    started = time.perf_counter()
-    pod = shape.pod()
-    request = Request.of(pod)
-    groups: dict[tuple, list[str]] = {}
-    for name in sorted(cluster.nodes):
-        groups.setdefault((cluster.nodes[name].state_key(), cluster.tally[name].key()), []).append(name)
-    per_node: dict[str, tuple[int, int, bool]] = {}
-    bound = sessions = 0
-    left = max_pods
-    stopped = None
-    for members in groups.values():
-        fits = cluster.fit_count(members[0], request)
-        bound += fits * len(members)
-        placed = rejected = 0
-        if fits and stopped is None and seconds is not None and time.perf_counter() - started > seconds:
-            stopped = f"time budget of {seconds:g} s"
-        if fits and stopped is None and left is not None and left <= 0:
-            stopped = f"limit of {max_pods} pods tried"
-        cut = bool(fits) and stopped is not None
-        if fits and stopped is None:
-            replicas = fits if left is None else min(fits, left)
-            cut = replicas < fits
-            if cut:
-                stopped = f"limit of {max_pods} pods tried"
-            sessions += 1
-            job = Job("headroom", (Task("pod", pod, replicas, shape.policy),), min_available=1,
-                      namespace=HEADROOM_NAMESPACE)
-            result = run_session(cluster.copy(members[:1]), [job], profile=profile, explain_names=0,
-                                 explain_groups=0)
-            counts = result.counts
-            placed, rejected = counts["placed"], counts["topology_affinity_errors"] + counts["admission_errors"]
-            cut = cut and placed == replicas  # fewer placed than tried: the node is full, the count exact
-            if left is not None:
-                left -= replicas
-        for name in members:
-            per_node[name] = (placed, rejected, cut)
-    at_least = any(cut for _c, _r, cut in per_node.values())
-    return {"profile": profile.name, "shape": shape.to_dict(), "total": sum(c for c, _r, _a in per_node.values()),
-            "rejected": sum(r for _c, r, _a in per_node.values()), "at_least": at_least,
-            "stopped": stopped if at_least else None, "bound": bound, "sessions": sessions,
-            "engine_s": time.perf_counter() - started,
-            "nodes": [{"node": name, "count": c, "rejected": r, "at_least": a}
-                      for name, (c, r, a) in sorted(per_node.items())]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -339,16 +243,16 @@ def span_histogram(masks: Iterable[int | None]) -> dict[str, int]:
     return hist
 
 
-def node_table(cluster: Cluster) -> list[dict]:
+def node_table(cluster: Cluster) -> list[NodeRow]:
     """Per node after placement: NUMA use and its largest single-NUMA free block."""
-    out = []
+    out: list[NodeRow] = []
     for name in sorted(cluster.nodes):
         numa = numa_use(cluster.nodes[name])
         out.append({"node": name, "numa": numa, "largest_block": max((f for f, _c in numa), default=0)})
     return out
 
 
-def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = None) -> dict:
+def metrics(result: SessionResult, cluster: Cluster, nodes: list[NodeRow] | None = None) -> Metrics:
     """The figures that tell variants apart, from a finished session and the cluster it left:
 
     pods / pods_placed / pods_unplaced / pods_admitted; jobs_committed and jobs_rolled_back (gangs
@@ -363,7 +267,7 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
     total_distance = 0.0
     for record in result.pods:
         mask = record.admitted_numa or 0
-        if record.status != PodStatus.ADMITTED or not mask:
+        if record.status != PodStatus.ADMITTED or not mask or record.node is None:  # admitted: it has a node
             continue
         if mask.bit_count() > 1:
             spans += 1
@@ -389,7 +293,8 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[dict] | None = 
 
 
 def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, shape: Shape | None = None,
-                progress=None, headroom_pods: int | None = None, headroom_seconds: float | None = None) -> dict:
+                progress: Callable[[int, int], None] | None = None, headroom_pods: int | None = None,
+                headroom_seconds: float | None = None) -> VariantResult:
     """One variant as a dry run over `nodes` (left unchanged): `{"variant", "metrics", "nodes",
     "headroom"}`; `headroom` (for `shape`, on what the variant's placement leaves, with its profile)
     is None without a shape, and its total is also `metrics["headroom"]`; `headroom_pods` and `headroom_seconds`
@@ -398,14 +303,17 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     profile = variant.engine_profile()
     result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0)
     table = node_table(cluster)
-    out = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
-           "headroom": None}
+    out: VariantResult = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
+                          "headroom": None}
     if shape is not None:
         room = headroom(cluster, shape, profile, max_pods=headroom_pods, seconds=headroom_seconds)
         counts = {n["node"]: n["count"] for n in room["nodes"]}
         for row in table:
             row["headroom"] = counts[row["node"]]
-        out["headroom"] = {k: v for k, v in room.items() if k != "nodes"}
+        out["headroom"] = {
+            "profile": room["profile"], "shape": room["shape"], "total": room["total"], "rejected": room["rejected"],
+            "at_least": room["at_least"], "stopped": room["stopped"], "bound": room["bound"],
+            "sessions": room["sessions"], "engine_s": room["engine_s"]}
         out["metrics"]["headroom"] = room["total"]
     return out
 

@@ -60,12 +60,21 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ..model.bitmask import bits_of as _bits
 from ..model.cpuset import CPUSet
+from ..volcano.numaaware import PASS_ASSIGNED
+
+if TYPE_CHECKING:
+    from ..kubelet.admission import AdmitResult, Decision
+    from ..kubelet.topologymanager.hint import TopologyHint
+    from ..model.node import Allocation
+    from ..volcano.numaaware import CloseEntry, ContainerDict, PodMetaDict, Verdict
 
 SCHEMA = "numaweb.session/1"
 
@@ -91,7 +100,130 @@ class PodStatus(StrEnum):
 
 
 PASSED, SKIPPED, FILTERED, UNSCHEDULABLE = Outcome
-_RANK = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
+#: read with the outcome strings of stored explanations too (a StrEnum member is its string as a key)
+_RANK: dict[str, int] = {PASSED: 0, SKIPPED: 1, UNSCHEDULABLE: 2, FILTERED: 3}
+
+#: a pod's explanation row: (verdict id, score, node count, first node names)
+Row = tuple[int, int | None, int, tuple[str, ...]]
+#: a verdict group as `PodRecord.groups` lists it: (verdict id, outcome, score, node count, names shown)
+Group = tuple[int, Outcome, int | None, int, tuple[str, ...]]
+#: a hashable value of ints and strings standing for a verdict's content (see `VerdictTable.signature`)
+Key = tuple[object, ...]
+#: what `PodRecord.groups` remembers per row object: (sort key, group, the row itself to keep its id)
+_SeenRow = tuple[tuple[int, int, str], Group, Row]
+
+
+# -- the JSON form (see the module docstring) ------------------------------------------------------
+
+
+class VerdictDict(TypedDict):
+    outcome: Outcome
+    code: str | None
+    reason: str | None
+    numa_count: int
+    numa: list[int]
+    cpus: str
+    order_dependent: bool
+    containers: list[ContainerDict] | None
+    admission: dict[str, object] | None
+
+
+class PredictedDict(TypedDict):
+    verdict: int
+    numa: list[int]
+    cpus: str
+    order_dependent: bool
+
+
+class GroupDict(TypedDict):
+    verdict: int
+    outcome: Outcome
+    reason: str | None
+    score: int | None
+    node_count: int
+    nodes: list[str]
+
+
+class OmittedDict(TypedDict):
+    groups: int
+    nodes: int
+
+
+class PodRecordDict(TypedDict):
+    pod: str
+    uid: str
+    namespace: str
+    job: str
+    task: str
+    policy: str
+    qos: str
+    status: PodStatus
+    node: str | None
+    score: int | None
+    message: str | None
+    predicted: PredictedDict | None
+    admission: dict[str, object] | None
+    kubelet_reason: str | None
+    admitted_numa: list[int] | None
+    allocations: list[dict[str, object]] | None
+    outcomes: dict[Outcome, int]
+    groups: list[GroupDict]
+    groups_omitted: OmittedDict
+
+
+class Counts(TypedDict):
+    pods: int
+    placed: int
+    unplaced: int
+    admitted: int
+    topology_affinity_errors: int
+    admission_errors: int
+    rolled_back: int
+    single_numa: int
+    cpu_prediction_mismatches: int
+
+
+class Timings(TypedDict):
+    total_s: float
+    evaluate_s: float
+    admission_s: float
+    pods_per_s: float | None
+    evaluations: int
+    class_visits: int
+    us_per_pod_node: float | None
+
+
+class JobResult(TypedDict):
+    job: str
+    namespace: str
+    priority: int
+    min_available: int
+    pods: int
+    placed: int
+    held: int
+    committed: bool
+
+
+class CloseEntryDict(TypedDict):
+    """`CloseEntry` with its CPUs as a cpuset string."""
+
+    task_uid: str
+    pod_meta: PodMetaDict
+    node: str
+    cpus: str
+
+
+class SessionDict(TypedDict):
+    schema: str
+    profile: str
+    weight: int
+    nodes_total: int
+    counts: Counts
+    timings: Timings
+    jobs: list[JobResult]
+    pods: list[PodRecordDict]
+    verdicts: dict[str, VerdictDict]
+    volcano_close: list[CloseEntryDict]
 
 
 def group_order(outcome: str, score: int | None, first_name: str) -> tuple[int, int, str]:
@@ -115,11 +247,11 @@ def unavailable_message(reasons: dict[str, int]) -> str:
 class NodeVerdict:
     """One pod shape on one node class: outcome, reason and the profile's evidence."""
 
-    outcome: str
+    outcome: Outcome
     reason: str | None = None
     code: str | None = None
-    volcano: object | None = None  # volcano.Verdict
-    admission: object | None = None  # admission.AdmitResult (aligned profile)
+    volcano: Verdict | None = None  # volcano profile
+    admission: AdmitResult | None = None  # aligned profile
     numa_count: int = 0
     numa_mask: int = 0
     cpus: int = 0
@@ -130,33 +262,36 @@ class NodeVerdict:
         """The predicted CPUs are one of several upstream could pick (Volcano's selection, Go map order)."""
         return self.volcano is not None and self.volcano.order_dependent
 
-    def to_dict(self) -> dict:
-        out = {"outcome": self.outcome, "code": self.code, "reason": self.reason, "numa_count": self.numa_count,
-               "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)),
-               "order_dependent": self.order_dependent, "containers": None,
-               "admission": None if self.admission is None else self.admission.to_dict()}
+    def to_dict(self) -> VerdictDict:
+        out: VerdictDict = {
+            "outcome": self.outcome, "code": self.code, "reason": self.reason, "numa_count": self.numa_count,
+            "numa": _bits(self.numa_mask), "cpus": str(CPUSet(self.cpus)),
+            "order_dependent": self.order_dependent, "containers": None,
+            "admission": None if self.admission is None else self.admission.to_dict()}
         if self.volcano is not None:
             out["containers"] = [c.to_dict() for c in self.volcano.containers]
         return out
 
 
-def decision_key(d) -> tuple:
+def decision_key(d: Decision) -> Key:
     """An admission.Decision as a hashable value of ints and strings. Its repr was half of an aligned
     session, and hashing its hints as dataclasses still a third: each hint becomes one int here."""
     merge = d.merge
+    merge_key: Key | None = None
     if merge is not None:
-        merge = (_hint_codes((merge.hint,)), merge.admit, merge.policy,
-                 tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
-                 merge.best_non_preferred)
-    return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()), merge)
+        merge_key = (_hint_codes((merge.hint,)), merge.admit, merge.policy,
+                     tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
+                     merge.best_non_preferred)
+    return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()),
+            merge_key)
 
 
-def _hint_codes(hints) -> tuple[int, ...]:
+def _hint_codes(hints: Iterable[TopologyHint]) -> tuple[int, ...]:
     """Hints as ints: affinity mask shifted left, preferred in bit 0; -1 for a nil affinity."""
     return tuple(-1 if h.affinity is None else h.affinity << 1 | h.preferred for h in hints)
 
 
-def _allocation_key(a) -> tuple:
+def _allocation_key(a: Allocation) -> Key:
     """A node.Allocation as a hashable value (its memory and devices are dicts)."""
     return (a.pod, a.container, a.cpus.mask, tuple((n, tuple(r.items())) for n, r in a.memory.items()),
             tuple(a.devices.items()), a.origin)
@@ -167,18 +302,18 @@ class VerdictTable:
     Interning uses a hashable signature; the JSON form is built only by `to_dict`."""
 
     def __init__(self) -> None:
-        self.ids: dict[tuple, int] = {}
+        self.ids: dict[Key, int] = {}
         self.items: list[NodeVerdict] = []
         #: {names shown: {id(row): (sort key, group, row)}}: PodRecord.groups' work per explanation row object
-        self.rows_seen: dict[int, dict[int, tuple]] = {}
+        self.rows_seen: dict[int, dict[int, _SeenRow]] = {}
 
     @staticmethod
-    def signature(v: NodeVerdict) -> tuple:
+    def signature(v: NodeVerdict) -> Key:
         containers = None
         if v.volcano is not None:
             containers = tuple((c.name, id(c.model), c.hints_key, c.best, c.admit, c.cpus, c.order_dependent)
                                for c in v.volcano.containers)
-        admission = None
+        admission: Key | None = None
         if v.admission is not None:
             admission = (tuple(decision_key(d) for d in v.admission.decisions),
                          tuple(_allocation_key(a) for a in v.admission.allocations), v.admission.reason)
@@ -193,10 +328,10 @@ class VerdictTable:
         verdict.sig = vid
         return vid
 
-    def outcome(self, vid: int) -> str:
+    def outcome(self, vid: int) -> Outcome:
         return self.items[vid].outcome
 
-    def to_dict(self, used: set[int] | None = None) -> dict:
+    def to_dict(self, used: set[int] | None = None) -> dict[str, VerdictDict]:
         return {str(i): v.to_dict() for i, v in enumerate(self.items) if used is None or i in used}
 
 
@@ -217,13 +352,13 @@ class PodRecord:
     score: int | None = None
     message: str | None = None
     predicted: NodeVerdict | None = None
-    admission: object | None = None  # admission.AdmitResult on the chosen node
+    admission: AdmitResult | None = None  # on the chosen node
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
-    allocations: list | None = None  # node.Allocation
+    allocations: list[Allocation] | None = None
     #: the pod's verdict rows `[(verdict id, score, node count, first names sorted)]`, one per verdict: the
     #: session keeps them grouped per pod shape as classes change, so a pod copies them, never walks classes
-    rows: list[tuple[int, int | None, int, tuple[str, ...]]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
 
     @property
     def placed(self) -> bool:
@@ -236,7 +371,7 @@ class PodRecord:
         return mask
 
     def groups(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64
-               ) -> tuple[list[tuple[int, str, int | None, int, tuple[str, ...]]], dict[str, int], tuple[int, int]]:
+               ) -> tuple[list[Group], dict[Outcome, int], tuple[int, int]]:
         """The pod's verdict groups as `to_dict` lists them, without building JSON: `[(verdict id, outcome,
         score, node count, names)]` in display order (at most `explain_groups`), node counts per outcome,
         and (groups, nodes) left out. Stores that keep the explanation as rows read it from here; a group
@@ -246,28 +381,29 @@ class PodRecord:
             seen = table.rows_seen[explain_names] = {}
         # a row object repeats from pod to pod while its group is unchanged: its sort key and group are
         # remembered by identity (the entry holds the row, so its id stays its own); the lookups run in C
-        known = list(map(seen.get, map(id, self.rows)))
-        if None in known:
+        found = list(map(seen.get, map(id, self.rows)))
+        if None in found:
             items = table.items
-            for i, k in enumerate(known):
+            for i, k in enumerate(found):
                 if k is None:
                     row = self.rows[i]
                     sig, score, count, names = row
                     outcome = items[sig].outcome
                     names = tuple(names[:explain_names])
                     key = group_order(outcome, score, names[0] if names else "")
-                    known[i] = seen[id(row)] = (key, (sig, outcome, score, count, names), row)
+                    found[i] = seen[id(row)] = (key, (sig, outcome, score, count, names), row)
+        known = cast(list[_SeenRow], found)  # every None was filled above
         known.sort(key=itemgetter(0))  # stable: ties as they came
-        groups = list(map(itemgetter(1), known))
-        outcomes = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
+        groups: list[Group] = list(map(itemgetter(1), known))
+        outcomes: dict[Outcome, int] = {PASSED: 0, SKIPPED: 0, FILTERED: 0, UNSCHEDULABLE: 0}
         for group in groups:
             outcomes[group[1]] += group[3]
         omitted = groups[explain_groups:]
         return groups[:explain_groups], outcomes, (len(omitted), sum(g[3] for g in omitted))
 
-    def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> dict:
+    def to_dict(self, table: VerdictTable, explain_names: int = 10, explain_groups: int = 64) -> PodRecordDict:
         groups, outcomes, (omitted_groups, omitted_nodes) = self.groups(table, explain_names, explain_groups)
-        predicted = None
+        predicted: PredictedDict | None = None
         if self.predicted is not None:
             predicted = {"verdict": self.predicted.sig, "numa": _bits(self.predicted.numa_mask),
                          "cpus": str(CPUSet(self.predicted.cpus)),
@@ -295,16 +431,16 @@ class SessionResult:
     weight: int
     nodes_total: int
     pods: list[PodRecord]
-    jobs: list[dict]
+    jobs: list[JobResult]
     table: VerdictTable
-    timings: dict
-    volcano_close: list[dict]
+    timings: Timings
+    volcano_close: list[CloseEntry]
     explain_names: int = 10
     explain_groups: int = 64
 
     @property
-    def counts(self) -> dict[str, int]:
-        c = {"pods": len(self.pods), "placed": 0, "unplaced": 0, "admitted": 0, "topology_affinity_errors": 0,
+    def counts(self) -> Counts:
+        c: Counts = {"pods": len(self.pods), "placed": 0, "unplaced": 0, "admitted": 0, "topology_affinity_errors": 0,
              "admission_errors": 0, "rolled_back": 0, "single_numa": 0, "cpu_prediction_mismatches": 0}
         for p in self.pods:
             if p.placed:
@@ -317,8 +453,10 @@ class SessionResult:
                 c["admitted"] += 1
                 if p.admitted_numa is not None and p.admitted_numa.bit_count() == 1:
                     c["single_numa"] += 1
-                v = p.predicted.volcano if p.predicted is not None else None
-                if v is not None and v.outcome == "pass_assigned" and p.predicted.cpus != p.admitted_cpus():
+                predicted = p.predicted
+                v = predicted.volcano if predicted is not None else None
+                if (predicted is not None and v is not None and v.outcome == PASS_ASSIGNED
+                        and predicted.cpus != p.admitted_cpus()):
                     c["cpu_prediction_mismatches"] += 1
             elif p.status == PodStatus.REJECTED:
                 if p.kubelet_reason == "TopologyAffinityError":
@@ -337,7 +475,7 @@ class SessionResult:
         """Pod name → node for every pod the scheduler placed (admitted or rejected by the kubelet)."""
         return {p.pod: p.node for p in self.pods if p.placed and p.node is not None}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SessionDict:
         pods = [p.to_dict(self.table, self.explain_names, self.explain_groups) for p in self.pods]
         used = {g["verdict"] for p in pods for g in p["groups"]}
         used |= {p["predicted"]["verdict"] for p in pods if p["predicted"] is not None}
@@ -347,9 +485,10 @@ class SessionResult:
             "weight": self.weight,
             "nodes_total": self.nodes_total,
             "counts": self.counts,
-            "timings": dict(self.timings),
+            "timings": self.timings.copy(),
             "jobs": list(self.jobs),
             "pods": pods,
             "verdicts": self.table.to_dict(used),
-            "volcano_close": [dict(e, cpus=str(CPUSet(e["cpus"]))) for e in self.volcano_close],
+            "volcano_close": [{"task_uid": e["task_uid"], "pod_meta": e["pod_meta"], "node": e["node"],
+                               "cpus": str(CPUSet(e["cpus"]))} for e in self.volcano_close],
         }

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from ..errors import PolicyError, check_int
 from ..kubelet.admission import admit_pod
@@ -45,6 +45,7 @@ from ..volcano.numaaware import (
     PASS_SKIPPED,
     REJECT,
     UNSCHEDULABLE_AND_UNRESOLVABLE,
+    CloseEntry,
     VolcanoPlugin,
     VolcanoTask,
     normalize_scores,
@@ -82,7 +83,7 @@ class ProfileSession:
     def on_rollback(self, pod: Pod, name: str) -> None:
         """The pod's gang did not reach minAvailable: undo what `on_place` did."""
 
-    def close(self) -> list[dict]:
+    def close(self) -> list[CloseEntry]:
         return []
 
 
@@ -108,7 +109,8 @@ class Profile:
 
 class _VolcanoSession(ProfileSession):
     """Drives one `VolcanoPlugin` over the cluster: predicate on a class's first node, scores from the
-    verdicts' NUMA counts, allocate on place, deallocate on rollback, the plugin's close at the end."""
+    verdicts' NUMA counts, allocate on place, deallocate on rollback, the plugin's close at the end.
+    The `prepared` the session hands back is what `prepare` returned: a `VolcanoTask`."""
 
     def __init__(self, cluster: Cluster, weight: int, cache: NumaCache | None) -> None:
         models: dict[int, NumaModel | None] = {}
@@ -137,7 +139,7 @@ class _VolcanoSession(ProfileSession):
         return VolcanoTask.from_pod(pod)
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
-        v = self.plugin.simulate(prepared, name)
+        v = self.plugin.simulate(cast(VolcanoTask, prepared), name)
         if v.outcome == REJECT:
             outcome = UNSCHEDULABLE if v.code == UNSCHEDULABLE_AND_UNRESOLVABLE else FILTERED
             return NodeVerdict(outcome, reason=v.reason, code=v.code, volcano=v)
@@ -150,19 +152,19 @@ class _VolcanoSession(ProfileSession):
         # batchNodeOrderFn runs only for a task with an assignment somewhere this session
         if not any(v.volcano is not None and v.volcano.outcome == PASS_ASSIGNED for v in verdicts):
             return None
-        return self.plugin.scores(prepared, [v.numa_count for v in verdicts])
+        return self.plugin.scores(cast(VolcanoTask, prepared), [v.numa_count for v in verdicts])
 
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         v = verdict.volcano
         if v is not None and v.outcome == PASS_ASSIGNED:
             # the class's verdict holds for every member: record it on the chosen node, then AllocateFunc
-            self.plugin.record(prepared, name, v.assignment or 0)
+            self.plugin.record(cast(VolcanoTask, prepared), name, v.assignment or 0)
             self.plugin.allocate(pod.uid, name)
 
     def on_rollback(self, pod: Pod, name: str) -> None:
         self.plugin.deallocate(pod.uid, name)
 
-    def close(self) -> list[dict]:
+    def close(self) -> list[CloseEntry]:
         handed = self.plugin.close()
         if self.cache is not None:
             self.cache.add_session_close(handed)

@@ -35,20 +35,21 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job
-from .cluster import Cluster, Request
+from .cluster import Cluster, Request, TallyKey
 from .explain import PodStatus
 from .gc_pause import paused_gc
 from .profiles import Profile, get_profile
 from .room_moves import (
     Check,
-    Move,
+    RoomPlan,
+    RoomStats,
     Rules,
     RunningPod,
     carry_out,
@@ -59,7 +60,7 @@ from .room_moves import (
     take_off,
     target_session,
 )
-from .session import _pod_signature
+from .session import _pod_signature, gang_minimum
 
 INF = (1 << 60, 0)
 MAX_MOVES = 64
@@ -69,39 +70,7 @@ SEED_SHARE = 0.25  # of it at most, spent finding a first option per node greedi
 MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smallest ones only
 
 
-@dataclass
-class RoomPlan:
-    """The answer. `found`: a verified plan (`check` is its carrying out, with the target's session);
-    `moves` and `evictions` in the order they are carried out; `minimal`: proven the fewest pods moved,
-    then CPUs; `lower_bound`: the fewest pods any plan must move, as proven; `reason`: why none."""
-
-    fits_now: bool
-    found: bool
-    moves: list[Move] = field(default_factory=list)
-    evictions: list[Move] = field(default_factory=list)
-    minimal: bool = False
-    lower_bound: int = 0
-    check: Check | None = None
-    reason: str = ""
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def moved_cpus(self) -> int:
-        return sum(m.pod.cpu_count for m in self.moves)
-
-    def to_dict(self, cluster: Cluster) -> dict:
-        counts = self.check.result.counts if self.check is not None and self.check.result is not None else None
-        return {
-            "fits_now": self.fits_now, "found": self.found, "minimal": self.minimal,
-            "lower_bound": self.lower_bound, "reason": self.reason,
-            "moves": [m.to_dict(cluster) for m in self.moves],
-            "evictions": [m.to_dict(cluster) for m in self.evictions],
-            "moved_cpus": self.moved_cpus,
-            "after": None if counts is None else {"pods_placed": counts["placed"],
-                                                  "topology_affinity_errors": counts["topology_affinity_errors"],
-                                                  "admission_errors": counts["admission_errors"]},
-            "stats": self.stats,
-        }
+Cost = tuple[int, int]  # (pods moved, CPUs moved), compared in that order
 
 
 @dataclass(frozen=True)
@@ -113,16 +82,45 @@ class _Option:
     gain: int
 
     @property
-    def cost(self) -> tuple[int, int]:
+    def cost(self) -> Cost:
         return (len(self.pods), sum(p.cpu_count for p in self.pods))
 
 
-def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+def _add(a: Cost, b: Cost) -> Cost:
     return (a[0] + b[0], a[1] + b[1])
 
 
-def combo_key(options: Iterable[_Option]) -> frozenset:
+ComboKey = frozenset[tuple[str, ...]]
+
+
+def combo_key(options: Iterable[_Option]) -> ComboKey:
     return frozenset((o.node, *(p.uid for p in o.pods)) for o in options)
+
+
+#: a partial combination: (node index, its option) per node chosen so far
+_Path = tuple[tuple[int, _Option], ...]
+#: the best-first queue's entries: (cost + cost-to-go, shortfall left, -node index, sequence, cost, node index, path)
+_Entry = tuple[Cost, int, int, int, Cost, int, _Path]
+
+
+def _cost_to_go(gaining: list[list[_Option]], short: int, max_moves: int) -> list[list[Cost]]:
+    """`best[i][d]`: the cheapest way for the options of nodes i.. (one per node, gaining ones only) to
+    gain `d` more target pods within `max_moves` (INF: none), a knapsack table over the shortfall."""
+    n = len(gaining)
+    best = [[INF] * (short + 1) for _ in range(n + 1)]
+    best[n][0] = (0, 0)
+    for i in range(n - 1, -1, -1):
+        row, nxt = best[i], best[i + 1]
+        for d in range(short + 1):
+            b = nxt[d]
+            for opt in gaining[i]:
+                rest = nxt[max(0, d - opt.gain)]
+                if rest is not INF:
+                    c = _add(opt.cost, rest)
+                    if c[0] <= max_moves and c < b:
+                        b = c
+            row[d] = b
+    return best
 
 
 class _Search:
@@ -137,7 +135,7 @@ class _Search:
         self.shapes = list({_pod_signature(p): p for p in todo}.values())
         self.requests = {Request.of(p) for p in todo}
         self.alike = len(self.shapes) <= 1
-        self.need = job.min_available - (len(job.pods()) - len(todo))
+        self.need = gang_minimum(job) - (len(job.pods()) - len(todo))
         self.probe = replace(job, min_available=1)
         target = {pod.uid for _t, pod in job.pods()} | held
         self.movable: dict[str, list[RunningPod]] = {}
@@ -149,14 +147,14 @@ class _Search:
             else:
                 key = why.split(" ")[0] if why.startswith(("namespace", "priority")) else why
                 self.refused[key] = self.refused.get(key, 0) + 1
-        self.memo: dict[tuple, int] = {}
+        self.memo: dict[tuple[int, Hashable, TallyKey], int] = {}
         self.base: dict[str, int] = {}
         self.sessions = 0
         self.evaluated = 0
         self.truncated = False  # subsets (of 2 pods or more) of a node with too many movable pods were left out
         self.gave_up = False  # a re-homing search stopped at its budget: a combination may have failed wrongly
         self.checks = 0
-        self.failed: set[frozenset] = set()
+        self.failed: set[ComboKey] = set()
         self.failures: dict[str, int] = {}
 
     def expired(self) -> bool:
@@ -223,7 +221,7 @@ class _Search:
 
     # -- combinations -------------------------------------------------------------------------------
     def combinations(self, found: dict[str, list[_Option]], short: int
-                     ) -> Iterator[tuple[tuple[int, int], list[_Option]]]:
+                     ) -> Iterator[tuple[Cost, list[_Option]]]:
         """Combinations of at most one option per node whose gains cover `short`, in increasing cost
         (best-first, with the exact cost-to-go of a knapsack table over the shortfall). Once one is
         yielded (and so failed, if the caller asks for more), its supersets are queued too — one more
@@ -234,24 +232,12 @@ class _Search:
         nodes = [sorted(found[n], key=lambda o: o.cost) for n in names]
         gaining = [[o for o in opts if o.gain > 0] for opts in nodes]
         n = len(nodes)
-        best = [[INF] * (short + 1) for _ in range(n + 1)]
-        best[n][0] = (0, 0)
-        for i in range(n - 1, -1, -1):
-            row, nxt = best[i], best[i + 1]
-            for d in range(short + 1):
-                b = nxt[d]
-                for opt in gaining[i]:
-                    rest = nxt[max(0, d - opt.gain)]
-                    if rest is not INF:
-                        c = _add(opt.cost, rest)
-                        if c[0] <= self.max_moves and c < b:
-                            b = c
-                row[d] = b
-        heap: list = []
+        best = _cost_to_go(gaining, short, self.max_moves)
+        heap: list[_Entry] = []
         seq = 0
-        seen: set[frozenset] = set()
+        seen: set[ComboKey] = set()
 
-        def push(cost: tuple[int, int], i: int, d: int, path: tuple[tuple[int, _Option], ...]) -> None:
+        def push(cost: Cost, i: int, d: int, path: _Path) -> None:
             nonlocal seq
             rest = best[i][d] if d else (0, 0)
             if rest is INF:
@@ -378,7 +364,7 @@ class _Search:
                 yield option
 
     # -- the whole search -----------------------------------------------------------------------------
-    def search(self, short: int, evictions: bool) -> tuple[Check | None, bool, tuple[int, int]]:
+    def search(self, short: int, evictions: bool) -> tuple[Check | None, bool, Cost]:
         """(the cheapest verified plan found, whether it is proven the cheapest, a lower bound on the
         cost of any plan). Options are evaluated in increasing cost, in batches; after each batch the
         combinations of the options known are checked in increasing cost. Any plan costs at least the
@@ -388,63 +374,75 @@ class _Search:
         now = time.monotonic()
         self.evaluation_deadline = now + EVALUATION_SHARE * max(0.0, self.deadline - now)
         self.failed = set()
-        found: dict[str, list[_Option]] = {}
-        gain_left = 0
-
-        def add(option: _Option | None) -> None:
-            nonlocal gain_left
-            if option is None:
-                return
-            known = found.setdefault(option.node, [])
-            if any(o.pods == option.pods for o in known):
-                return
-            before = max((o.gain for o in known), default=0)
-            known.append(option)
-            gain_left += max(0, option.gain - before)
-
+        found = _Found()
         for option in self.seeds(short, now + SEED_SHARE * max(0.0, self.deadline - now)):
-            add(option)
+            found.add(option)
         stream = self.candidates()
         pending = next(stream, None)
-        best: tuple[tuple[int, int], Check] | None = None
+        best: tuple[Cost, Check] | None = None
         batch = 1
         while True:
             evaluated = 0
             while pending is not None and time.monotonic() < self.evaluation_deadline and (
-                    gain_left < short or evaluated < batch):
+                    found.gain < short or evaluated < batch):
                 _cost, name, pods = pending
-                add(self.evaluate(name, pods))
+                found.add(self.evaluate(name, pods))
                 evaluated += 1
                 pending = next(stream, None)
             batch = min(batch * 2, 4096)
             frontier = pending[0] if pending is not None else None
             evaluating = pending is not None and time.monotonic() < self.evaluation_deadline
-            stop: tuple[int, int] | None = None  # the first combination not checked (None: all were)
-            early = False  # one combination dearer than the frontier is checked per batch while no plan is known
-            for cost, combo in self.combinations(found, short) if gain_left >= short else ():
-                if (best is not None and cost >= best[0]) or self.expired() or self.checks >= self.max_checks:
-                    stop = cost
-                    break
-                if evaluating and frontier is not None and cost > frontier:
-                    if best is not None or early:
-                        stop = cost
-                        break
-                    early = True
-                key = combo_key(combo)
-                if key in self.failed:
-                    continue
-                done = self.check(combo, evictions)
-                if done is None:
-                    self.failed.add(key)
-                    continue
-                best = (cost, done[1])
-                stop = cost
-                break
+            best, stop = self.check_in_order(found, short, best, frontier if evaluating else None, evictions)
             bound = min([c for c in (stop, frontier) if c is not None], default=(self.max_moves + 1, 0))
             if best is not None and best[0] <= bound:
                 return best[1], self.complete, best[0]
             if not evaluating or self.expired() or self.checks >= self.max_checks:
                 return (best[1] if best else None), False, bound
+
+    def check_in_order(self, found: _Found, short: int, best: tuple[Cost, Check] | None, frontier: Cost | None,
+                       evictions: bool) -> tuple[tuple[Cost, Check] | None, Cost | None]:
+        """Check the combinations of the options found in increasing cost, up to the first that works
+        (the new best), one that costs no less than `best`, or the bounds. While options are still being
+        evaluated (`frontier`: the cost of the next one), a combination dearer than the frontier is
+        checked only once per batch and only while no plan is known. Returns the best plan and the cost
+        of the first combination not checked (None: all were)."""
+        early = False
+        for cost, combo in self.combinations(found.by_node, short) if found.gain >= short else ():
+            if (best is not None and cost >= best[0]) or self.expired() or self.checks >= self.max_checks:
+                return best, cost
+            if frontier is not None and cost > frontier:
+                if best is not None or early:
+                    return best, cost
+                early = True
+            key = combo_key(combo)
+            if key in self.failed:
+                continue
+            done = self.check(combo, evictions)
+            if done is None:
+                self.failed.add(key)
+                continue
+            return (cost, done[1]), cost
+        return best, None
+
+
+class _Found:
+    """The options found so far, per node, and `gain`: the target pods they can gain at most
+    (the best option of every node together)."""
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, list[_Option]] = {}
+        self.gain = 0
+
+    def add(self, option: _Option | None) -> None:
+        if option is None:
+            return
+        known = self.by_node.setdefault(option.node, [])
+        if any(o.pods == option.pods for o in known):
+            return
+        before = max((o.gain for o in known), default=0)
+        known.append(option)
+        self.gain += max(0, option.gain - before)
+
 
 @paused_gc()
 def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", rules: Rules | None = None,
@@ -479,7 +477,7 @@ def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", ru
         if check is None and rules.allow_evictions and proven is False and bound[0] > max_moves and s.complete:
             check, proven, bound = s.search(short, evictions=True)
     proven = proven and s.alike
-    stats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
+    stats: RoomStats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
              "sessions": s.sessions, "checks": s.checks, "target_pods_now": placed_now, "shortfall": max(short, 0),
              "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items()))}
     lower = s.lower_bound(bound[0]) if short > 0 else 1

@@ -1,5 +1,6 @@
 """Moves, for making room (MAKE_ROOM.md): the pods running on a cluster as the kubelet holds them,
-which of them may move, and a plan carried out on a copy of the cluster and checked by a real session.
+which of them may move, a plan carried out on a copy of the cluster and checked by a real session, and
+`RoomPlan`, the answer `room.make_room` gives.
 
 A plan is carried out the way an operator would: every moved or evicted pod is taken off its node,
 the target's session runs (it must place its gang's `min_available` with no admission error), then
@@ -14,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NotRequired, TypedDict
 
 from ..errors import RequestError
 from ..kubelet.admission import admit_pod
@@ -126,6 +128,19 @@ class Rules:
         return self.allow_evictions and pod.priority < target_priority
 
 
+class MoveDict(TypedDict):
+    namespace: str
+    pod: str
+    from_node: str
+    from_numa: list[int]
+    from_cpus: str
+    cpus: int
+    priority: int
+    to_node: NotRequired[str]  # the three absent for an eviction
+    to_numa: NotRequired[list[int]]
+    to_cpus: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class Move:
     """A pod taken off `pod.node` and re-admitted on `to_node` with `to_cpus`; `to_node` None: evicted."""
@@ -135,12 +150,12 @@ class Move:
     to_cpus: CPUSet = field(default_factory=CPUSet)
     to_numa: tuple[int, ...] = ()
 
-    def to_dict(self, cluster: Cluster) -> dict:
-        out = {"namespace": self.pod.namespace, "pod": self.pod.name, "from_node": self.pod.node,
+    def to_dict(self, cluster: Cluster) -> MoveDict:
+        out: MoveDict = {"namespace": self.pod.namespace, "pod": self.pod.name, "from_node": self.pod.node,
                "from_numa": self.pod.numa(cluster), "from_cpus": str(self.pod.cpus), "cpus": self.pod.cpu_count,
                "priority": self.pod.priority}
         if self.to_node is not None:
-            out.update(to_node=self.to_node, to_numa=list(self.to_numa), to_cpus=str(self.to_cpus))
+            out["to_node"], out["to_numa"], out["to_cpus"] = self.to_node, list(self.to_numa), str(self.to_cpus)
         return out
 
 
@@ -154,6 +169,71 @@ class Check:
     cluster: Cluster
     moves: list[Move]
     reason: str = ""
+
+
+class RoomStats(TypedDict, total=False):
+    engine_s: float
+    options_evaluated: int  # these absent when the target fits now
+    sessions: int
+    checks: int
+    target_pods_now: int
+    shortfall: int
+    not_movable: dict[str, int]
+    failed_checks: dict[str, int]
+
+
+class AfterDict(TypedDict):
+    pods_placed: int
+    topology_affinity_errors: int
+    admission_errors: int
+
+
+class RoomPlanDict(TypedDict):
+    fits_now: bool
+    found: bool
+    minimal: bool
+    lower_bound: int
+    reason: str
+    moves: list[MoveDict]
+    evictions: list[MoveDict]
+    moved_cpus: int
+    after: AfterDict | None
+    stats: RoomStats
+
+
+@dataclass
+class RoomPlan:
+    """The answer. `found`: a verified plan (`check` is its carrying out, with the target's session);
+    `moves` and `evictions` in the order they are carried out; `minimal`: proven the fewest pods moved,
+    then CPUs; `lower_bound`: the fewest pods any plan must move, as proven; `reason`: why none."""
+
+    fits_now: bool
+    found: bool
+    moves: list[Move] = field(default_factory=list)
+    evictions: list[Move] = field(default_factory=list)
+    minimal: bool = False
+    lower_bound: int = 0
+    check: Check | None = None
+    reason: str = ""
+    stats: RoomStats = field(default_factory=RoomStats)
+
+    @property
+    def moved_cpus(self) -> int:
+        return sum(m.pod.cpu_count for m in self.moves)
+
+    def to_dict(self, cluster: Cluster) -> RoomPlanDict:
+        counts = self.check.result.counts if self.check is not None and self.check.result is not None else None
+        return {
+            "fits_now": self.fits_now, "found": self.found, "minimal": self.minimal,
+            "lower_bound": self.lower_bound, "reason": self.reason,
+            "moves": [m.to_dict(cluster) for m in self.moves],
+            "evictions": [m.to_dict(cluster) for m in self.evictions],
+            "moved_cpus": self.moved_cpus,
+            "after": None if counts is None else {"pods_placed": counts["placed"],
+                                                  "topology_affinity_errors": counts["topology_affinity_errors"],
+                                                  "admission_errors": counts["admission_errors"]},
+            "stats": self.stats,
+        }
 
 
 def take_off(cluster: Cluster, pod: RunningPod) -> None:

@@ -27,13 +27,13 @@ no CPUs, memory or devices on the node.
 Mutation: `run_session` **mutates the given cluster** (nodes receive the admitted allocations), so
 the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first for what-if runs.
 
-Speed: nodes with the same shape, settings and free state form a class (interned int id); a pod is
-evaluated once per class, and verdicts are kept per (class, pod shape), so only the node that just
-changed is re-evaluated on the next step. Each pod shape keeps its passing classes bucketed by
-(outcome, NUMA count, tie-break) and catches up with the classes born and gone since its last pod, so
-choosing a node does not walk every class; its verdict groups (the explanation rows) are kept the
-same way, from the classes' change log, so a pod copies one row per verdict. The cyclic collector is
-paused while the session runs (gc_pause.py).
+Speed (the classes and shape views are in `classes`): nodes with the same shape, settings and free
+state form a class (interned int id); a pod is evaluated once per class, and verdicts are kept per
+(class, pod shape), so only the node that just changed is re-evaluated on the next step. Each pod
+shape keeps its passing classes bucketed by (outcome, NUMA count, tie-break) and catches up with the
+classes born and gone since its last pod, so choosing a node does not walk every class; its verdict
+groups (the explanation rows) are kept the same way, from the classes' change log, so a pod copies
+one row per verdict. The cyclic collector is paused while the session runs (gc_pause.py).
 
 Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 """
@@ -41,165 +41,44 @@ Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Sequence
-from itertools import chain, count
 
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job, Task
-from ..model.pods import Pod
-from .cluster import Cluster, Request
+from ..model.pods import Container, Pod
+from .classes import NodeClasses, ShapeView, VerdictGroup
+from .cluster import Cluster, Request, Snapshot
 from .explain import (
     FILTERED,
     PASSED,
     SKIPPED,
     UNSCHEDULABLE,
+    JobResult,
     NodeVerdict,
     PodRecord,
     PodStatus,
+    Row,
     SessionResult,
+    Timings,
     VerdictTable,
     unavailable_message,
 )
 from .gc_pause import paused_gc
 from .profiles import Profile, ProfileSession, get_profile
 
-# ------------------------------------------------------------------------------------------------
-# Node classes
-# ------------------------------------------------------------------------------------------------
+#: a container as `_pod_signature` sees it: (name, kind, sorted requests, sorted limits)
+_ContainerSig = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+#: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers)
+PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]]
 
 
-class _Group:
-    """The live classes on which one pod shape got one verdict: their node count and the `limit`
-    smallest names, remembered until a member changes (most pods change one or two classes). The
-    classes are kept sorted by their smallest name, so the first names come from the first `limit`
-    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes."""
-
-    __slots__ = ("count", "last_row", "members", "names", "order")
-
-    def __init__(self) -> None:
-        self.members: dict[int, tuple[str, ...]] = {}
-        self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
-        self.count = 0
-        self.names: tuple[str, ...] | None = None
-        self.last_row: tuple | None = None
-
-    def put(self, cid: int, names: tuple[str, ...]) -> None:
-        old = self.members.get(cid)
-        if old is names:
-            return
-        if old is not None:
-            del self.order[bisect_left(self.order, (old[0], cid))]
-            self.count -= len(old)
-        self.members[cid] = names
-        insort(self.order, (names[0], cid))
-        self.count += len(names)
-        self.names = self.last_row = None
-
-    def drop(self, cid: int) -> None:
-        old = self.members.pop(cid)
-        del self.order[bisect_left(self.order, (old[0], cid))]
-        self.count -= len(old)
-        self.names = self.last_row = None
-
-    def first_names(self, limit: int) -> tuple[str, ...]:
-        if self.names is None:
-            if len(self.order) == 1:
-                self.names = self.members[self.order[0][1]][:limit]
-            else:
-                firsts = (self.members[cid][:limit] for _first, cid in self.order[:limit])
-                self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
-        return self.names
-
-    def row(self, sig: int, score: int | None, limit: int) -> tuple[int, int | None, int, tuple[str, ...]]:
-        """The pod's explanation row for this group: the same object as the previous pod's while
-        nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
-        row = self.last_row
-        if row is None or row[1] != score:
-            row = self.last_row = (sig, score, self.count, self.first_names(limit))
-        return row
+def _container_signature(c: Container) -> _ContainerSig:
+    return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
 
 
-class _Classes:
-    """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
-    live class id to (id, its node names sorted), in the order the classes were (re)born; an entry
-    is replaced, never changed, when the class gains or loses a node, and `changed` logs that."""
-
-    def __init__(self, cluster: Cluster, profile: ProfileSession) -> None:
-        self.cluster = cluster
-        self.profile = profile
-        self.ids: dict[tuple, int] = {}
-        self.of: dict[str, int] = {}
-        grouped: dict[int, list[str]] = {}
-        for name in sorted(cluster.nodes):
-            cid = self._key_id(name)
-            self.of[name] = cid
-            grouped.setdefault(cid, []).append(name)
-        self.members: dict[int, tuple[int, tuple[str, ...]]] = {c: (c, tuple(n)) for c, n in grouped.items()}
-        #: every class whose members changed, in order: a shape view replays what it has not seen
-        self.changed: list[int] = []
-        #: a live class's place in `members` (its birth order), to visit a few new classes in that order
-        self.born_at: dict[int, int] = {c: i for i, c in enumerate(self.members)}
-        self._births = count(len(self.members))
-
-    def _key_id(self, name: str) -> int:
-        c = self.cluster
-        key = (c.static_id(name), c.tally[name].key(), self.profile.state_key(name))
-        cid = self.ids.get(key)
-        if cid is None:
-            cid = self.ids[key] = len(self.ids)
-        return cid
-
-    def update(self, name: str) -> None:
-        old = self.of[name]
-        new = self._key_id(name)
-        if new == old:
-            return
-        self.changed += (old, new)
-        names = self.members[old][1]
-        i = bisect_left(names, name)
-        if len(names) > 1:
-            self.members[old] = (old, names[:i] + names[i + 1:])
-        else:
-            del self.members[old]
-        self.of[name] = new
-        entry = self.members.get(new)
-        if entry is None:
-            self.members[new] = (new, (name,))
-            self.born_at[new] = next(self._births)
-        else:
-            names = entry[1]
-            i = bisect_left(names, name)
-            self.members[new] = (new, (*names[:i], name, *names[i:]))
-
-
-class _ShapeView:
-    """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
-    is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
-    what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
-    date by the classes born and gone since the shape's last pod, never by walking every class."""
-
-    __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.verdicts: dict[int, NodeVerdict] = {}
-        self.bucket_of: dict[int, tuple[str, int, float]] = {}
-        self.buckets: dict[tuple[str, int, float], set[int]] = {}
-        self.counted: set[int] = set()
-        self.groups: dict[int, _Group] = {}  # by verdict id: what a pod's explanation rows are made of
-        self.seen_changes = 0  # how much of the classes' change log the groups reflect
-
-
-# ------------------------------------------------------------------------------------------------
-# Session
-# ------------------------------------------------------------------------------------------------
-
-
-def _pod_signature(pod: Pod) -> tuple:
-    def cont(c):
-        return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+def _pod_signature(pod: Pod) -> PodSignature:
+    cont = _container_signature
     return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
             tuple(cont(c) for c in pod.containers))
 
@@ -233,8 +112,8 @@ class _Session:
     def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
         self.cluster = cluster
         self.profile = profile
-        self.classes = _Classes(cluster, profile)
-        self.views: dict[tuple, _ShapeView] = {}
+        self.classes = NodeClasses(cluster, profile)
+        self.views: dict[PodSignature, ShapeView] = {}
         self.table = VerdictTable()
         self.explain_names = explain_names
         self.evaluations = 0
@@ -251,7 +130,7 @@ class _Session:
             return NodeVerdict(FILTERED, reason=reason, code="Unschedulable")
         return self.profile.evaluate(name, pod, prepared)
 
-    def _catch_up(self, view: _ShapeView, pod: Pod, prepared: object) -> None:
+    def _catch_up(self, view: ShapeView, pod: Pod, prepared: object) -> None:
         """Bring the shape's buckets to the live classes: drop the classes gone, add the ones born
         (evaluating, in class order, those this shape has never seen)."""
         live = self.classes.members
@@ -287,16 +166,16 @@ class _Session:
                     bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
             counted.add(cid)
             sig = verdicts[cid].sig
-            group = groups.get(sig)
-            if group is None:
-                group = groups[sig] = _Group()
-            group.put(cid, live[cid][1])
+            into = groups.get(sig)
+            if into is None:
+                into = groups[sig] = VerdictGroup()
+            into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
                 buckets.setdefault(key, set()).add(cid)
 
-    def _rows(self, view: _ShapeView, scores: dict[tuple[str, int], int] | None
-              ) -> list[tuple[int, int | None, int, tuple[str, ...]]]:
+    def _rows(self, view: ShapeView, scores: dict[tuple[str, int], int] | None
+              ) -> list[Row]:
         """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
         fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
         rows = []
@@ -317,7 +196,7 @@ class _Session:
         sig = _pod_signature(pod)
         view = self.views.get(sig)
         if view is None:
-            view = self.views[sig] = _ShapeView(Request.of(pod))
+            view = self.views[sig] = ShapeView(Request.of(pod))
         self.request = view.request
         live = self.classes.members
         self.class_visits += len(live)
@@ -351,7 +230,8 @@ class _Session:
             for cid, names in live.values():
                 verdict = verdicts[cid]
                 if verdict.outcome in (FILTERED, UNSCHEDULABLE):
-                    reasons[verdict.reason] = reasons.get(verdict.reason, 0) + len(names)
+                    reason = verdict.reason or "no reason given"  # a rejection always has one
+                    reasons[reason] = reasons.get(reason, 0) + len(names)
             record.status = PodStatus.UNSCHEDULABLE
             record.message = unavailable_message(reasons)
             return record, None, None
@@ -365,7 +245,10 @@ class _Session:
     def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         """Bind the pod just scheduled to `name` and run the kubelet's admission there."""
         c = self.cluster
-        c.add_request(name, self.request)
+        req = self.request
+        if req is None:
+            raise RuntimeError("_Session.place: no pod was scheduled")
+        c.add_request(name, req)
         self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
         node = c.nodes[name]
@@ -382,6 +265,63 @@ class _Session:
             record.message = res.error.message if res.error is not None else None
         c.refresh(name)
         self.classes.update(name)
+
+
+    # -- one job ----------------------------------------------------------------------------------------
+    def run_job(self, job: Job, pods: Sequence[tuple[Task, Pod]], already: int, tick: Callable[[], None]
+                ) -> tuple[list[PodRecord], JobResult]:
+        """Schedule and place the job's pods in order (`already` of its pods hold their resources); below
+        its minAvailable, every placement it made is rolled back exactly. `tick` is called per pod."""
+        cluster, hooks = self.cluster, self.profile
+        saved: dict[str, Snapshot] = {}
+        placed: list[tuple[PodRecord, Pod, str]] = []
+        records = []
+        for task, pod in pods:
+            prepared = hooks.prepare(pod)
+            record, name, verdict = self.schedule(job, task, pod, prepared)
+            if name is not None and verdict is not None:
+                if name not in saved:
+                    saved[name] = cluster.snapshot(name)
+                self.place(record, pod, prepared, name, verdict)
+                placed.append((record, pod, name))
+            records.append(record)
+            tick()
+        minimum = gang_minimum(job)
+        committed = len(placed) + already >= minimum
+        if not committed:
+            for record, pod, name in placed:
+                hooks.on_rollback(pod, name)
+                record.status = PodStatus.ROLLED_BACK
+                record.message = (f"job {job.name}: only {len(placed) + already} of the {minimum} pods "
+                                  f"minAvailable requires could be placed; placement rolled back")
+            for name, snap in saved.items():
+                cluster.restore(name, snap)
+                self.classes.update(name)
+        return records, {"job": job.name, "namespace": job.namespace, "priority": job.priority,
+                         "min_available": minimum, "pods": len(pods), "placed": len(placed), "held": already,
+                         "committed": committed}
+
+    def timings(self, elapsed: float, pods: int) -> Timings:
+        nodes = len(self.cluster)
+        return {"total_s": elapsed, "evaluate_s": self.t_eval, "admission_s": self.t_admit,
+                "pods_per_s": (pods / elapsed) if elapsed > 0 else None,
+                "evaluations": self.evaluations, "class_visits": self.class_visits,
+                "us_per_pod_node": (elapsed * 1e6 / (pods * nodes)) if pods and nodes else None}
+
+
+def gang_minimum(job: Job) -> int:
+    """The job's minAvailable (never None once a Job is built: its default, every replica, is filled in then)."""
+    return len(job.pods()) if job.min_available is None else job.min_available
+
+
+def _pending(jobs: Sequence[Job], held: frozenset[str]) -> list[tuple[Job, list[tuple[Task, Pod]], int]]:
+    """Per job, in order: the pods to schedule (those not `held`) and how many are held already."""
+    work = []
+    for job in jobs:
+        pods = job.pods()
+        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
+        work.append((job, todo, len(pods) - len(todo)))
+    return work
 
 
 @paused_gc()
@@ -406,55 +346,26 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
     start = time.perf_counter()
     hooks = chosen.open(cluster)
     s = _Session(cluster, hooks, explain_names)
-    ordered = _job_order(jobs)
-    held = frozenset(held)
-    work = []
-    for job in ordered:
-        pods = job.pods()
-        todo = [(task, pod) for task, pod in pods if pod.uid not in held] if held else pods
-        work.append((job, todo, len(pods) - len(todo)))
+    work = _pending(_job_order(jobs), frozenset(held))
     total = sum(len(p) for _j, p, _h in work)
     step = max(1, total // 200)
     done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and (done % step == 0 or done == total):
+            progress(done, total)
+
     records: list[PodRecord] = []
-    job_results = []
+    job_results: list[JobResult] = []
     for job, pods, already in work:
-        saved: dict[str, tuple] = {}
-        placed: list[tuple[PodRecord, Pod, str]] = []
-        job_records = []
-        for task, pod in pods:
-            prepared = hooks.prepare(pod)
-            record, name, verdict = s.schedule(job, task, pod, prepared)
-            if name is not None:
-                if name not in saved:
-                    saved[name] = cluster.snapshot(name)
-                s.place(record, pod, prepared, name, verdict)
-                placed.append((record, pod, name))
-            job_records.append(record)
-            done += 1
-            if progress is not None and (done % step == 0 or done == total):
-                progress(done, total)
-        committed = len(placed) + already >= job.min_available
-        if not committed:
-            for record, pod, name in placed:
-                hooks.on_rollback(pod, name)
-                record.status = PodStatus.ROLLED_BACK
-                record.message = (f"job {job.name}: only {len(placed) + already} of the {job.min_available} pods "
-                                  f"minAvailable requires could be placed; placement rolled back")
-            for name, snap in saved.items():
-                cluster.restore(name, snap)
-                s.classes.update(name)
-        job_results.append({"job": job.name, "namespace": job.namespace, "priority": job.priority,
-                            "min_available": job.min_available, "pods": len(pods), "placed": len(placed),
-                            "held": already, "committed": committed})
+        job_records, job_result = s.run_job(job, pods, already, tick)
         records.extend(job_records)
+        job_results.append(job_result)
     if progress is not None and total == 0:
         progress(0, 0)
-    elapsed = time.perf_counter() - start
-    timings = {"total_s": elapsed, "evaluate_s": s.t_eval, "admission_s": s.t_admit,
-               "pods_per_s": (total / elapsed) if elapsed > 0 else None,
-               "evaluations": s.evaluations, "class_visits": s.class_visits,
-               "us_per_pod_node": (elapsed * 1e6 / (total * len(cluster))) if total and len(cluster) else None}
+    timings = s.timings(time.perf_counter() - start, total)
     return SessionResult(profile=chosen.name, weight=chosen.weight, nodes_total=len(cluster), pods=records,
                          jobs=job_results, table=s.table, timings=timings, volcano_close=hooks.close(),
                          explain_names=explain_names, explain_groups=explain_groups)

@@ -12,14 +12,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypedDict
 
 from ..errors import EngineError
 from ..model.cpuset import CPUSet
+from ..model.node import Node
 from ..model.quantity import parse_quantity
+from .numaaware import CloseEntry
 
 #: the only resource names a Numatopology's resReserved may hold
 RESERVABLE = ("cpu", "memory", "ephemeral-storage")
+
+
+class NumaResEntry(TypedDict, total=False):
+    allocatable: str
+    capacity: int | str
+
+
+class CPUInfo(TypedDict, total=False):
+    numa: int | str
+    socket: int | str
+    core: int | str
+
+
+class NumatopoSpec(TypedDict, total=False):
+    """The fields of a Numatopology object's `spec` the cache converts (parsed JSON or YAML)."""
+
+    policies: Mapping[str, str]
+    numares: Mapping[str, NumaResEntry]
+    cpuDetail: Mapping[str, CPUInfo | None]
+    resReserved: Mapping[str, object]
+
+
+class HasNodes(Protocol):
+    """What the cache reads of a cluster (the scheduler's `Cluster`, which volcano/ does not import)."""
+
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
 
 
 class PodMeta(NamedTuple):
@@ -41,10 +70,10 @@ class NumaInfo:
     pod_allocations: tuple[PodMeta, ...] = ()
 
     @classmethod
-    def of_node(cls, node) -> NumaInfo:
+    def of_node(cls, node: Node) -> NumaInfo:
         """What the resource exporter publishes for an engine `Node`: the CPUs the kubelet has not pinned
         as allocatable, and every pod holding an allocation there as pinned."""
-        pods = {}
+        pods: dict[str, PodMeta] = {}
         for a in node.allocations:
             namespace, _, name = a.pod.rpartition("/")
             pods.setdefault(a.pod, PodMeta(a.pod, name, namespace or "default"))
@@ -53,20 +82,20 @@ class NumaInfo:
                    pod_allocations=tuple(pods.values()))
 
     @classmethod
-    def from_crd(cls, spec: Mapping, pod_allocations: Iterable[PodMeta] = ()) -> NumaInfo:
+    def from_crd(cls, spec: NumatopoSpec, pod_allocations: Iterable[PodMeta] = ()) -> NumaInfo:
         """The conversion upstream's event handler does, leniencies included: an allocatable that is
         not a valid cpuset becomes empty; missing numa/socket/core are 0; a resReserved with an unknown
         key or a bad or negative quantity reserves nothing."""
-        numares = {}
+        numares: dict[str, tuple[int, int]] = {}
         for res, entry in (spec.get("numares") or {}).items():
             try:
                 allocatable = CPUSet.parse(str(entry.get("allocatable") or "")).mask
             except EngineError:
                 allocatable = 0
             numares[str(res)] = (allocatable, int(entry.get("capacity") or 0))
-        detail = {}
-        for key, info in (spec.get("cpuDetail") or {}).items():
-            info = info or {}
+        detail: dict[int, tuple[int, int, int]] = {}
+        for key, given in (spec.get("cpuDetail") or {}).items():
+            info: CPUInfo = given or {}
             detail[_atoi(key)] = (int(info.get("numa", 0)), int(info.get("socket", 0)), int(info.get("core", 0)))
         return cls(dict(spec.get("policies") or {}), numares, detail, _reserved(spec.get("resReserved")),
                    tuple(pod_allocations))
@@ -91,7 +120,7 @@ def _atoi(key: object) -> int:
         return 0
 
 
-def _reserved(values: Mapping | None) -> dict[str, str] | None:
+def _reserved(values: Mapping[str, object] | None) -> dict[str, str] | None:
     if not values:
         return None
     try:
@@ -119,17 +148,17 @@ class _CachedNode:
 class NumaCache:
     """The NUMA part of Volcano's scheduler cache for a set of nodes."""
 
-    def __init__(self, nodes: Mapping[str, NumaInfo | None] = ()) -> None:
-        self.nodes: dict[str, _CachedNode] = {n: _CachedNode(info) for n, info in dict(nodes).items()}
+    def __init__(self, nodes: Mapping[str, NumaInfo | None] | None = None) -> None:
+        self.nodes: dict[str, _CachedNode] = {n: _CachedNode(info) for n, info in (nodes or {}).items()}
 
     @classmethod
-    def of_cluster(cls, cluster) -> NumaCache:
+    def of_cluster(cls, cluster: HasNodes) -> NumaCache:
         """A cache whose views are what every node's exporter publishes now (nodes without a
         Numatopology have none)."""
         return cls({name: NumaInfo.of_node(node) if node.numatopology else None
                     for name, node in cluster.nodes.items()})
 
-    def republish(self, cluster) -> None:
+    def republish(self, cluster: HasNodes) -> None:
         """Every node's exporter publishes again (after the kubelet pinned what it admitted)."""
         for name, node in cluster.nodes.items():
             self.set_numa_info(name, NumaInfo.of_node(node) if node.numatopology else None)
@@ -152,7 +181,7 @@ class NumaCache:
                 cached.unassigned = {}
             cached.unassigned[pod] = dict(resources)
 
-    def add_session_close(self, close: Iterable[Mapping]) -> None:
+    def add_session_close(self, close: Iterable[CloseEntry]) -> None:
         """`add_unassigned_numa_pods` from `VolcanoPlugin.close()` / `SessionResult.volcano_close`."""
         self.add_unassigned_numa_pods((PodMeta(**e["pod_meta"]), e["node"], {"cpu": e["cpus"]}) for e in close)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..errors import EngineError
 from ..model.bitmask import bits_of as _bits
@@ -27,7 +27,7 @@ from ..model.pods import GUARANTEED, Pod
 from .cpumanager.cpu_assignment import Selection
 from .cpumanager.cpu_assignment import take_by_topology as volcano_take
 from .cpumanager.provider import NumaModel
-from .policy import Hint, guaranteed_cpus, has_policy, policy_predicate
+from .policy import Hint, HintDict, guaranteed_cpus, has_policy, policy_predicate
 
 #: Volcano framework status codes used by the predicate.
 ERROR = "Error"
@@ -53,6 +53,34 @@ def reason_container(name: str) -> str:
     return f"container {name} cannot be assigned by numa"
 
 
+class ContainerDict(TypedDict):
+    container: str
+    hints: dict[str, list[HintDict] | None]
+    best_hint: HintDict | None
+    admit: bool
+    cpus: str
+    order_dependent: bool
+
+
+class PodMetaDict(TypedDict):
+    uid: str
+    name: str
+    namespace: str
+
+
+class CloseEntry(TypedDict):
+    """One task of the plugin's session-close hand-off to the cache: the node it went to and its CPU mask."""
+
+    task_uid: str
+    pod_meta: PodMetaDict
+    node: str
+    cpus: int
+
+
+#: the CPU provider's hint list is cached per (free CPUs per NUMA node, whole CPUs requested)
+HintsKey = tuple[tuple[int, ...], int]
+
+
 # ------------------------------------------------------------------------------------------------
 # Task side
 # ------------------------------------------------------------------------------------------------
@@ -75,7 +103,7 @@ class VolcanoTask(NamedTuple):
         containers = tuple((c.name, c.requests.get("cpu")) for c in pod.containers)
         return cls(pod.uid, pod.name, pod.namespace, pod.topology_policy or "", pod.qos_class, containers)
 
-    def signature(self) -> tuple:
+    def signature(self) -> tuple[str, str, tuple[tuple[str, int | None], ...]]:
         """Everything the predicate depends on (not the pod's identity): for verdict caching."""
         return (self.policy, self.qos, self.containers)
 
@@ -86,7 +114,7 @@ class ContainerDecision:
     hint, admit, and the CPUs the plugin would assign."""
 
     name: str
-    hints_key: tuple | None  # (free counts per NUMA node, request) or None when the provider gave no map
+    hints_key: HintsKey | None  # None when the provider gave no map
     best: Hint | None
     admit: bool
     cpus: int = 0
@@ -101,7 +129,7 @@ class ContainerDecision:
             return None
         return self.model.hints_for(*self.hints_key)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> ContainerDict:
         return {
             "container": self.name,
             "hints": {"cpu": None if self.hints is None else [h.to_dict() for h in self.hints]},
@@ -195,7 +223,7 @@ def predicate(task: VolcanoTask, model: NumaModel | None, free: int | None) -> V
     for name, milli in task.containers:
         req = guaranteed_cpus(milli)
         if milli is None or req == 0 or cur is None:
-            key = None
+            key: HintsKey | None = None
             avail = 0 if cur is None else cur & ~model.reserved
             best, admit = policy_predicate(policy, model.numa_ids, [None])  # CPU provider: no map
         else:
@@ -246,7 +274,7 @@ class VolcanoPlugin:
         self.weight = weight
         self.assign_res: dict[str, dict[str, int]] = {}
         self.task_bind_node: dict[str, str] = {}
-        self.task_pod_meta: dict[str, dict[str, str]] = {}
+        self.task_pod_meta: dict[str, PodMetaDict] = {}
         self._tasks: dict[str, VolcanoTask] = {}
 
     def simulate(self, task: VolcanoTask, node: str) -> Verdict:
@@ -281,7 +309,7 @@ class VolcanoPlugin:
 
     def numa_counts(self, task: VolcanoTask, nodes: Sequence[str]) -> dict[str, int]:
         assigned = self.assign_res.get(task.uid, {})
-        out = {}
+        out: dict[str, int] = {}
         for n in nodes:
             model = self.models.get(n)
             out[n] = model.numa_count(assigned.get(n, 0)) if model is not None else 0
@@ -292,8 +320,9 @@ class VolcanoPlugin:
         cpus = self.assign_res.get(task_uid, {}).get(node)
         if cpus is None:
             return False
-        if self.free.get(node) is not None:
-            self.free[node] &= ~cpus
+        free = self.free.get(node)
+        if free is not None:
+            self.free[node] = free & ~cpus
         self.task_bind_node[task_uid] = node
         task = self._tasks.get(task_uid)
         if task is not None:
@@ -305,20 +334,21 @@ class VolcanoPlugin:
         cpus = self.assign_res.get(task_uid, {}).get(node)
         if cpus is None:
             return False
-        if self.free.get(node) is not None:
-            self.free[node] |= cpus
+        free = self.free.get(node)
+        if free is not None:
+            self.free[node] = free | cpus
         self.task_bind_node.pop(task_uid, None)
         self.task_pod_meta.pop(task_uid, None)
         return True
 
-    def close(self) -> list[dict]:
+    def close(self) -> list[CloseEntry]:
         """OnSessionClose: the (task → node → cpus) hand-off to the cache, sorted by task uid."""
-        out = []
+        out: list[CloseEntry] = []
         for uid in sorted(self.task_bind_node):
             node = self.task_bind_node[uid]
             cpus = self.assign_res.get(uid, {}).get(node)
             meta = self.task_pod_meta.get(uid)
             if cpus is None or meta is None:
                 continue
-            out.append({"task_uid": uid, "pod_meta": dict(meta), "node": node, "cpus": cpus})
+            out.append({"task_uid": uid, "pod_meta": meta.copy(), "node": node, "cpus": cpus})
         return out

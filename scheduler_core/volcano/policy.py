@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import product
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..model.bitmask import bits_of as _bits
+
+
+class HintDict(TypedDict):
+    affinity: list[int] | None
+    preferred: bool
 
 
 class Hint(NamedTuple):
@@ -16,7 +21,7 @@ class Hint(NamedTuple):
     affinity: int | None
     preferred: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> HintDict:
         return {"affinity": None if self.affinity is None else _bits(self.affinity), "preferred": self.preferred}
 
 

@@ -4,6 +4,7 @@ the policy annotation the job controller puts on pods, and the pod QoS class the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod, qos_class
@@ -16,6 +17,32 @@ from .policy import guaranteed_cpus, has_policy
 
 
 POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
+
+
+# the parts of a Volcano Job manifest (parsed JSON or YAML) the webhook reads
+
+
+class Resources(TypedDict, total=False):
+    requests: Mapping[str, object]
+    limits: Mapping[str, object]
+
+
+class ContainerSpec(TypedDict, total=False):
+    resources: Resources
+
+
+class PodSpec(TypedDict, total=False):
+    containers: Sequence[ContainerSpec]
+    initContainers: Sequence[ContainerSpec]
+
+
+class PodTemplate(TypedDict, total=False):
+    spec: PodSpec
+
+
+class TaskSpec(TypedDict, total=False):
+    topologyPolicy: str
+    template: PodTemplate
 
 
 def task_topology_policy(annotations: Mapping[str, str] | None) -> str:
@@ -32,8 +59,8 @@ def _webhook_message(task_index: int, index: int) -> str:
     return f"the cpu request isn't an integer in spec.task[{task_index}] container[{index}]."
 
 
-def validate_task_topology_policy(policy: str | None, containers: Sequence[Mapping],
-                                  init_containers: Sequence[Mapping] = (), task_index: int = 0) -> str:
+def validate_task_topology_policy(policy: str | None, containers: Sequence[Resources],
+                                  init_containers: Sequence[Resources] = (), task_index: int = 0) -> str:
     """The job webhook's check (ENGINE.md §3.2) on one task's container resource dicts (`{"requests": ...,
     "limits": ...}`): with a policy, every container's cpu request (limits when requests are empty)
     must be whole CPUs; no cpu request counts as 0 CPUs. `task_index` is the task's place in the
@@ -49,7 +76,7 @@ def validate_task_topology_policy(policy: str | None, containers: Sequence[Mappi
     return ""
 
 
-def validate_job_tasks(tasks: Sequence[Mapping]) -> str:
+def validate_job_tasks(tasks: Sequence[TaskSpec]) -> str:
     """The webhook's check over a Volcano Job manifest's `spec.tasks`: the first task that fails names
     its own index in the message; "" when every task is valid."""
     for task_index, task in enumerate(tasks):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 
 import pytest
 
@@ -14,6 +15,8 @@ from scheduler_core.model.node import Allocation, Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import CPU, Topology, synthetic
 from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.explain import FILTERED, NodeVerdict, PodStatus
+from scheduler_core.scheduler.profiles import Profile, ProfileSession
 from scheduler_core.scheduler.session import run_session
 from scheduler_core.volcano.cpumanager.provider import NumaModel
 from scheduler_core.volcano.numaaware import VolcanoTask, predicate
@@ -234,3 +237,24 @@ def test_bad_input_errors_name_the_field():
         Cluster([Node("n0", upstream_8cpu()), Node("n0", upstream_8cpu())])
     assert issubclass(RequestError, EngineError)
     assert not cluster.node("n0").allocations
+
+
+def test_a_profile_that_rejects_without_a_reason_is_not_reported_as_none():
+    """A rejection's reason keys the FitErrors message: a profile (any `Profile` object may be passed)
+    that filters a node without one got "3 None" in the message, a reason named after Python's null."""
+    class Silent(ProfileSession):
+        def evaluate(self, name, pod, prepared):
+            return NodeVerdict(FILTERED)
+
+    class SilentProfile(Profile):
+        name: ClassVar[str] = "silent"
+        summary: ClassVar[str] = "filters every node and says nothing"
+
+        def open(self, cluster):
+            return Silent()
+
+    nodes = [Node(f"n{i}", synthetic(1, 1, 4, 1), static("none")) for i in range(3)]
+    result = run_session(Cluster(nodes), [one_pod_job("j", 1, None)], profile=SilentProfile())
+    message = result.pods[0].message
+    assert result.pods[0].status == PodStatus.UNSCHEDULABLE
+    assert "None" not in message and message.startswith("0/3 nodes are unavailable: 3 ")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from itertools import pairwise, permutations
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ...errors import InsufficientResourcesError
 
@@ -30,6 +30,10 @@ NOT_ENOUGH = "not enough cpus available to satisfy request"
 FAILED = "failed to allocate cpus"
 #: beyond this many sockets the start orders are not enumerated; a non-strict order is then flagged as is
 _ORDER_CHECK_SOCKETS = 6
+
+T = TypeVar("T")
+#: Go's `less(i, j)` over the items themselves
+Less = Callable[[T, T], bool]
 
 
 class Selection(NamedTuple):
@@ -72,13 +76,13 @@ class VolcanoCPUTopology:
 # ------------------------------------------------------------------------------------------------
 
 
-def go_sort_slice(data: list, less: Callable[[object, object], bool]) -> None:
+def go_sort_slice(data: list[T], less: Less[T]) -> None:
     """Sort `data` in place exactly as Go's `sort.Slice(data, less)` would, comparison for comparison."""
     n = len(data)
     _pdqsort(data, 0, n, n.bit_length(), less)
 
 
-def _insertion(data: list, a: int, b: int, less) -> None:
+def _insertion(data: list[T], a: int, b: int, less: Less[T]) -> None:
     for i in range(a + 1, b):
         j = i
         while j > a and less(data[j], data[j - 1]):
@@ -86,7 +90,7 @@ def _insertion(data: list, a: int, b: int, less) -> None:
             j -= 1
 
 
-def _sift_down(data: list, lo: int, hi: int, first: int, less) -> None:
+def _sift_down(data: list[T], lo: int, hi: int, first: int, less: Less[T]) -> None:
     root = lo
     while True:
         child = 2 * root + 1
@@ -100,7 +104,7 @@ def _sift_down(data: list, lo: int, hi: int, first: int, less) -> None:
         root = child
 
 
-def _heapsort(data: list, a: int, b: int, less) -> None:
+def _heapsort(data: list[T], a: int, b: int, less: Less[T]) -> None:
     first, hi = a, b - a
     for i in range((hi - 1) // 2, -1, -1):
         _sift_down(data, i, hi, first, less)
@@ -113,7 +117,7 @@ _INCREASING, _DECREASING, _UNKNOWN = 1, 2, 0
 _MASK64 = (1 << 64) - 1
 
 
-def _pdqsort(data: list, a: int, b: int, limit: int, less) -> None:
+def _pdqsort(data: list[T], a: int, b: int, limit: int, less: Less[T]) -> None:
     was_balanced = was_partitioned = True
     while True:
         length = b - a
@@ -149,7 +153,7 @@ def _pdqsort(data: list, a: int, b: int, limit: int, less) -> None:
             b = mid
 
 
-def _partition(data: list, a: int, b: int, pivot: int, less) -> tuple[int, bool]:
+def _partition(data: list[T], a: int, b: int, pivot: int, less: Less[T]) -> tuple[int, bool]:
     data[a], data[pivot] = data[pivot], data[a]
     i, j = a + 1, b - 1
     while i <= j and less(data[i], data[a]):
@@ -176,7 +180,7 @@ def _partition(data: list, a: int, b: int, pivot: int, less) -> tuple[int, bool]
     return j, False
 
 
-def _partition_equal(data: list, a: int, b: int, pivot: int, less) -> int:
+def _partition_equal(data: list[T], a: int, b: int, pivot: int, less: Less[T]) -> int:
     data[a], data[pivot] = data[pivot], data[a]
     i, j = a + 1, b - 1
     while True:
@@ -191,7 +195,7 @@ def _partition_equal(data: list, a: int, b: int, pivot: int, less) -> int:
         j -= 1
 
 
-def _partial_insertion(data: list, a: int, b: int, less) -> bool:
+def _partial_insertion(data: list[T], a: int, b: int, less: Less[T]) -> bool:
     i = a + 1
     for _ in range(5):
         while i < b and not less(data[i], data[i - 1]):
@@ -214,7 +218,7 @@ def _partial_insertion(data: list, a: int, b: int, less) -> bool:
     return False
 
 
-def _break_patterns(data: list, a: int, b: int) -> None:
+def _break_patterns(data: list[T], a: int, b: int) -> None:
     length = b - a
     if length < 8:
         return
@@ -230,7 +234,7 @@ def _break_patterns(data: list, a: int, b: int) -> None:
         data[idx], data[a + other] = data[a + other], data[idx]
 
 
-def _choose_pivot(data: list, a: int, b: int, less) -> tuple[int, int]:
+def _choose_pivot(data: list[T], a: int, b: int, less: Less[T]) -> tuple[int, int]:
     length = b - a
     swaps = [0]
     i, j, k = a + length // 4, a + length // 4 * 2, a + length // 4 * 3
@@ -247,7 +251,7 @@ def _choose_pivot(data: list, a: int, b: int, less) -> tuple[int, int]:
     return j, _UNKNOWN
 
 
-def _median(data: list, a: int, b: int, c: int, swaps: list[int], less) -> int:
+def _median(data: list[T], a: int, b: int, c: int, swaps: list[int], less: Less[T]) -> int:
     def order2(x: int, y: int) -> tuple[int, int]:
         if less(data[y], data[x]):
             swaps[0] += 1
@@ -312,7 +316,7 @@ def _take(topo: VolcanoCPUTopology, free: int, need: int) -> Selection:
     return Selection(chosen, order_dependent)
 
 
-def _sorted(items: list[int], less) -> list[int]:
+def _sorted(items: list[int], less: Less[int]) -> list[int]:
     go_sort_slice(items, less)
     return items
 
@@ -340,7 +344,7 @@ def _take_threads(topo: VolcanoCPUTopology, free: int, result: int, need: int) -
     CPUs on that socket; free CPUs of the core id; socket; core id), as a non-strict OR of those."""
     socket_cpus, core_cpus, core_socket = topo.socket_cpus, topo.core_cpus, topo.core_socket
     cores = [c for c in topo.core_ids if free & core_cpus[c]]
-    keys = {}
+    keys: dict[int, tuple[int, int, int, int]] = {}
     for c in cores:
         s = core_socket[c]
         keys[c] = ((socket_cpus[s] & result).bit_count(), (free & socket_cpus[s]).bit_count(),

@@ -10,6 +10,7 @@ from itertools import accumulate, combinations
 
 from ...errors import EngineError
 from ...model.cpuset import CPUSet
+from ...model.node import Node
 from ...model.quantity import cpu_milli
 from ..policy import Hint
 from .cpu_assignment import VolcanoCPUTopology
@@ -54,7 +55,9 @@ class NumaModel:
         self.policies = dict(policies or {})
         self.cpu_policy = self.policies.get(CPU_MANAGER_POLICY, "")
         self.tm_policy = self.policies.get(TOPOLOGY_MANAGER_POLICY, "")
-        self.detail = {int(c): tuple(v) for c, v in cpu_detail.items()}
+        self.detail: dict[int, tuple[int, int, int]] = {}
+        for c, (numa, socket, core) in cpu_detail.items():
+            self.detail[int(c)] = (numa, socket, core)
         self.numa_ids: tuple[int, ...] = tuple(sorted({v[0] for v in self.detail.values()}))
         self.default_mask = 0
         for n in self.numa_ids:
@@ -91,11 +94,11 @@ class NumaModel:
                               [Hint(m, False) for m, _i, _c in self.subsets])
 
     @classmethod
-    def from_node(cls, node) -> NumaModel:
+    def from_node(cls, node: Node) -> NumaModel:
         """Volcano's view of an engine `Node`: what the resource exporter would publish for it."""
         topo = node.topology
         sockets_seen: dict[int, dict[int, int]] = {}
-        detail = {}
+        detail: dict[int, tuple[int, int, int]] = {}
         for c in topo.cpus:
             # exporter core ids restart per socket: number cores of each socket 0..k in id order
             per_socket = sockets_seen.setdefault(c.socket, {})
