@@ -27,7 +27,8 @@ from numaweb.worker import runs
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
-from scheduler_core.scheduler.compare import Shape, Variant, headroom, run_variant
+from scheduler_core.scheduler.compare import Variant, run_variant
+from scheduler_core.scheduler.headroom import Headroom, Shape, headroom
 
 from .models import Comparison, ComparisonVariant
 
@@ -234,7 +235,7 @@ def close_if_finished(comparison: Comparison) -> bool:
 
 
 # -- headroom --------------------------------------------------------------------------------------------
-def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> dict:
+def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> Headroom:
     """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now, within
     NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least")."""
     nodes, _seen = cluster_nodes(cluster)

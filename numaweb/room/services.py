@@ -30,11 +30,11 @@ from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.node import Allocation as EngineAllocation
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
-from scheduler_core.scheduler.compare import Shape
 from scheduler_core.scheduler.explain import PodStatus
+from scheduler_core.scheduler.headroom import Shape, ShapeDict
 from scheduler_core.scheduler.profiles import PROFILES
-from scheduler_core.scheduler.room import RoomPlan as EnginePlan
 from scheduler_core.scheduler.room import make_room
+from scheduler_core.scheduler.room_moves import RoomPlan as EnginePlan
 from scheduler_core.scheduler.room_moves import Rules, shape_job
 
 from .models import RoomPlan
@@ -94,7 +94,7 @@ class RoomQuestion(TypedDict):
 
     cluster: Cluster
     job: Job | None
-    shape: dict[str, Any] | None
+    shape: ShapeDict | None
     count: int
     profile: str
     options: RoomOptions
@@ -145,7 +145,7 @@ def _target_job(cluster: Cluster, data: Mapping[str, object]) -> Job:
     return job
 
 
-def _target_shape(data: Mapping[str, object]) -> tuple[dict[str, Any], int]:
+def _target_shape(data: Mapping[str, object]) -> tuple[ShapeDict, int]:
     """A question's shape (its policy given at the top level or in it, not both differently) and count."""
     shape_data = data["shape"]
     if isinstance(shape_data, Mapping) and data.get("policy") not in (None, ""):
@@ -229,8 +229,7 @@ def execute(pk: int) -> RoomPlan:
         plan = make_room(cluster, job, row.profile, rules, priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
                          time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=progress)
-        result = plan.to_dict(cluster)
-        result["nodes"] = node_grids(cluster, plan)
+        result: dict[str, Any] = {**plan.to_dict(cluster), "nodes": node_grids(cluster, plan)}  # stored as JSON
         engine_ms = (time.perf_counter() - started) * 1000
         with transaction.atomic():
             if not run.owns().select_for_update().exists():  # held to the commit: nobody takes it over meanwhile

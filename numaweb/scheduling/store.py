@@ -177,21 +177,20 @@ class ResultWriter:
     # -- verdicts -----------------------------------------------------------------------------------
     def _verdict(self, ref: int) -> dict:
         v = self.result.table.items[ref]
-        evidence, own = None, None
+        evidence: int | None = None
+        own: dict[str, object] | None = None
         if v.volcano is not None:
             containers = []
             cpus = []
             for c in _engine(v.volcano, VolcanoVerdict).containers:
-                data = c.to_dict()
                 cpus.append(hex_mask(c.cpus))
-                del data["cpus"]
-                containers.append(data)
+                containers.append({k: value for k, value in c.to_dict().items() if k != "cpus"})
             evidence, own = self._detail(containers), {"container_cpus": cpus}
         elif v.admission is not None:
-            data = _engine(v.admission, AdmitResult).to_dict()
-            evidence = self._detail(data.pop("decisions"))
-            data["allocations"] = compact_allocations(data["allocations"], data["pod"])
-            own = data
+            admission = _engine(v.admission, AdmitResult).to_dict()
+            evidence = self._detail(admission["decisions"])
+            own = {k: value for k, value in admission.items() if k != "decisions"}
+            own["allocations"] = compact_allocations(admission["allocations"], admission["pod"])
         return dict(session_id=self.session.pk, ref=ref, outcome=v.outcome, code=v.code, reason=v.reason,
                     numa_count=v.numa_count, numa_mask=db_mask(v.numa_mask), cpus=hex_mask(v.cpus),
                     evidence=evidence, own=own)
