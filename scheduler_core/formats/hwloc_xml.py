@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
 from ..model.topology import Device
-from ._common import CPURecord, Draft, hugepage_key, parse_hex_mask, parse_id, parse_int
+from ._draft import CPURecord, Draft
+from ._values import hugepage_key, parse_hex_mask, parse_id, parse_int
 
 FORMAT = "hwloc-xml"
 IO_TYPES = {"Bridge", "PCIDev", "OSDev", "Misc"}
