@@ -69,7 +69,8 @@ if TYPE_CHECKING:  # the names checkers and IDEs see; at run time they are impor
     from .kubelet.admission import AdmitResult, TopologyAffinityError, admit_pod
     from .kubelet.cpumanager.cpu_assignment import take_by_topology
     from .kubelet.cpumanager.topology_hints import cpu_topology_hints
-    from .kubelet.devicemanager.manager import device_topology_hints, filter_by_affinity
+    from .kubelet.devicemanager.manager import filter_by_affinity
+    from .kubelet.devicemanager.topology_hints import device_topology_hints
     from .kubelet.kubelet_start import StartVerdict, kubelet_start
     from .kubelet.memorymanager.policy_static import memory_topology_hints
     from .kubelet.topologymanager.hint import TopologyHint
@@ -99,7 +100,8 @@ _MODULES = {
     "kubelet.topologymanager.merge": ("MergeResult", "merge_hints"),
     "kubelet.cpumanager.topology_hints": ("cpu_topology_hints",),
     "kubelet.cpumanager.cpu_assignment": ("take_by_topology",),
-    "kubelet.devicemanager.manager": ("device_topology_hints", "filter_by_affinity"),
+    "kubelet.devicemanager.manager": ("filter_by_affinity",),
+    "kubelet.devicemanager.topology_hints": ("device_topology_hints",),
     "kubelet.memorymanager.policy_static": ("memory_topology_hints",),
     "model.node": ("Node", "Allocation"),
     "model.jobs": ("Job", "Task"),

@@ -274,7 +274,7 @@ class NodeUploadSerializer(serializers.Serializer):
 
 def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:
     """An uploaded file's content, refused above the importers' size limit before it is read."""
-    from scheduler_core.formats._common import MAX_INPUT_BYTES
+    from scheduler_core.formats._source import MAX_INPUT_BYTES
 
     limit = limit or MAX_INPUT_BYTES
     if upload.size is None:  # Django's upload handlers always set it

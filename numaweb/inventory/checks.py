@@ -20,7 +20,7 @@ from .models import Node
 
 def _text(data: bytes | str, what: str) -> str:
     from scheduler_core.errors import FormatError
-    from scheduler_core.formats._common import MAX_INPUT_BYTES
+    from scheduler_core.formats._source import MAX_INPUT_BYTES
 
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_INPUT_BYTES:

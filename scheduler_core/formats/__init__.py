@@ -34,7 +34,8 @@ from ..errors import FormatError
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation
 from ..model.topology import Topology
-from ._common import Loaded, Source, build_topology, read_source
+from ._draft import Loaded, build_topology
+from ._source import Source, read_source
 from .detect import FORMATS, detect_source, normalise
 
 if TYPE_CHECKING:

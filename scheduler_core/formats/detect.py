@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 
 from ..errors import FormatError
-from ._common import Source, check_text, json_object
+from ._documents import json_object
+from ._source import Source, check_text
 
 FORMATS = (
     "hwloc-xml", "lscpu-text", "lscpu-parse", "sysfs", "sysfs-tar", "numactl-hardware", "synthetic",

@@ -10,7 +10,7 @@ from ..errors import EngineError, FormatError
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation, Node
 from ..model.topology import Topology
-from ._common import Loaded
+from ._draft import Loaded
 
 
 def load(text: str, fmt: str = "engine-json") -> Loaded:

@@ -32,7 +32,7 @@ from ..model.kubelet_config import (
     TopologyOptions,
 )
 from ..model.quantity import count, cpu_milli, format_bytes
-from ._common import as_object, load_documents
+from ._documents import as_object, load_documents
 
 KIND = "KubeletConfiguration"
 API_VERSIONS = ("kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1")

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
 from ..model.node import IMPORTED, Allocation
-from ._common import CPURecord, Draft, build_topology, json_object, parse_int
+from ._documents import json_object
+from ._draft import CPURecord, Draft, build_topology
+from ._values import parse_int
 
 if TYPE_CHECKING:
     from . import Loaded

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ._common import CPURecord, Draft, check_id, parse_cpulist, parse_id, parse_int
+from ._draft import CPURecord, Draft
+from ._values import check_id, parse_cpulist, parse_id, parse_int
 
 _NUMA_LINE = re.compile(r"^NUMA node(\d+) CPU\(s\):\s*(.*)$")
 _KV = re.compile(r"^([A-Za-z][^:]{0,60}):\s*(.*)$")

@@ -26,7 +26,8 @@ from ..model.kubelet_config import KubeletConfig
 from ..model.node import Node
 from ..model.quantity import count
 from ..model.topology import Device
-from ._common import CPURecord, Draft, JSONObject, get_list, get_object, load_yaml_documents
+from ._documents import JSONObject, get_list, get_object, load_yaml_documents
+from ._draft import CPURecord, Draft
 
 _POLICY_NAMES = {
     "SingleNUMANode": "single-numa-node", "Restricted": "restricted", "BestEffort": "best-effort", "None": "none",

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..model.bitmask import bits_of as _bits
-from ._common import CPURecord, Draft, parse_cpulist, parse_int
+from ._draft import CPURecord, Draft
+from ._values import parse_cpulist, parse_int
 
 _AVAILABLE = re.compile(r"^available:\s*(\d+)\s+nodes?\s*(?:\((.*)\))?\s*$")
 _NODE = re.compile(r"^node\s+(\d+)\s+(cpus|size|free):\s*(.*?)\s*$")

@@ -41,17 +41,9 @@ from ..model.pods import Pod
 from ..model.quantity import count, cpu_milli
 from ..model.topology import Device, Topology
 from . import nrt, volcano_numatopo, workloads
-from ._common import (
-    MAX_YAML_NODES,
-    Draft,
-    JSONObject,
-    as_object,
-    build_topology,
-    get_list,
-    get_object,
-    load_documents,
-    read_source,
-)
+from ._documents import MAX_YAML_NODES, JSONObject, as_object, get_list, get_object, load_documents
+from ._draft import Draft, build_topology
+from ._source import read_source
 
 PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
 #: Largest snapshot accepted, checked before parsing. Larger than one topology file's limit: a

@@ -19,7 +19,7 @@ import re
 
 from ..errors import FormatError
 from ..model.topology import Topology
-from ._common import CPURecord, Draft
+from ._draft import CPURecord, Draft
 
 _TYPES = {
     "pack": "package", "package": "package", "socket": "package", "numa": "numa", "node": "numa",

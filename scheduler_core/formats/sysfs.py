@@ -31,17 +31,9 @@ from dataclasses import dataclass, field
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
 from . import _tar
-from ._common import (
-    CPURecord,
-    Draft,
-    Source,
-    check_id,
-    hugepage_key,
-    parse_cpulist,
-    parse_hex_mask,
-    parse_id,
-    parse_int,
-)
+from ._draft import CPURecord, Draft
+from ._source import Source
+from ._values import check_id, hugepage_key, parse_cpulist, parse_hex_mask, parse_id, parse_int
 
 #: Bounds on an archive (a 448-thread dump has ~35,000 members and ~31 MiB of tar stream; the limits
 #: leave room for machines three times larger and refuse an archive bomb in well under a second).

@@ -23,7 +23,9 @@ from ..model.cpuset import CPUSet
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation, Node
 from ..model.quantity import cpu_milli
-from ._common import CPURecord, Draft, JSONObject, get_object, load_yaml_documents, parse_int
+from ._documents import JSONObject, get_object, load_yaml_documents
+from ._draft import CPURecord, Draft
+from ._values import parse_int
 
 _PolicyField = Literal["cpu_manager_policy", "topology_manager_policy", "topology_manager_scope",
                        "memory_manager_policy"]

@@ -21,7 +21,7 @@ from ..model.jobs import Job, Task
 from ..model.kubelet_config import TOPOLOGY_POLICIES
 from ..model.pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
 from ..model.quantity import count, cpu_milli
-from ._common import JSONObject, get_list, get_object, load_documents
+from ._documents import JSONObject, get_list, get_object, load_documents
 
 ANNOTATION = "volcano.sh/numa-topology-policy"
 SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}

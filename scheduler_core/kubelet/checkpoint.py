@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 from ..errors import FormatError
-from ..formats._common import json_object, parse_int
+from ..formats._documents import json_object
+from ..formats._values import parse_int
 from ..formats.kubelet_state import go_key
 from ..model.cpuset import CPUSet
 from .memorymanager.state import Block, MachineState, MemoryTable, NUMANodeState

@@ -37,8 +37,8 @@ from ..model.quantity import format_bytes
 from ..model.topology import Topology
 from .checkpoint import dump_cpu_checkpoint, dump_memory_checkpoint, memory_checkpoint
 from .cpumanager.cpu_policy import StateValidationError, StaticPolicy
-from .memorymanager.policy_static import (
-    MemoryAllocationError,
+from .memorymanager.policy_static import MemoryAllocationError
+from .memorymanager.start_state import (
     check_system_reserved,
     default_machine_state,
     machine_of,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler_core.kubelet.devicemanager.manager import (
+from scheduler_core.kubelet.devicemanager.topology_hints import (
     container_device_hints,
     device_topology_hints,
     pod_device_hints,

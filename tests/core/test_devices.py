@@ -3,13 +3,11 @@
 import pytest
 
 from scheduler_core.errors import InsufficientResourcesError, RequestError
-from scheduler_core.kubelet.devicemanager.manager import (
-    DeviceManager,
+from scheduler_core.kubelet.devicemanager.devices import device_sort_key
+from scheduler_core.kubelet.devicemanager.manager import DeviceManager, devices_to_allocate, filter_by_affinity
+from scheduler_core.kubelet.devicemanager.topology_hints import (
     container_device_hints,
-    device_sort_key,
     device_topology_hints,
-    devices_to_allocate,
-    filter_by_affinity,
     pod_device_hints,
 )
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint

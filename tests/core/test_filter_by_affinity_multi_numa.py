@@ -11,8 +11,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.kubelet.devicemanager.devices import NO_TOPOLOGY_NODE
 from scheduler_core.kubelet.devicemanager.manager import (
-    NO_TOPOLOGY_NODE,
     affinity_node_order,
     devices_to_allocate,
     filter_by_affinity,

@@ -226,14 +226,14 @@ def test_hwloc_v3_names_from_the_longer_pci_type():
     ("0302", {"coproc"}, "hwloc/gpu"),
 ])
 def test_device_resource_rule(pci_type, kinds, resource):
-    from scheduler_core.formats.hwloc_xml import device_resource, parse_pci_type
+    from scheduler_core.formats.hwloc_devices import device_resource, parse_pci_type
 
     cls, vendor, _ = parse_pci_type(pci_type)
     assert device_resource(cls, vendor, kinds) == resource
 
 
 def test_parse_pci_type_forms():
-    from scheduler_core.formats.hwloc_xml import parse_pci_type
+    from scheduler_core.formats.hwloc_devices import parse_pci_type
 
     assert parse_pci_type("0302 [10de:15F9] [10de:116b] a1") == (0x0302, "10de", "15f9")
     assert parse_pci_type("0200 [8086:1521] [1028:0000] 01 00") == (0x0200, "8086", "1521")

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.errors import FormatError
-from scheduler_core.formats import _common, _fast_yaml
+from scheduler_core.formats import _documents as documents
+from scheduler_core.formats import _fast_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
@@ -131,7 +132,7 @@ def test_large_invalid_yaml_fails_within_the_bounds_of_valid_yaml_of_its_size():
     +800 MB, against 20 s for the valid text); PyYAML's parser alone now finds the error, in flat memory, with
     PyYAML's own message. Bounded by what the valid text of the same size costs."""
     from scheduler_core.errors import FormatError
-    from scheduler_core.formats._common import load_yaml_documents
+    from scheduler_core.formats._documents import load_yaml_documents
     from tests.measure import MiB, measure
 
     items = "".join(f"- name: pod-{i}\n  namespace: ns-{i % 50}\n  spec:\n    nodeName: node-{i % 500}\n"
@@ -160,21 +161,21 @@ def test_large_texts_take_the_fast_path_and_small_ones_pyyaml(monkeypatch):
     big = "items:\n" + "".join(f"- {{name: node-{i}, cpus: {i % 64}, ready: yes}}\n" for i in range(3000))
     assert len(big) > _fast_yaml.MIN_CHARS
     expected = _pyyaml(big)
-    monkeypatch.setattr(_common, "_loader_class", refuse)
-    assert _same(_common.load_yaml_documents(big), expected)
+    monkeypatch.setattr(documents, "_loader_class", refuse)
+    assert _same(documents.load_yaml_documents(big), expected)
     with pytest.raises(AssertionError, match="PyYAML's path"):
-        _common.load_yaml_documents("a: 1\n")
+        documents.load_yaml_documents("a: 1\n")
 
 
 def test_large_invalid_or_bomb_texts_still_get_pyyaml_errors():
     big_invalid = "a: 1\n" * 20000 + "b: [1, 2\n"
     with pytest.raises(FormatError, match=r"invalid YAML at line 20002"):
-        _common.load_yaml_documents(big_invalid)
+        documents.load_yaml_documents(big_invalid)
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
         for p, c in zip("abcdefg", "bcdefgh", strict=True)) + "# padding\n" * 10000
     with pytest.raises(FormatError, match="YAML bomb"):
-        _common.load_yaml_documents(bomb)
+        documents.load_yaml_documents(bomb)
     deep = "x:\n" + "".join(" " * i + "x:\n" for i in range(1, 5000)) + " " * 5000 + "end\n"
     with pytest.raises(FormatError, match="nest"):
-        _common.load_yaml_documents(deep)
+        documents.load_yaml_documents(deep)

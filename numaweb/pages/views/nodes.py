@@ -17,7 +17,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.links import id_link
 from scheduler_core.errors import EngineError
-from scheduler_core.formats._common import MAX_INPUT_BYTES
+from scheduler_core.formats._source import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.model.cpuset import CPUSet
