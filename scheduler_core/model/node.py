@@ -14,6 +14,7 @@ from .reserved import reserved_cpus
 from .topology import Topology
 
 SCHEDULED, IMPORTED = "scheduled", "imported"
+NO_CPUS = CPUSet()  # immutable: one empty set serves every allocation that pins no CPU
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Allocation:
 
     pod: str
     container: str | None = None
-    cpus: CPUSet = field(default_factory=CPUSet)
+    cpus: CPUSet = NO_CPUS
     memory: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     origin: str = SCHEDULED
