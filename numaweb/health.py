@@ -15,6 +15,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from numaweb.celery import app
+from numaweb.worker.models import WorkerHeartbeat
+
 OK = "ok"
 log = logging.getLogger("numaweb.health")
 
@@ -30,7 +33,6 @@ def database() -> str:
 
 def broker() -> str:
     """Redis answers PING within the connect timeout; the file-system queue's folder is writable."""
-    from numaweb.celery import app
 
     url = app.conf.broker_url or ""
     if url.startswith("numaweb-fs://"):
@@ -56,7 +58,6 @@ def broker() -> str:
 
 def workers() -> dict[str, Any]:
     """Workers whose heartbeat is recent (`alive`), and how long ago any worker was last seen."""
-    from numaweb.worker.models import WorkerHeartbeat
 
     timeout = settings.NUMAWEB_WORKER_TIMEOUT
     now = timezone.now()
@@ -68,7 +69,6 @@ def workers() -> dict[str, Any]:
 
 def workers_alive() -> bool:
     """For the banner: True when a worker has been seen (or the database cannot tell)."""
-    from numaweb.worker.models import WorkerHeartbeat
 
     since = timezone.now() - timedelta(seconds=settings.NUMAWEB_WORKER_TIMEOUT)
     try:

@@ -32,6 +32,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import WorkerHeartbeat
+
 REQUEST_SECONDS = Histogram("numaweb_request_seconds", "Time to answer a request, by view (URL name) and method",
                             ["view", "method"],
                             buckets=(.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10))
@@ -61,9 +65,6 @@ class DatabaseCollector(Collector):
     """What the database says at scrape time: sessions, queue, workers, engine time, comparisons."""
 
     def collect(self) -> Iterator[Metric]:
-        from numaweb.comparisons.models import Comparison, ComparisonVariant
-        from numaweb.scheduling.models import SchedulingSession
-        from numaweb.worker.models import WorkerHeartbeat
 
         sessions = GaugeMetricFamily("numaweb_sessions", "Scheduling sessions by status", labels=["status"])
         counts = dict(SchedulingSession.objects.values_list("status").annotate(n=Count("id")).values_list(

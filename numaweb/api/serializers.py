@@ -31,6 +31,7 @@ from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
 from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
 from scheduler_core.errors import EngineError
+from scheduler_core.formats._source import MAX_INPUT_BYTES
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
 from scheduler_core.model.topology import Topology
@@ -274,7 +275,6 @@ class NodeUploadSerializer(serializers.Serializer):
 
 def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:
     """An uploaded file's content, refused above the importers' size limit before it is read."""
-    from scheduler_core.formats._source import MAX_INPUT_BYTES
 
     limit = limit or MAX_INPUT_BYTES
     if upload.size is None:  # Django's upload handlers always set it

@@ -11,6 +11,7 @@ from django.db.models import Count, F, QuerySet
 from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
+from numaweb.jobs import services as jobs
 from scheduler_core.errors import EngineError
 from scheduler_core.model.topology import Topology
 
@@ -144,7 +145,6 @@ class AllocationAdmin(AuditedAdmin):
     readonly_fields = ["cluster", "job", "session", "created_at"]
 
     def save_model(self, request: HttpRequest, obj: Allocation, form: forms.ModelForm, change: bool) -> None:
-        from numaweb.jobs import services as jobs
 
         before = Allocation.objects.filter(pk=obj.pk).values_list("job_id", flat=True).first() if change else None
         obj.cluster_id = obj.node.cluster_id

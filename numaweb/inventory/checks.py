@@ -10,6 +10,7 @@ from typing import Any
 
 from scheduler_core.errors import EngineError, FormatError, PolicyError
 from scheduler_core.formats import load_kubelet_config
+from scheduler_core.formats._source import MAX_INPUT_BYTES
 from scheduler_core.formats.snapshot import load_pods
 from scheduler_core.kubelet.state_check import StateCheck, check_state
 from scheduler_core.model.kubelet_config import KubeletConfig
@@ -19,8 +20,6 @@ from .models import Node
 
 
 def _text(data: bytes | str, what: str) -> str:
-    from scheduler_core.errors import FormatError
-    from scheduler_core.formats._source import MAX_INPUT_BYTES
 
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_INPUT_BYTES:

@@ -15,6 +15,7 @@ from django.db.models.functions import Coalesce
 
 from numaweb.inventory.models import Allocation, Cluster
 from scheduler_core.errors import RequestError
+from scheduler_core.formats import load_jobs
 from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.jobs import Task as EngineTask
 from scheduler_core.model.pods import APP, Container, Pod
@@ -128,7 +129,6 @@ def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:
     """Volcano Job / Pod / Deployment YAML (or their JSON) → engine Jobs, through the engine's reader.
 
     Passed as bytes so user text is never taken for a server path."""
-    from scheduler_core.formats import load_jobs
 
     return list(load_jobs(text.encode() if isinstance(text, str) else bytes(text)))
 

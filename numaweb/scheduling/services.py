@@ -39,8 +39,10 @@ from numaweb.jobs.models import Job
 from numaweb.worker import runs
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
+from scheduler_core.scheduler.cluster import Cluster as EngineCluster
 from scheduler_core.scheduler.explain import PodRecord, PodStatus, SessionResult
 from scheduler_core.scheduler.gc_pause import paused_gc
+from scheduler_core.scheduler.session import run_session
 
 from . import store
 from .models import SchedulingSession
@@ -212,8 +214,6 @@ def execute_session(session_id: int, progress: Callable[[int, int], None] | None
 
 def _run_with_retries(session: SchedulingSession, run: runs.Run, deadline: float,
                       progress: Callable[[int, int], None] | None = None) -> None:
-    from scheduler_core.scheduler.cluster import Cluster as EngineCluster
-    from scheduler_core.scheduler.session import run_session
 
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)
     for attempt in range(1, retries + 1):

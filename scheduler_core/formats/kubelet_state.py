@@ -15,17 +15,14 @@ node sizes are known: one NUMA node, one socket, one core per CPU, all flagged i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from ..errors import EngineError, FormatError
 from ..model.cpuset import CPUSet
 from ..model.node import IMPORTED, Allocation
 from ._documents import json_object
-from ._draft import CPURecord, Draft, build_topology
+from ._draft import CPURecord, Draft, Loaded, build_topology
 from ._values import parse_int
-
-if TYPE_CHECKING:
-    from . import Loaded
 
 
 class CPUState(TypedDict):
@@ -157,7 +154,6 @@ def merge(old: Allocation | None, new: Allocation) -> Allocation:
 
 def load_as_topology(text: str, fmt: str) -> Loaded:
     """The little a state file says about the machine, as a Loaded result (everything inferred)."""
-    from . import Loaded
 
     draft = Draft(description=fmt)
     draft.inferred.update(("cores", "sockets"))

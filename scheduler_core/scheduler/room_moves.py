@@ -20,7 +20,7 @@ from typing import NotRequired, TypedDict
 from ..errors import RequestError
 from ..kubelet.admission import admit_pod
 from ..model.cpuset import CPUSet
-from ..model.jobs import Job
+from ..model.jobs import Job, Task
 from ..model.node import Allocation
 from ..model.pods import GUARANTEED, Container, Pod
 from .cluster import Cluster, Request
@@ -319,7 +319,6 @@ def carry_out(cluster: Cluster, job: Job, profile: str | Profile, held: Collecti
 
 def shape_job(pod: Pod, count: int, policy: str | None, namespace: str = "numaweb-make-room") -> Job:
     """A target given as a pod shape × count with a task topology policy: a gang of all of them."""
-    from ..model.jobs import Task
 
     return Job("make-room", (Task("pod", replace(pod, namespace=namespace), count, policy),), namespace=namespace)
 

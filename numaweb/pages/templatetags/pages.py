@@ -5,6 +5,9 @@ from collections.abc import Iterable
 from django import template
 from django.utils.safestring import SafeString
 
+from numaweb.scheduling.store import mask_of
+from scheduler_core.model.bitmask import bits_of
+from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.quantity import format_bytes
 
 register = template.Library()
@@ -26,7 +29,6 @@ def yesno_mark(value: bool | None) -> str:
 
 @register.filter
 def cpu_count(value: str) -> int:
-    from scheduler_core.model.cpuset import CPUSet
 
     return len(CPUSet.parse(value or ""))
 
@@ -39,8 +41,6 @@ def join_ids(values: Iterable[object] | None) -> str:
 @register.filter
 def mask_ids(value: int | None) -> str:
     """A stored NUMA mask (scheduling.store's signed form) as its ids, "0,2"; empty for none."""
-    from numaweb.scheduling.store import mask_of
-    from scheduler_core.model.bitmask import bits_of
 
     mask = mask_of(value)
     return ",".join(map(str, bits_of(mask))) if mask else ""
