@@ -73,8 +73,7 @@ def test_session_page_with_1000_node_rows_renders_one_page(client, monkeypatch):
     Node.objects.bulk_create(rows)
     job = make_job("wide", cpus="12", policy="best-effort")
     # keep every node's name in the record (the default lists 10 per class) so 1,000 rows can be shown
-    monkeypatch.setattr(engine_session, "run_session",
-                        functools.partial(engine_session.run_session, explain_names=1000))
+    monkeypatch.setattr(services, "run_session", functools.partial(engine_session.run_session, explain_names=1000))
     session = services.start_session(cluster, "volcano", True, [job])
     session = services.execute_session(session.pk)
     assert session.status == "done" and session.nodes_total == 1000
