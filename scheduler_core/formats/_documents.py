@@ -52,14 +52,20 @@ def get_list(obj: JSONObject, key: str, where: str) -> list[object]:
     return as_list(obj.get(key), f"{where}.{key}")
 
 
-def json_object(text: str, what: str) -> JSONObject:
-    """Parse JSON that must be an object, with the line and column of a syntax error."""
+def _parse_json(text: str, what: str) -> object:
+    """`json.loads` whose failures are FormatErrors with the line and column of a syntax error."""
     try:
-        data = json.loads(text)
+        value: object = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{what}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise FormatError(f"{what}: JSON nested too deeply") from None
+    return value
+
+
+def json_object(text: str, what: str) -> JSONObject:
+    """Parse JSON that must be an object, with the line and column of a syntax error."""
+    data = _parse_json(text, what)
     if not isinstance(data, dict):
         raise FormatError(f"{what}: must be a JSON object")
     return data
@@ -68,13 +74,7 @@ def json_object(text: str, what: str) -> JSONObject:
 def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> list[object]:
     """A JSON value (text starting with `{` or `[`) as one document, else every YAML document."""
     if text.lstrip().startswith(("{", "[")):
-        try:
-            value: object = json.loads(text)
-            return [value]
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        except RecursionError:
-            raise FormatError(f"{name}: JSON nested too deeply") from None
+        return [_parse_json(text, name)]
     return load_yaml_documents(text, name, max_nodes)
 
 
@@ -104,16 +104,23 @@ def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML
         return docs
     except FormatError:
         raise
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise FormatError(f"{name}: invalid YAML{where}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
-        raise FormatError(f"{name}: invalid YAML: {exc}") from None
+        raise _yaml_error(name, exc) from None
     except RecursionError:
         raise FormatError(f"{name}: YAML nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def _yaml_error(name: str, exc: Exception) -> FormatError:
+    """PyYAML's error as a FormatError, with the line and column where PyYAML marks one."""
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        return FormatError(f"{name}: invalid YAML{where}: {exc.problem or exc.context}")
+    return FormatError(f"{name}: invalid YAML: {exc}")
 
 
 def _check_syntax(text: str, name: str) -> None:
@@ -126,12 +133,8 @@ def _check_syntax(text: str, name: str) -> None:
     try:
         while loader.check_event():
             next_event()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise FormatError(f"{name}: invalid YAML{where}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
-        raise FormatError(f"{name}: invalid YAML: {exc}") from None
+        raise _yaml_error(name, exc) from None
     finally:
         loader.dispose()
 
