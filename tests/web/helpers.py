@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs import services as job_services
@@ -10,6 +15,24 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.topology import synthetic
 
 GiB = 2**30
+
+
+def token_client(user) -> APIClient:
+    """An API client sending `user`'s token."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+def wait_done(client, url: str, timeout: float = 30.0) -> dict:
+    """Poll a run's API URL (session, comparison, make room) until it is done or failed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(url).json()
+        if body["status"] in ("done", "failed"):
+            return body
+        time.sleep(0.05)
+    raise AssertionError(f"not finished after {timeout}s: {body}")
 
 
 def make_node(cluster: Cluster, name: str, shape=(2, 1, 4, 1), policy: str = "best-effort", **kubelet) -> Node:

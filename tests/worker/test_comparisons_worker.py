@@ -2,7 +2,6 @@
 threads) over a real Redis: the variants go out as one group, each finishes on the worker, and the
 comparison closes itself when the last one is written."""
 
-import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -13,7 +12,7 @@ from numaweb.celery import app
 from numaweb.comparisons.models import ComparisonVariant
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Allocation
-from tests.web.helpers import use_broker
+from tests.web.helpers import use_broker, wait_done
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -34,12 +33,7 @@ def test_three_profiles_finish_through_the_workers(workers, make_user):
                                           "variants": [{"profile": p} for p in ("volcano", "aligned", "unaware")]},
                     format="json")
     assert r.status_code == 202, r.content
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        body = client.get(r.headers["Location"]).json()
-        if body["status"] in ("done", "failed"):
-            break
-        time.sleep(0.1)
+    body = wait_done(client, r.headers["Location"], timeout=60)
     assert body["status"] == "done", body
     metrics = {v["profile"]: v["metrics"] for v in body["variants"]}
     assert metrics["aligned"]["topology_affinity_errors"] == 0

@@ -1,7 +1,6 @@
 """Make room answered by a real Celery worker over a real Redis: the question is queued, the worker
 reports progress and writes the verified plan and its dry-run session."""
 
-import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -10,7 +9,7 @@ from rest_framework.test import APIClient
 
 from numaweb.celery import app
 from numaweb.room.models import RoomPlan
-from tests.web.helpers import use_broker
+from tests.web.helpers import use_broker, wait_done
 from tests.web.room_rows import fragmented_rows, gang_job
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -27,12 +26,7 @@ def test_the_worker_answers_with_a_verified_plan(redis_url, make_user):
         r = client.post(f"/api/clusters/{cluster.pk}/make-room/", {"job": job.pk}, format="json")
         assert r.status_code == 202, r.content
         assert r.json()["status"] in ("pending", "running", "done")  # the worker may already have it
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            body = client.get(r.headers["Location"]).json()
-            if body["status"] in ("done", "failed"):
-                break
-            time.sleep(0.1)
+        body = wait_done(client, r.headers["Location"], timeout=60)
     assert body["status"] == "done", body
     assert len(body["moves"]) == 4 and body["minimal"] and body["after"]["topology_affinity_errors"] == 0
     row = RoomPlan.objects.get()

@@ -1,7 +1,6 @@
 """A real Redis server (started here on a free port) and a real Celery worker consuming it (not
 eager mode): sessions submitted through the API are run by the worker and finish with placements."""
 
-import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -11,7 +10,7 @@ from rest_framework.test import APIClient
 from numaweb.celery import app
 from numaweb.inventory.models import Cluster
 from numaweb.scheduling.models import SchedulingSession
-from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker
+from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker, wait_done
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -21,16 +20,6 @@ def worker(redis_url, transactional_db):
     with use_broker(redis_url), start_worker(app, pool="solo", concurrency=1, perform_ping_check=False,
                                              shutdown_timeout=20):
         yield redis_url
-
-
-def wait_done(client, url, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = client.get(url).json()
-        if body["status"] in ("done", "failed"):
-            return body
-        time.sleep(0.05)
-    raise AssertionError(f"session not finished after {timeout}s: {body}")
 
 
 def test_sessions_run_on_a_real_worker_over_redis(worker, make_user):
