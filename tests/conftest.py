@@ -1,4 +1,5 @@
-"""Shared fixtures: the conformance data folder (copied from shared/conformance)."""
+"""Shared fixtures: the conformance vectors (taken from the upstream projects' own tests), users by role and
+clients logged in as them."""
 
 import json
 from pathlib import Path
@@ -57,6 +58,44 @@ def operator_client(make_user):
 @pytest.fixture
 def viewer_client(make_user):
     return _logged_in(make_user("vera", "viewer"))
+
+
+@pytest.fixture
+def user(make_user):
+    """The `api` fixture's user: role admin (not a superuser, so the role's permissions are what is tested)."""
+    return make_user("alice", "admin")
+
+
+@pytest.fixture
+def token(user):
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.create(user=user)
+
+
+@pytest.fixture
+def api(token):
+    """An API client with the token of `user` (role admin)."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def operator_api(make_user):
+    """An API client with an operator's token."""
+    from tests.web.helpers import token_client
+
+    return token_client(make_user("otto", "operator"))  # not operator_client's olga: a test may use both
+
+
+@pytest.fixture
+def viewer_api(make_user):
+    from tests.web.helpers import token_client
+
+    return token_client(make_user("vic", "viewer"))
 
 
 @pytest.fixture

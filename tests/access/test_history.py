@@ -19,7 +19,7 @@ def latest(model, **filters):
 
 
 def test_api_changes_and_deletes_are_recorded(make_user):
-    from tests.api.conftest import token_client
+    from tests.web.helpers import token_client
 
     user = make_user("alice", "admin")
     api = token_client(user)

@@ -53,7 +53,7 @@ def test_token_endpoint_locks_out_with_429(make_user, settings):
 
 
 def test_token_endpoint_and_writes_are_rate_limited(make_user, settings):
-    from tests.api.conftest import token_client
+    from tests.web.helpers import token_client
 
     api = token_client(make_user("root", "admin"))
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {

@@ -1,49 +1,24 @@
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from numaweb.inventory.models import Cluster
 
 
 @pytest.fixture
-def user(make_user):
-    """The `api` fixture's user: role admin (not a superuser, so the role's permissions are what is tested)."""
-    return make_user("alice", "admin")
-
-
-@pytest.fixture
-def token(user):
-    return Token.objects.create(user=user)
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return client
-
-
-@pytest.fixture
-def api(token):
-    """An API client with the token of `user` (role admin)."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
-@pytest.fixture
-def operator_api(make_user):
-    return token_client(make_user("olga", "operator"))
-
-
-@pytest.fixture
-def viewer_api(make_user):
-    return token_client(make_user("vera", "viewer"))
-
-
-@pytest.fixture
 def anon(db):
     """No credentials at all: every operation answers 401 (unless NUMAWEB_PUBLIC_READ opens reads)."""
     return APIClient()
+
+
+@pytest.fixture
+def eager(settings):
+    """Celery runs each task in the caller, at once (sessions, comparisons and make room end within the request)."""
+    from numaweb.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -18,16 +18,6 @@ from .test_jobs import job_body
 
 
 @pytest.fixture
-def eager(settings):
-    from numaweb.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
-@pytest.fixture
 def two(db):
     """The demo cluster and a 40-node, 80-pod large demo (its jobs in namespace "big")."""
     demo = build_demo("demo")

@@ -28,15 +28,6 @@ THREE = [{"profile": "volcano"}, {"profile": "aligned"}, {"profile": "unaware"}]
 SHAPE = {"cpu": "4", "memory": "8Gi", "policy": "single-numa-node"}
 
 
-@pytest.fixture
-def eager(settings):
-    from numaweb.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
 
 @pytest.fixture
 def demo(db):

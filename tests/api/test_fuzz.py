@@ -51,15 +51,6 @@ ROLES = ("viewer", "operator", "admin")
 BOUNDED = {"deadline": None, "derandomize": True, "database": None, "suppress_health_check": list(HealthCheck)}
 
 
-@pytest.fixture
-def eager(settings):
-    from numaweb.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
 
 @pytest.fixture
 def seeded(db, eager, django_capture_on_commit_callbacks):

@@ -16,16 +16,6 @@ from tests.web.helpers import make_job, use_broker
 from tests.web.room_rows import fragmented_rows, gang_job
 
 
-@pytest.fixture
-def eager(settings):
-    from numaweb.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
 def ask(client, cluster, body, capture):
     with capture(execute=True):
         return client.post(f"/api/clusters/{cluster.pk}/make-room/", body, format="json")

@@ -11,16 +11,6 @@ from tests.web.helpers import allocated_cpus, make_job, make_node, use_broker
 
 
 @pytest.fixture
-def eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    from numaweb.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
-@pytest.fixture
 def seed_cluster(cluster):
     """Seed 001: node-1 single-numa-node 16+16, node-2 best-effort 16+16, node-3 best-effort 20+20."""
     make_node(cluster, "node-1", (2, 1, 16, 1), "single-numa-node")

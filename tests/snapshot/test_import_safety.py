@@ -16,7 +16,6 @@ from numaweb.inventory.management.commands.import_cluster import Command as Impo
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
-from tests.api.conftest import api, token, user  # noqa: F401  (the API tests' authenticated client)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT / "tests" / "formats" / "data" / "snapshot" / "upstream-examples.yaml"
@@ -77,7 +76,7 @@ def test_the_command_exits_1(prod, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("variant", sorted(EMPTY))
-def test_empty_snapshots_are_refused_by_the_api(api, prod, variant):  # noqa: F811
+def test_empty_snapshots_are_refused_by_the_api(api, prod, variant):
     before = state()
     r = api.post(f"/api/clusters/{prod.pk}/import/", {"file": SimpleUploadedFile("s.yaml", EMPTY[variant].encode())},
                  format="multipart")
@@ -108,7 +107,7 @@ def test_pruning_is_explicit(prod, tmp_path, capsys):
     assert Cluster.objects.get(name="prod").last_import["nodes_removed"] == ["node5"]
 
 
-def test_dry_runs_change_nothing_on_every_path(api, admin_client, prod, tmp_path, capsys):  # noqa: F811
+def test_dry_runs_change_nothing_on_every_path(api, admin_client, prod, tmp_path, capsys):
     newer = _newer(tmp_path)
     before = state()
     call_command("import_cluster", str(newer), "--cluster", "prod", "--dry-run", "--prune")

@@ -20,7 +20,6 @@ from numaweb.inventory.models import Allocation, Node
 from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.kubelet.kubelet_start import CPU_STATE_FILE, MEMORY_STATE_FILE, model_checkpoints
 from scheduler_core.model.pods import Container, Pod
-from tests.api.conftest import token_client
 from tests.web.helpers import make_node
 
 pytestmark = pytest.mark.django_db
@@ -93,16 +92,6 @@ SCENARIOS = {"checkpoint written under none, config now static": _none_to_static
 @pytest.fixture(params=list(SCENARIOS))
 def scenario(request, cluster) -> Scenario:
     return SCENARIOS[request.param](cluster)
-
-
-@pytest.fixture
-def api(make_user):
-    return token_client(make_user("alice", "admin"))
-
-
-@pytest.fixture
-def operator_api(make_user):
-    return token_client(make_user("otto", "operator"))
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ import time
 import pytest
 import redis
 
-from tests.api.conftest import api, token, user  # noqa: F401  (the API tests' authenticated client)
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_queue(tmp_path_factory):
