@@ -15,7 +15,6 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from numaweb.jobs import services as jobs
-from numaweb.jobs.models import Job as JobRow
 from scheduler_core.errors import EngineError, TopologyError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import KubeletConfig
@@ -343,41 +342,6 @@ def release(rows: QuerySet[Allocation]) -> int:
     count, _ = rows.model.objects.filter(pk__in=list(rows.values_list("pk", flat=True))).delete()
     Node.objects.filter(pk__in=nodes).update(generation=F("generation") + 1)
     return count
-
-
-def _release(job: JobRow, finish: bool) -> int:
-    """Hold the nodes where the job's pods hold resources, then the job; release them all; finish or delete
-    the job. Node ids are read before the locks (nodes are always held before jobs, by every writer), so
-    if a pod of the job gained an allocation on another node meanwhile, the whole step runs again."""
-    for _attempt in range(5):
-        with transaction.atomic():
-            nodes = set(Allocation.objects.filter(job=job).values_list("node_id", flat=True))
-            hold_nodes(nodes)
-            locked = JobRow.objects.select_for_update().filter(pk=job.pk).first()
-            if locked is None:
-                return 0
-            if not set(Allocation.objects.filter(job=job).values_list("node_id", flat=True)) <= nodes:
-                continue
-            released = release(Allocation.objects.filter(job=job))
-            if finish:
-                JobRow.objects.filter(pk=job.pk).update(finished_at=timezone.now(), status=JobRow.FINISHED)
-            else:
-                locked.delete()
-            return released
-    raise RuntimeError(f"job {job}: its pods kept gaining allocations; try again")
-
-
-def finish_job(job: JobRow) -> int:
-    """Mark the job finished and release every allocation its pods hold, in one transaction; returns how
-    many allocations were released."""
-    released = _release(job, finish=True)
-    job.refresh_from_db()
-    return released
-
-
-def delete_job(job: JobRow) -> int:
-    """Delete the job and release every allocation its pods hold, in one transaction."""
-    return _release(job, finish=False)
 
 
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,

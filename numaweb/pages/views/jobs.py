@@ -17,8 +17,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from numaweb.access.decorators import requires
 from numaweb.access.history import history_rows
-from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster
+from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job, Task
@@ -170,5 +170,5 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
     """Finish the job: every allocation its pods hold is released in the same transaction."""
     job = get_object_or_404(Job, pk=pk)
-    inventory.finish_job(job)
+    lifecycle.finish_job(job)
     return redirect(reverse("pages:job", args=[job.pk]))
