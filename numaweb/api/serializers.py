@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from datetime import tzinfo
@@ -181,10 +182,7 @@ class NodeSerializer(ModelSerializer[Node]):
 
     def validate(self, attrs: dict) -> dict:
         instance: Node | None = self.instance
-        node = Node(pk=instance.pk if instance else None)
-        if instance is not None:
-            for f in Node._meta.concrete_fields:
-                setattr(node, f.attname, getattr(instance, f.attname))
+        node = copy.copy(instance) if instance is not None else Node()  # a copy of the stored row, to update it
         topology = attrs.pop("topology", None)
         for key, value in attrs.items():
             setattr(node, key, value)
@@ -232,8 +230,7 @@ class NodeSerializer(ModelSerializer[Node]):
                     inventory.check_move(current, node.cluster)
                 except inventory.NodeMoveRefused as exc:
                     raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
-            node.generation = (current or instance).generation + 1
-            node.save()
+            node.save()  # its generation advances
         return node
 
 
@@ -259,18 +256,25 @@ class NodeUploadSerializer(serializers.Serializer):
     topology_manager_scope = serializers.ChoiceField(TOPOLOGY_SCOPE_CHOICES, required=False)
 
     def validate(self, attrs: dict) -> dict:
-        upload = attrs["file"]
-        data = upload.read()
-        kubelet_fields = {k: attrs[k] for k in ("cpu_manager_policy", "topology_manager_policy",
-                                                "topology_manager_scope") if k in attrs}
+        """The file read by the engine (its errors on `file`); nothing is written until `save`."""
         try:
-            attrs["_node"] = inventory.import_node(attrs["cluster"], attrs["name"], data, attrs.get("format") or None,
-                                                   kubelet_fields)
+            attrs["_loaded"] = inventory.load_topology_data(attrs["file"].read(), attrs.get("format") or None)
         except (EngineError, UnicodeDecodeError) as exc:
+            raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
+        return attrs
+
+    def create(self, validated_data: dict) -> Node:
+        """The node created or replaced in one transaction; settings or allocations that do not fit are a
+        400 on `file` (a 409 for a pod held elsewhere) and leave everything as it was."""
+        kubelet_fields = {k: validated_data[k] for k in ("cpu_manager_policy", "topology_manager_policy",
+                                                         "topology_manager_scope") if k in validated_data}
+        try:
+            return inventory.import_loaded(validated_data["cluster"], validated_data["name"],
+                                           validated_data["_loaded"], kubelet_fields)
+        except EngineError as exc:
             raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
         except inventory.AllocationConflict as exc:
             raise Conflict(exc) from exc
-        return attrs
 
 
 def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:

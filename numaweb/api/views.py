@@ -134,7 +134,7 @@ class NodeViewSet(viewsets.ModelViewSet):
         """Create or replace a node from a topology file (format detected unless given)."""
         upload = s.NodeUploadSerializer(data=request.data, context={"request": request})
         upload.is_valid(raise_exception=True)
-        imported = upload.validated_data["_node"]
+        imported = upload.save()
         node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=imported.pk)
         node.import_notes = imported.import_notes
         return Response(s.NodeUploadResultSerializer(node, context={"request": request}).data,

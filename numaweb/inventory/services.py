@@ -10,7 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet, TextField
+from django.db.models import QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -340,7 +340,7 @@ def release(rows: QuerySet[Allocation]) -> int:
     generation of every node that lost one; returns how many were deleted."""
     nodes = set(rows.values_list("node_id", flat=True))
     count, _ = rows.model.objects.filter(pk__in=list(rows.values_list("pk", flat=True))).delete()
-    Node.objects.filter(pk__in=nodes).update(generation=F("generation") + 1)
+    Node.objects.filter(pk__in=nodes).advance()
     return count
 
 
@@ -354,7 +354,12 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
     (Numatopology, kubelet state) replace the node's imported ones. Everything must still fit, and no
     imported pod may hold resources on another node of the cluster, else nothing changes."""
-    loaded = load_topology_data(data, fmt)
+    return import_loaded(cluster, name, load_topology_data(data, fmt), kubelet)
+
+
+def import_loaded(cluster: Cluster, name: str, loaded: Loaded, kubelet: Mapping[str, Any] | None = None) -> Node:
+    """`import_node` for a file already read (`load_topology_data`): the write alone, so a caller can read
+    and check the file first (the API's validation) and write later."""
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(cluster=cluster, name=name).first()
         if node is None:
@@ -373,9 +378,7 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         notes = _naming_notes(loaded.allocations, named)
         keep, dropped = _replaced_by(node, new)
         _check_imported(cluster, node, keep, new)
-        if node.pk:
-            node.generation = F("generation") + 1
-        node.save()
+        node.save()  # a stored node's generation advances
         if new:
             notes.extend(_write_imported(cluster, node, dropped, new))
         node.refresh_from_db()
@@ -454,7 +457,7 @@ def topology_error(exc: Exception) -> str:
 
 __all__ = [
     "AllocationConflict", "AllocationRefused", "NodeMoveRefused", "TopologyError", "add_allocation",
-    "allocation_to_engine", "check_allocation", "check_move",
-    "cluster_nodes", "engine_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
+    "allocation_to_engine", "check_allocation", "check_move", "cluster_nodes", "engine_nodes", "hold_nodes",
+    "import_loaded", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
     "release", "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]
