@@ -13,6 +13,7 @@ name the manifest's own paths). The API folds a task's fields into its `tasks` l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ MANIFEST_TOO_LONG = f"a manifest is at most {MAX_MANIFEST:,} characters long"
 _ENGINE_FIELDS = frozenset({"name", "task", "replicas", "topology_policy", "min_available", "priority", "cpu",
                             "memory"})
 _LARGEST_ID = 2**63 - 1  # a database's largest integer key
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 class Refused(ValueError):
@@ -73,11 +75,13 @@ def field_of(exc: EngineError) -> str | None:
 def cluster_by_id(value: object) -> Cluster:
     """The cluster a front end's `cluster` value names (its id, as a number or text); Refused otherwise."""
     text = str(value).strip()
-    if isinstance(value, bool) or not isinstance(value, int | str) or not text.isascii() or not text.isdigit():
+    if isinstance(value, bool) or not isinstance(value, int | str) or not _WHOLE.fullmatch(text):
         raise Refused("cluster", f"a cluster is given by its id, a whole number, not {text[:40]}")
-    cluster = Cluster.objects.filter(pk=int(text)).first() if int(text) <= _LARGEST_ID else None
+    # no int() of a long text (Python refuses past 4,300 digits): a key has at most 19
+    pk = int(text) if len(text) <= 20 else None
+    cluster = Cluster.objects.filter(pk=pk).first() if pk is not None and 0 < pk <= _LARGEST_ID else None
     if cluster is None:
-        raise Refused("cluster", f"no cluster has the id {int(text)}")
+        raise Refused("cluster", f"no cluster has the id {text if len(text) <= 40 else text[:40] + '…'}")
     return cluster
 
 

@@ -117,6 +117,9 @@ def test_the_messages_say_what_is_wrong(client, api, cluster):
     (999999, "no cluster has the id 999999"),
     ("abc", "a cluster is given by its id, a whole number, not abc"),
     (10**30, f"no cluster has the id {10**30}"),
+    ("-1", "no cluster has the id -1"),
+    ("1.5", "a cluster is given by its id, a whole number, not 1.5"),
+    ("9" * 5000, "no cluster has the id " + "9" * 40 + "…"),
 ])
 def test_an_unknown_cluster_is_refused_alike(client, api, cluster, value, words):
     assert same_refusal(client, api, {"manifest": GOOD, "cluster": value}, "cluster") == words
@@ -169,3 +172,9 @@ def test_a_good_manifest_is_stored_alike(client, api, cluster):
     assert [getattr(page_job, f) for f in same] == [getattr(api_job, f) for f in same]
     assert list(page_job.tasks.values_list("name", "replicas", "topology_policy", "template")) == \
         list(api_job.tasks.values_list("name", "replicas", "topology_policy", "template"))
+
+
+def test_the_jobs_page_takes_a_huge_cluster_id_as_no_choice(client, cluster):
+    """`?cluster=` of 5,000 digits is no cluster (the first one is shown), not a 500 from int()."""
+    response = client.get(reverse("pages:jobs") + "?cluster=" + "9" * 5000)
+    assert response.status_code == 200 and f'name="cluster" value="{cluster.pk}"' in response.content.decode()

@@ -40,7 +40,8 @@ def page_cluster(request: HttpRequest, form: forms.Form | None = None) -> Cluste
     first by name (None when there is no cluster)."""
     raw = str((form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
                else request.GET.get("cluster")) or "")
-    chosen = Cluster.objects.filter(pk=int(raw)).first() if raw.isascii() and raw.isdigit() else None
+    chosen = (Cluster.objects.filter(pk=int(raw)).first()  # a key has at most 19 digits; int() fails past 4,300
+              if raw.isascii() and raw.isdigit() and len(raw) <= 19 else None)
     return chosen or Cluster.objects.order_by("name").first()
 
 
