@@ -53,7 +53,7 @@ class Submission:
     cluster: Cluster
     manifest: str  # the text it came from ("" for fields)
     source_format: str  # "yaml" (a manifest, YAML or JSON) or "json" (fields)
-    explicit_min: bool  # minAvailable was said (a manifest always says it, through its default)
+    explicit_min: bool  # store minAvailable as the job has it: always for a manifest, for fields when given
 
     @property
     def name_field(self) -> str:

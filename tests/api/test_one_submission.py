@@ -9,6 +9,7 @@ from django.urls import reverse
 from numaweb.inventory.models import Cluster
 from numaweb.jobs import submission
 from numaweb.jobs.models import Job
+from scheduler_core.errors import EngineError
 
 GOOD = """apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
@@ -178,3 +179,15 @@ def test_the_jobs_page_takes_a_huge_cluster_id_as_no_choice(client, cluster):
     """`?cluster=` of 5,000 digits is no cluster (the first one is shown), not a 500 from int()."""
     response = client.get(reverse("pages:jobs") + "?cluster=" + "9" * 5000)
     assert response.status_code == 200 and f'name="cluster" value="{cluster.pk}"' in response.content.decode()
+
+
+@pytest.mark.parametrize(("field", "expected"), [
+    ("cpu", "cpu"), ("memory", "memory"), ("hugepages-2Mi", "memory"), ("nvidia.com/gpu", "devices"),
+    ("gpu", "devices"), ("ephemeral-storage", None), ("replicas", "replicas"), ("task", "task"),
+    ("topology_policy", "topology_policy"), ("min_available", "min_available"), ("priority", "priority"),
+    ("name", "name"), (None, None),
+])
+def test_an_engine_error_is_placed_by_its_field_never_by_its_words(field, expected):
+    """The one mapping both front ends use; the message says "priority" and "minAvailable" to show that the
+    words do not matter (the API once sniffed them)."""
+    assert submission.field_of(EngineError("minAvailable and priority are both wrong", field)) == expected
