@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from datetime import tzinfo
@@ -14,6 +15,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import APIException
+from rest_framework.settings import api_settings
 
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import (
@@ -25,7 +27,7 @@ from numaweb.inventory.models import (
     Cluster,
     Node,
 )
-from numaweb.jobs import bounds
+from numaweb.jobs import bounds, submission
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
@@ -181,10 +183,7 @@ class NodeSerializer(ModelSerializer[Node]):
 
     def validate(self, attrs: dict) -> dict:
         instance: Node | None = self.instance
-        node = Node(pk=instance.pk if instance else None)
-        if instance is not None:
-            for f in Node._meta.concrete_fields:
-                setattr(node, f.attname, getattr(instance, f.attname))
+        node = copy.copy(instance) if instance is not None else Node()  # a copy of the stored row, to update it
         topology = attrs.pop("topology", None)
         for key, value in attrs.items():
             setattr(node, key, value)
@@ -232,8 +231,7 @@ class NodeSerializer(ModelSerializer[Node]):
                     inventory.check_move(current, node.cluster)
                 except inventory.NodeMoveRefused as exc:
                     raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
-            node.generation = (current or instance).generation + 1
-            node.save()
+            node.save()  # its generation advances
         return node
 
 
@@ -259,18 +257,25 @@ class NodeUploadSerializer(serializers.Serializer):
     topology_manager_scope = serializers.ChoiceField(TOPOLOGY_SCOPE_CHOICES, required=False)
 
     def validate(self, attrs: dict) -> dict:
-        upload = attrs["file"]
-        data = upload.read()
-        kubelet_fields = {k: attrs[k] for k in ("cpu_manager_policy", "topology_manager_policy",
-                                                "topology_manager_scope") if k in attrs}
+        """The file read by the engine (its errors on `file`); nothing is written until `save`."""
         try:
-            attrs["_node"] = inventory.import_node(attrs["cluster"], attrs["name"], data, attrs.get("format") or None,
-                                                   kubelet_fields)
+            attrs["_loaded"] = inventory.load_topology_data(attrs["file"].read(), attrs.get("format") or None)
         except (EngineError, UnicodeDecodeError) as exc:
+            raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
+        return attrs
+
+    def create(self, validated_data: dict) -> Node:
+        """The node created or replaced in one transaction; settings or allocations that do not fit are a
+        400 on `file` (a 409 for a pod held elsewhere) and leave everything as it was."""
+        kubelet_fields = {k: validated_data[k] for k in ("cpu_manager_policy", "topology_manager_policy",
+                                                         "topology_manager_scope") if k in validated_data}
+        try:
+            return inventory.import_loaded(validated_data["cluster"], validated_data["name"],
+                                           validated_data["_loaded"], kubelet_fields)
+        except EngineError as exc:
             raise serializers.ValidationError({"file": [_engine_error(exc)]}) from exc
         except inventory.AllocationConflict as exc:
             raise Conflict(exc) from exc
-        return attrs
 
 
 def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:
@@ -448,15 +453,26 @@ class TaskSerializer(ModelSerializer[Task]):
         return value  # still in Kubernetes quantities: the job is built from it once, in validate()
 
 
+class SubmissionClusterField(serializers.PrimaryKeyRelatedField):
+    """A job's cluster, looked up by the submission service (its refusal, word for word the jobs page's)."""
+
+    def to_internal_value(self, data: Any) -> Cluster:
+        try:
+            return submission.cluster_by_id(data)
+        except submission.Refused as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+
 class JobSerializer(ModelSerializer[Job]):
     """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
     one cluster (`cluster`; may be left out only while a single cluster exists)."""
 
-    cluster = serializers.PrimaryKeyRelatedField(
+    cluster = SubmissionClusterField(
         queryset=Cluster.objects.all(), required=False,
         help_text="the cluster the job runs in; required when more than one cluster exists")
     tasks = TaskSerializer(many=True, required=False)
-    manifest = serializers.CharField(required=False, allow_blank=True, max_length=1_000_000,
+    manifest = serializers.CharField(required=False, allow_blank=True, max_length=submission.MAX_MANIFEST,
+                                     error_messages={"max_length": submission.MANIFEST_TOO_LONG},
                                      help_text="Volcano Job (batch.volcano.sh/v1alpha1) or Pod YAML/JSON")
     name = serializers.CharField(max_length=253, required=False, help_text="a DNS-1123 subdomain")
     namespace = serializers.CharField(max_length=63, required=False, default="default",
@@ -473,56 +489,30 @@ class JobSerializer(ModelSerializer[Job]):
         validators: list = []
 
     def validate(self, attrs: dict) -> dict:
+        """Checked by the submission service (as the jobs page's jobs are), its refusal on the field it names."""
         manifest = attrs.get("manifest") or ""
-        if manifest.strip():
-            try:
-                jobs = job_services.engine_jobs_from_manifest(manifest)
-            except EngineError as exc:
-                raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
-            if len(jobs) != 1:
-                raise serializers.ValidationError({"manifest": [f"expected one job, found {len(jobs)}"]})
-            try:
-                bounds.check_job(jobs[0], manifest=True)
-                job_services.check_policy_cpus(jobs[0])
-            except (EngineError, bounds.OutOfBounds) as exc:
-                raise serializers.ValidationError({"manifest": [str(exc)]}) from exc
-            attrs["_engine"], attrs["_format"] = jobs[0], "yaml"
-        else:
-            if not attrs.get("name"):
-                raise serializers.ValidationError({"name": ["a job needs a name (or a manifest)"]})
-            if not attrs.get("tasks"):
-                raise serializers.ValidationError({"tasks": ["a job needs at least one task (or a manifest)"]})
-            data = {**attrs, "tasks": [dict(t) for t in attrs["tasks"]]}
-            try:
-                attrs["_engine"] = job_services.engine_job_from_data(data)
-                bounds.check_job(attrs["_engine"], {"replicas": "tasks", "task": "tasks"})
-                job_services.check_policy_cpus(attrs["_engine"])
-            except bounds.OutOfBounds as exc:
-                raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-            except EngineError as exc:
-                message = str(exc)
-                field = "min_available" if "minAvailable" in message else (
-                    "priority" if "priority" in message else "tasks")
-                raise serializers.ValidationError({field: [message]}) from exc
-            attrs["_format"] = "json"
-        engine = attrs["_engine"]
+        job = None if manifest.strip() else {**attrs, "tasks": [dict(t) for t in attrs.get("tasks") or ()]}
         try:
-            attrs["cluster"] = cluster = attrs.get("cluster") or job_services.default_cluster()
-        except job_services.NoCluster as exc:
-            raise serializers.ValidationError({"cluster": [str(exc)]}) from exc
-        if Job.objects.filter(cluster=cluster, namespace=engine.namespace, name=engine.name).exists():
-            raise serializers.ValidationError({"name": [job_services.job_exists_message(
-                cluster, engine.namespace, engine.name)]})
+            attrs["_submission"] = submission.prepare(manifest, job, attrs.get("cluster"))
+        except submission.Refused as exc:
+            raise _refused(exc) from exc
+        attrs["cluster"] = attrs["_submission"].cluster
         return attrs
 
     def create(self, validated_data: dict) -> Job:
-        explicit = validated_data.get("_format") == "yaml" or validated_data.get("min_available") is not None
         try:
-            return job_services.save_job(validated_data["_engine"], validated_data["cluster"],
-                                         validated_data.get("manifest") or "", validated_data["_format"],
-                                         explicit_min=explicit)
-        except job_services.JobExists as exc:  # a concurrent create of the same name won
-            raise serializers.ValidationError({"name": [str(exc)]}) from exc
+            return submission.submit(validated_data["_submission"])
+        except submission.Refused as exc:  # a concurrent create of the same name won
+            raise _refused(exc) from exc
+
+
+_TASK_FIELDS = frozenset({"task", "replicas", "topology_policy", "cpu", "memory", "devices"})
+
+
+def _refused(exc: submission.Refused) -> serializers.ValidationError:
+    """A submission's refusal on the API's field: a task's fields are in `tasks`."""
+    field = "tasks" if exc.field in _TASK_FIELDS else exc.field or api_settings.NON_FIELD_ERRORS_KEY
+    return serializers.ValidationError({field: [str(exc)]})
 
 
 class SessionSerializer(ModelSerializer[SchedulingSession]):

@@ -32,7 +32,7 @@ from rest_framework.reverse import reverse
 from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
-from numaweb.jobs import bounds
+from numaweb.jobs import bounds, lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job
@@ -134,7 +134,7 @@ class NodeViewSet(viewsets.ModelViewSet):
         """Create or replace a node from a topology file (format detected unless given)."""
         upload = s.NodeUploadSerializer(data=request.data, context={"request": request})
         upload.is_valid(raise_exception=True)
-        imported = upload.validated_data["_node"]
+        imported = upload.save()
         node = Node.objects.annotate(allocation_count=Count("allocations")).get(pk=imported.pk)
         node.import_notes = imported.import_notes
         return Response(s.NodeUploadResultSerializer(node, context={"request": request}).data,
@@ -246,14 +246,14 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         return job_services.filter_jobs(qs.filter(cluster_id=cluster) if cluster else qs, **form.filters())
 
     def perform_destroy(self, instance: Job) -> None:
-        inventory.delete_job(instance)
+        lifecycle.delete_job(instance)
 
     @extend_schema(request=None, responses={200: s.JobSerializer})
     @action(detail=True, methods=["post"])
     def finish(self, request: Request, pk: str | None = None) -> Response:
         """Mark the job finished and release every allocation its pods hold (one transaction)."""
         job = self.get_object()
-        inventory.finish_job(job)
+        lifecycle.finish_job(job)
         return Response(self.get_serializer(job).data)
 
 

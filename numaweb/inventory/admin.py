@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
@@ -101,12 +101,6 @@ class NodeAdmin(AuditedAdmin):
         ("Topology", {"fields": ["topology", "source_format", "imported_at", "num_cpus", "num_numa_nodes",
                                  "num_sockets", "fingerprint", "generation", "updated_at"]}),
     ]
-
-    def save_model(self, request: HttpRequest, obj: Node, form: forms.ModelForm, change: bool) -> None:
-        if change:
-            obj.generation = F("generation") + 1
-        super().save_model(request, obj, form, change)
-        obj.refresh_from_db()
 
 
 class AllocationForm(forms.ModelForm):

@@ -4,7 +4,6 @@ the format is the engine's: `scheduler_core.formats.kubelet_config`)."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
 
 from scheduler_core.formats import dump_kubelet_config, load_kubelet_config
 from scheduler_core.formats.kubelet_config import KubeletFile
@@ -29,8 +28,7 @@ def apply(node: Node, data: bytes | str) -> Node:
         row = Node.objects.select_for_update().get(pk=node.pk)
         services.set_kubelet(row, parsed.config)
         services.validate_node(row)
-        row.generation = F("generation") + 1
-        row.save()
+        row.save()  # its generation advances
     row.refresh_from_db()
     return row
 

@@ -47,9 +47,18 @@ class Cluster(models.Model):
         return self.name
 
 
+class NodeQuerySet(models.QuerySet["Node"]):
+    def advance(self, **changes: Any) -> int:
+        """Advance these nodes' generations, with `changes` in the same UPDATE: how a bulk writer (a session
+        commit, a release, a snapshot's prune, an allocation written alone) says the nodes changed."""
+        return self.update(generation=F("generation") + 1, **changes)
+
+
 class Node(models.Model):
     """A node. `generation` grows on every change to the node or its allocations; a session commits
-    only if the generation it read is still current (optimistic concurrency)."""
+    only if the generation it read is still current (optimistic concurrency). This module is the rule's
+    one owner: saving a stored node advances it (`save`), bulk writers call `Node.objects...advance()`,
+    and a single allocation's write advances its node's (the signals below)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=253)
@@ -87,6 +96,8 @@ class Node(models.Model):
     generation = models.PositiveBigIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = NodeQuerySet.as_manager()
+
     # the audit trail (numaweb.access.history); the generation is often an F() expression at save time
     history = audited(excluded_fields=["topology", "generation"])
     #: not a column: set on the node services.import_node returns (how its pods were named, linked to jobs)
@@ -104,10 +115,18 @@ class Node(models.Model):
         """Described by a Volcano Numatopology object (a snapshot or a single-file import)."""
         return "numatopo" in self.source_format.split("+")
 
-    def bump(self) -> None:
-        """Advance the generation in the database (atomic increment, not read-modify-write)."""
-        Node.objects.filter(pk=self.pk).update(generation=F("generation") + 1)
-        self.refresh_from_db(fields=["generation"])
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saving a stored node advances its generation, in the database (an atomic increment, not a
+        read-modify-write); the new value is read from the row when next used (a deferred field), so a
+        writer saving thousands of nodes spends no query on it."""
+        stored = self.pk is not None and not self._state.adding
+        if stored:
+            self.generation = F("generation") + 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "generation"}
+        super().save(*args, **kwargs)
+        if stored:
+            del self.generation
 
 
 class Allocation(models.Model):
@@ -154,9 +173,9 @@ class Allocation(models.Model):
 
 def _bump_node(sender: type[Allocation], instance: Allocation, **kwargs: Any) -> None:
     """Any single allocation write (admin, API, shell) advances the node's generation, so a session
-    that read the node before cannot commit on top of it. Session commits bulk-insert and bump
-    generations themselves."""
-    Node.objects.filter(pk=instance.node_id).update(generation=F("generation") + 1)
+    that read the node before cannot commit on top of it. Bulk writers (a session commit, an import)
+    insert without signals and advance their nodes themselves."""
+    Node.objects.filter(pk=instance.node_id).advance()
 
 
 models.signals.post_save.connect(_bump_node, sender=Allocation, dispatch_uid="allocation-bump-save")

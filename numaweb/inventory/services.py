@@ -10,12 +10,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet, TextField
+from django.db.models import QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from numaweb.jobs import services as jobs
-from numaweb.jobs.models import Job as JobRow
 from scheduler_core.errors import EngineError, TopologyError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import KubeletConfig
@@ -341,43 +340,8 @@ def release(rows: QuerySet[Allocation]) -> int:
     generation of every node that lost one; returns how many were deleted."""
     nodes = set(rows.values_list("node_id", flat=True))
     count, _ = rows.model.objects.filter(pk__in=list(rows.values_list("pk", flat=True))).delete()
-    Node.objects.filter(pk__in=nodes).update(generation=F("generation") + 1)
+    Node.objects.filter(pk__in=nodes).advance()
     return count
-
-
-def _release(job: JobRow, finish: bool) -> int:
-    """Hold the nodes where the job's pods hold resources, then the job; release them all; finish or delete
-    the job. Node ids are read before the locks (nodes are always held before jobs, by every writer), so
-    if a pod of the job gained an allocation on another node meanwhile, the whole step runs again."""
-    for _attempt in range(5):
-        with transaction.atomic():
-            nodes = set(Allocation.objects.filter(job=job).values_list("node_id", flat=True))
-            hold_nodes(nodes)
-            locked = JobRow.objects.select_for_update().filter(pk=job.pk).first()
-            if locked is None:
-                return 0
-            if not set(Allocation.objects.filter(job=job).values_list("node_id", flat=True)) <= nodes:
-                continue
-            released = release(Allocation.objects.filter(job=job))
-            if finish:
-                JobRow.objects.filter(pk=job.pk).update(finished_at=timezone.now(), status=JobRow.FINISHED)
-            else:
-                locked.delete()
-            return released
-    raise RuntimeError(f"job {job}: its pods kept gaining allocations; try again")
-
-
-def finish_job(job: JobRow) -> int:
-    """Mark the job finished and release every allocation its pods hold, in one transaction; returns how
-    many allocations were released."""
-    released = _release(job, finish=True)
-    job.refresh_from_db()
-    return released
-
-
-def delete_job(job: JobRow) -> int:
-    """Delete the job and release every allocation its pods hold, in one transaction."""
-    return _release(job, finish=False)
 
 
 def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: str | None = None,
@@ -390,7 +354,12 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
     file states (NRT/Numatopology policies), then `kubelet` overrides. Allocations the file holds
     (Numatopology, kubelet state) replace the node's imported ones. Everything must still fit, and no
     imported pod may hold resources on another node of the cluster, else nothing changes."""
-    loaded = load_topology_data(data, fmt)
+    return import_loaded(cluster, name, load_topology_data(data, fmt), kubelet)
+
+
+def import_loaded(cluster: Cluster, name: str, loaded: Loaded, kubelet: Mapping[str, Any] | None = None) -> Node:
+    """`import_node` for a file already read (`load_topology_data`): the write alone, so a caller can read
+    and check the file first (the API's validation) and write later."""
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(cluster=cluster, name=name).first()
         if node is None:
@@ -409,9 +378,7 @@ def import_node(cluster: Cluster, name: str, data: bytes | str | Mapping, fmt: s
         notes = _naming_notes(loaded.allocations, named)
         keep, dropped = _replaced_by(node, new)
         _check_imported(cluster, node, keep, new)
-        if node.pk:
-            node.generation = F("generation") + 1
-        node.save()
+        node.save()  # a stored node's generation advances
         if new:
             notes.extend(_write_imported(cluster, node, dropped, new))
         node.refresh_from_db()
@@ -490,7 +457,7 @@ def topology_error(exc: Exception) -> str:
 
 __all__ = [
     "AllocationConflict", "AllocationRefused", "NodeMoveRefused", "TopologyError", "add_allocation",
-    "allocation_to_engine", "check_allocation", "check_move",
-    "cluster_nodes", "engine_nodes", "hold_nodes", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
+    "allocation_to_engine", "check_allocation", "check_move", "cluster_nodes", "engine_nodes", "hold_nodes",
+    "import_loaded", "import_node", "kubelet_dict", "kubelet_of", "load_topology_data",
     "release", "remove_allocation", "set_kubelet", "set_topology", "to_engine", "topology_of", "validate_node",
 ]

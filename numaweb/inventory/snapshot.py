@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from numaweb.jobs import services as job_services
@@ -201,8 +200,7 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
         return
     report["nodes_updated"][name] = changed
     row.imported_at = run.now
-    row.generation = F("generation") + 1
-    row.save()
+    row.save()  # its generation advances
     if allocs_changed:
         kept_ids = {a.pk for a in kept}
         run.drop.extend(a.pk for a in old if a.pk not in kept_ids)
@@ -276,7 +274,7 @@ def _leave_unlisted(run: _Import, prune: bool) -> None:
     if gone and not prune:
         report["nodes_missing"] = sorted(n.name for n in gone)
     elif gone:
-        Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=run.now, generation=F("generation") + 1)
+        Node.objects.filter(pk__in=[n.pk for n in gone]).advance(removed_at=run.now)
         report["nodes_removed"] = sorted(n.name for n in gone)
     for name, n in run.existing.items():
         if name in run.snap.nodes:

@@ -8,10 +8,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from numaweb.access.admin import AuditedAdmin
-from numaweb.inventory import services as inventory
 from scheduler_core.errors import EngineError
 
-from . import bounds, services
+from . import bounds, lifecycle, services
 from .models import Job, Task
 
 
@@ -124,14 +123,14 @@ class JobAdmin(AuditedAdmin):
         services.refresh_status([form.instance.pk])  # replicas or minAvailable may have changed
 
     def delete_model(self, request: HttpRequest, obj: Job) -> None:
-        inventory.delete_job(obj)
+        lifecycle.delete_job(obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         for job in queryset:
-            inventory.delete_job(job)
+            lifecycle.delete_job(job)
 
     @admin.action(description="Finish the selected jobs (release what their pods hold)")
     def finish(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        released = sum(inventory.finish_job(job) for job in queryset)
+        released = sum(lifecycle.finish_job(job) for job in queryset)
         self.message_user(request, f"finished {queryset.count()} job(s), released {released} allocation(s)",
                           messages.SUCCESS)

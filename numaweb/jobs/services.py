@@ -117,12 +117,13 @@ def check_policy_cpus(job: EngineJob) -> None:
     """Volcano's job admission rule, decided by the engine (`job_topology_policy_violation`): a task with
     a topology policy other than none asks for a whole, non-zero number of CPUs in every container
     (init containers included). Refused at submission with the webhook's message, naming the task and
-    container, rather than scheduled and silently left unaligned."""
+    container (the error's field: `cpu`), rather than scheduled and silently left unaligned."""
     violation = job_topology_policy_violation(job)
     if violation:
         task, c, message = violation
         raise RequestError(f"task {task.name}: container {c.name} asks for {c.requests.get('cpu', 0)}m CPU, "
-                           f"but topology policy {task.topology_policy} needs a whole number of CPUs ({message})")
+                           f"but topology policy {task.topology_policy} needs a whole number of CPUs ({message})",
+                           "cpu")
 
 
 def engine_jobs_from_manifest(text: str | bytes) -> list[EngineJob]:

@@ -1,5 +1,5 @@
-"""Forms of the pages. Validation is the engine's (through the jobs services): its messages are
-placed next to the field they name."""
+"""Forms of the pages. Validation is the engine's (through the jobs services; a submitted job through the
+submission service the API uses too): its messages are placed next to the field they name."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ from numaweb.inventory.models import (
     TOPOLOGY_SCOPE_CHOICES,
     Cluster,
 )
-from numaweb.jobs import bounds
+from numaweb.jobs import bounds, submission
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
-from scheduler_core.model.jobs import Job as EngineJob
 
 from .cluster_map import MEASURES
 
@@ -39,18 +38,6 @@ def parse_devices(text: str) -> dict[str, str]:
             raise forms.ValidationError(f"{part!r}: write devices as resource=count, e.g. nvidia.com/gpu=1")
         out[resource.strip()] = amount.strip()
     return out
-
-
-def _field_for(exc: EngineError) -> str | None:
-    """The form field an engine error is about, from its `field` (None: the whole form)."""
-    field = exc.field
-    if field is None:
-        return None
-    if field.startswith("hugepages-"):
-        return "memory"
-    if "/" in field:  # a device-plugin resource such as nvidia.com/gpu
-        return "devices"
-    return field
 
 
 class ResourcesMixin(forms.Form):
@@ -74,14 +61,29 @@ class ResourcesMixin(forms.Form):
         return res
 
 
+class SubmissionClusterField(forms.ModelChoiceField):
+    """The page's chosen cluster, looked up by the submission service (its refusal, word for word the API's)."""
+
+    def to_python(self, value: Any) -> Cluster | None:
+        if value in self.empty_values:
+            return None
+        try:
+            return submission.cluster_by_id(value)
+        except submission.Refused as exc:
+            raise forms.ValidationError(str(exc), code="invalid_choice") from exc
+
+
 class JobForm(ResourcesMixin):
     """A job from a pasted manifest (Volcano Job / Pod YAML or JSON) or from the fields, in the page's
-    chosen cluster."""
+    chosen cluster. Checked and saved by the submission service (`numaweb.jobs.submission`), as the API's
+    jobs are; its refusals sit next to the field they name."""
 
-    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), widget=forms.HiddenInput, required=False,
+    cluster = SubmissionClusterField(queryset=Cluster.objects.all(), widget=forms.HiddenInput, required=False,
                                      help_text="the page's chosen cluster (left out: the only cluster)")
 
-    manifest = forms.CharField(required=False, max_length=1_000_000, widget=forms.Textarea(attrs={"rows": 10}),
+    manifest = forms.CharField(required=False, max_length=submission.MAX_MANIFEST,
+                               error_messages={"max_length": submission.MANIFEST_TOO_LONG},
+                               widget=forms.Textarea(attrs={"rows": 10}),
                                help_text="Volcano Job or Pod YAML; leave empty to use the fields")
     name = forms.CharField(required=False, max_length=253)
     namespace = forms.CharField(required=False, max_length=63, initial="default")
@@ -91,100 +93,46 @@ class JobForm(ResourcesMixin):
     min_available = forms.IntegerField(required=False, min_value=0, max_value=bounds.INT32[1])
     guaranteed = forms.BooleanField(required=False, initial=True, label="limits = requests (Guaranteed)")
 
-    def _engine_error(self, exc: EngineError, field: str | None) -> None:
-        target = field if field is not None else _field_for(exc)
-        self.add_error(target if target in self.fields else None, str(exc))
+    def _refused(self, exc: submission.Refused) -> None:
+        self.add_error(exc.field if exc.field in self.fields else None, str(exc))
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         if self.errors:
             return data
-        manifest = (data.get("manifest") or "").strip()
-        built = self._engine_from_manifest(manifest) if manifest else self._engine_from_fields(data)
-        if built is None:
-            return data
-        engine, fmt, check_field = built
-        if not self._engine_fits(engine, bool(manifest), check_field) or not self._cluster_chosen(data):
-            return data
-        if Job.objects.filter(cluster=data["cluster"], namespace=engine.namespace, name=engine.name).exists():
-            self.add_error("manifest" if manifest else "name",
-                           job_services.job_exists_message(data["cluster"], engine.namespace, engine.name))
-            return data
-        data["engine"], data["format"] = engine, fmt
+        manifest = data.get("manifest") or ""
+        try:
+            job = None if manifest.strip() else self._job_data(data)
+            data["submission"] = submission.prepare(manifest, job, data.get("cluster"))
+        except submission.Refused as exc:
+            self._refused(exc)
         return data
 
-    def _engine_from_manifest(self, manifest: str) -> tuple[EngineJob, str, str] | None:
-        """The pasted manifest's one job (its format, the field its errors go to); None: error on the form."""
-        try:
-            jobs = job_services.engine_jobs_from_manifest(manifest)
-        except EngineError as exc:
-            self._engine_error(exc, "manifest")
-            return None
-        if len(jobs) != 1:
-            self.add_error("manifest", f"expected one job, found {len(jobs)}")
-            return None
-        return jobs[0], "yaml", "manifest"
-
-    def _engine_from_fields(self, data: dict[str, Any]) -> tuple[EngineJob, str, str] | None:
-        """The one-task job the fields describe; None: error on the form."""
-        if not data.get("name"):
-            self.add_error("name", "a job needs a name (or paste a manifest)")
-            return None
+    def _job_data(self, data: dict[str, Any]) -> dict[str, object]:
+        """The one-task job the fields describe, in the API's JSON form."""
         resources = self.resources()
-        if not resources:
-            self.add_error("cpu", "ask for at least one resource (cpu, memory or a device)")
-            return None
+        if data.get("name") and not resources:
+            raise submission.Refused("cpu", "ask for at least one resource (cpu, memory or a device)")
         container: dict[str, object] = {"name": data.get("task") or "main", "requests": resources}
         if data.get("guaranteed"):
             container["limits"] = dict(resources)
-        job_data: dict[str, object] = {
-            "name": data["name"], "namespace": data.get("namespace") or "default",
+        job: dict[str, object] = {
+            "name": data.get("name") or "", "namespace": data.get("namespace") or "default",
             "tasks": [{"name": data.get("task") or "main",
                        "replicas": 1 if data.get("replicas") is None else data["replicas"],
                        "topology_policy": data.get("topology_policy") or None,
                        "template": {"containers": [container]}}]}
         if data.get("min_available") is not None:
-            job_data["min_available"] = data["min_available"]
-        try:
-            return job_services.engine_job_from_data(job_data), "json", "cpu"
-        except EngineError as exc:
-            self._engine_error(exc, None)
-            return None
-
-    def _engine_fits(self, engine: EngineJob, manifest: bool, check_field: str) -> bool:
-        """The job within the API's bounds and its policies' CPU rules (False: error on the form)."""
-        try:
-            bounds.check_job(engine, manifest=manifest)
-        except bounds.OutOfBounds as exc:
-            self.add_error(exc.field, str(exc))
-            return False
-        try:
-            job_services.check_policy_cpus(engine)
-        except EngineError as exc:
-            self._engine_error(exc, check_field)
-            return False
-        return True
-
-    def _cluster_chosen(self, data: dict[str, Any]) -> bool:
-        """The page's cluster, else the only one, in data["cluster"] (False: error on the form)."""
-        if data.get("cluster") is None:
-            try:
-                data["cluster"] = job_services.default_cluster()
-            except job_services.NoCluster as exc:
-                self.add_error("cluster", str(exc))
-                return False
-        return True
+            job["min_available"] = data["min_available"]
+        return job
 
     def save(self) -> Job | None:
         """The new job, or None with the error on the form when a concurrent create took the name first."""
-        data = self.cleaned_data
-        explicit = data["format"] == "yaml" or data.get("min_available") is not None
         try:
-            return job_services.save_job(data["engine"], data["cluster"], data.get("manifest") or "", data["format"],
-                                         explicit_min=explicit)
-        except job_services.JobExists as exc:
-            self.add_error("manifest" if data.get("manifest") else "name", str(exc))
+            return submission.submit(self.cleaned_data["submission"])
+        except submission.Refused as exc:
+            self._refused(exc)
             return None
 
 
@@ -219,7 +167,7 @@ class WhatIfForm(ResourcesMixin):
                     container["limits"] = dict(resources)
                 data["pod"] = job_services.pod_from_template("what-if", {"containers": [container]})
         except EngineError as exc:
-            target = "manifest" if manifest else _field_for(exc)
+            target = "manifest" if manifest else submission.field_of(exc)
             self.add_error(target if target in self.fields else None, str(exc))
         except bounds.OutOfBounds as exc:
             self.add_error("manifest", str(exc))

@@ -28,7 +28,6 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from numaweb.inventory import services as inventory
@@ -312,7 +311,7 @@ def _commit(session: SchedulingSession, run: runs.Run, result: SessionResult, se
             touched = _hold_nodes(result, seen)
             ended = _skip_late_pods(result, job_rows)
             allocations = _allocation_rows(session, result, seen, by_key)
-            Node.objects.filter(pk__in=touched).update(generation=F("generation") + 1)
+            Node.objects.filter(pk__in=touched).advance()
         store.clear(session)
         store.ResultWriter(session, result, {name: nid for name, (nid, _g) in seen.items()}).save()
         committed = {(j["namespace"], j["job"]) for j in result.jobs if j["committed"] and j["placed"]} - set(ended)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from numaweb.comparisons.models import Comparison
-from numaweb.inventory import services as inventory
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.large_demo import build_large_demo
 from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import Placement, SchedulingSession
@@ -89,7 +89,7 @@ def test_naming_another_clusters_job_is_a_400_naming_it(api, two):
 def test_a_comparison_takes_exactly_the_jobs_a_session_would(api, two, eager, django_capture_on_commit_callbacks):
     demo, _big = two
     # one demo job partly held, one finished: neither a pending-only rule nor every job would match
-    inventory.finish_job(Job.objects.get(cluster=demo, name="numa-test"))
+    lifecycle.finish_job(Job.objects.get(cluster=demo, name="numa-test"))
     for cluster in two:
         with django_capture_on_commit_callbacks(execute=True):
             r = api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": [{"profile": "aligned"}],

@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from numaweb.inventory import services as inventory
 from numaweb.inventory.demo import build_demo
+from numaweb.jobs import lifecycle
 from numaweb.jobs.models import Job
 from tests.pages.test_jobs_at_scale import add_jobs
 
@@ -33,7 +33,7 @@ def test_the_list_is_paged_and_filtered(api, demo):
     assert names(small) == list(Job.objects.filter(cluster=demo).order_by("id").values_list("name", flat=True)[20:40])
     body = api.get("/api/jobs/", {"cluster": demo.pk, "namespace": "bulk", "q": "BULK-0012"}).json()
     assert body["count"] == 10 and names(body) == [f"bulk-{i:05d}" for i in range(120, 130)]
-    inventory.finish_job(Job.objects.get(cluster=demo, name="bulk-00005"))
+    lifecycle.finish_job(Job.objects.get(cluster=demo, name="bulk-00005"))
     assert names(api.get("/api/jobs/", {"status": "finished"}).json()) == ["bulk-00005"]
     assert api.get("/api/jobs/", {"cluster": demo.pk, "namespace": "nowhere"}).json()["count"] == 0
 

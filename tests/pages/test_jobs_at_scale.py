@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from numaweb.comparisons.models import Comparison
-from numaweb.inventory import services as inventory
+from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job, Task
 from numaweb.scheduling.models import SchedulingSession
@@ -65,7 +65,7 @@ def test_filters_run_on_the_server_and_swap_only_the_list(client, demo):
     assert sorted(rows(html)) == [f"bulk-{i:05d}" for i in range(60, 70)]
     html, _ = get_page(client, demo, status="finished")
     assert rows(html) == [] and "No job matches the filter." in html
-    inventory.finish_job(Job.objects.get(cluster=demo, name="bulk-00003"))
+    lifecycle.finish_job(Job.objects.get(cluster=demo, name="bulk-00003"))
     assert rows(get_page(client, demo, status="finished")[0]) == ["bulk-00003"]
     fragment = client.get(reverse("pages:jobs"), {"cluster": demo.pk, "q": "BULK-0000"},
                           headers={"HX-Request": "true", "HX-Target": "job-list"}).content.decode()
@@ -90,7 +90,7 @@ def _session_jobs() -> set[int]:
 def test_a_session_takes_every_schedulable_job_the_filtered_ones_or_the_picked_ones(client, demo):
     add_jobs(demo, 30)
     finished = Job.objects.get(cluster=demo, name="bulk-00001")
-    inventory.finish_job(finished)
+    lifecycle.finish_job(finished)
     everything = {j.pk for j in job_services.schedulable_jobs(demo)}
     assert finished.pk not in everything
     assert _start(client, demo).status_code == 302  # the default: one click

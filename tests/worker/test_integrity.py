@@ -6,6 +6,7 @@ import pytest
 
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster
+from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.scheduling import services
@@ -151,7 +152,7 @@ def test_a_job_ended_after_the_engine_ran_gets_nothing(two_nodes, monkeypatch, e
 
     def checkpoint(stage, s):
         if stage == "computed":
-            (inventory.finish_job if end == "finish" else inventory.delete_job)(ended)
+            (lifecycle.finish_job if end == "finish" else lifecycle.delete_job)(ended)
 
     monkeypatch.setattr(services, "checkpoint", checkpoint)
     services.execute_session(session.pk)
@@ -183,7 +184,7 @@ def test_a_finish_that_waits_for_the_commit_releases_what_it_wrote(two_nodes, mo
 
     def finish() -> None:
         try:
-            inventory.finish_job(Job.objects.get(pk=job.pk))
+            lifecycle.finish_job(Job.objects.get(pk=job.pk))
             finished.set()
         finally:
             connection.close()

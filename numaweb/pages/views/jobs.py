@@ -17,8 +17,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from numaweb.access.decorators import requires
 from numaweb.access.history import history_rows
-from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster
+from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job, Task
@@ -40,7 +40,8 @@ def page_cluster(request: HttpRequest, form: forms.Form | None = None) -> Cluste
     first by name (None when there is no cluster)."""
     raw = str((form.data.get(form.add_prefix("cluster")) if form is not None and form.is_bound
                else request.GET.get("cluster")) or "")
-    chosen = Cluster.objects.filter(pk=int(raw)).first() if raw.isascii() and raw.isdigit() else None
+    chosen = (Cluster.objects.filter(pk=int(raw)).first()  # a key has at most 19 digits; int() fails past 4,300
+              if raw.isascii() and raw.isdigit() and len(raw) <= 19 else None)
     return chosen or Cluster.objects.order_by("name").first()
 
 
@@ -170,5 +171,5 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_finish(request: HttpRequest, pk: int) -> HttpResponse:
     """Finish the job: every allocation its pods hold is released in the same transaction."""
     job = get_object_or_404(Job, pk=pk)
-    inventory.finish_job(job)
+    lifecycle.finish_job(job)
     return redirect(reverse("pages:job", args=[job.pk]))
