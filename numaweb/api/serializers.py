@@ -24,6 +24,7 @@ from numaweb.inventory.models import (
     Allocation,
     Cluster,
     Node,
+    printable,
 )
 from numaweb.jobs import bounds
 from numaweb.jobs import services as job_services
@@ -251,7 +252,7 @@ class NodeUploadSerializer(serializers.Serializer):
     """Create or replace a node from a topology file in any format the engine reads."""
 
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
-    name = serializers.CharField(max_length=253)
+    name = serializers.CharField(max_length=253, validators=[printable])
     file = serializers.FileField(help_text="hwloc XML, lscpu, numactl, sysfs tarball, NRT/Numatopology, JSON…")
     format = serializers.CharField(required=False, allow_blank=True, help_text="empty: detected from the content")
     cpu_manager_policy = serializers.ChoiceField(CPU_MANAGER_CHOICES, required=False)
