@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import APIException
 
+from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import (
     CPU_MANAGER_CHOICES,
@@ -449,9 +450,11 @@ class TaskSerializer(ModelSerializer[Task]):
         return value  # still in Kubernetes quantities: the job is built from it once, in validate()
 
 
-class JobSerializer(ModelSerializer[Job]):
+class JobSerializer(CappedLists, ModelSerializer[Job]):
     """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
     one cluster (`cluster`; may be left out only while a single cluster exists)."""
+
+    capped_lists = ("tasks",)
 
     cluster = serializers.PrimaryKeyRelatedField(
         queryset=Cluster.objects.all(), required=False,
@@ -526,7 +529,8 @@ class JobSerializer(ModelSerializer[Job]):
             raise serializers.ValidationError({"name": [str(exc)]}) from exc
 
 
-class SessionSerializer(ModelSerializer[SchedulingSession]):
+class SessionSerializer(CappedLists, ModelSerializer[SchedulingSession]):
+    capped_lists = ("jobs",)
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
                                               help_text="jobs of the cluster to schedule; omitted: every job of the "

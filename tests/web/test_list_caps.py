@@ -120,3 +120,29 @@ def test_check_state_caps_each_input_on_every_path(api, client, node, settings, 
     path.write_bytes(_state(4))
     with pytest.raises(CommandError, match="4 containers"):
         call_command("check_state", "node-1", str(path), stdout=io.StringIO())
+
+
+def test_api_lists_of_jobs_variants_and_tasks_are_capped(api, settings):
+    """Checked on the raw list, before any id is looked up (a list of job ids was a query per id)."""
+    cluster = Cluster.objects.create(name="c")
+    settings.NUMAWEB_MAX_LIST_ITEMS = 3
+    ids = list(range(1, 5))
+    r = api.post("/api/sessions/", {"cluster": cluster.pk, "jobs": ids}, format="json")
+    assert r.status_code == 400 and r.json()["jobs"] == ["4 items, more than the limit of 3 (NUMAWEB_MAX_LIST_ITEMS)"]
+    r = api.post("/api/comparisons/", {"cluster": cluster.pk, "jobs": ids, "variants": [{"profile": "aligned"}] * 4},
+                 format="json")
+    assert r.status_code == 400 and set(r.json()) == {"jobs", "variants"}, r.content
+    task = {"name": "t", "replicas": 0, "template": {"containers": [{"name": "c"}]}}
+    r = api.post("/api/jobs/", {"cluster": cluster.pk, "name": "j", "tasks": [{**task, "name": f"t{i}"}
+                                                                               for i in range(4)]}, format="json")
+    assert r.status_code == 400 and "4 items" in r.json()["tasks"][0], r.content
+    assert api.post("/api/jobs/", {"cluster": cluster.pk, "name": "j", "tasks": [task]},
+                    format="json").status_code == 201
+
+
+def test_the_pages_jobs_list_is_capped(client, settings):
+    cluster = Cluster.objects.create(name="c")
+    settings.NUMAWEB_MAX_LIST_ITEMS = 3
+    r = client.post(reverse("pages:session-start"), {"cluster": cluster.pk, "profile": "volcano", "scope": "picked",
+                                                     "jobs": [1, 2, 3, 4]})
+    assert r.status_code == 422 and "4 items, more than the limit of 3" in r.content.decode()
