@@ -359,6 +359,12 @@ NUMAWEB_MAX_JSON_DEPTH = envint("NUMAWEB_MAX_JSON_DEPTH", "64")
 NUMAWEB_MAX_REPLICAS_PER_TASK = envint("NUMAWEB_MAX_REPLICAS_PER_TASK", "10000")
 NUMAWEB_MAX_PODS_PER_JOB = envint("NUMAWEB_MAX_PODS_PER_JOB", "10000")
 NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
+# a list in a request (make room's pinned and protected_namespaces, the jobs a session or comparison names, a
+# job's tasks): more items is a 400 naming the field, before any item is looked at
+NUMAWEB_MAX_LIST_ITEMS = envint("NUMAWEB_MAX_LIST_ITEMS", "1000")
+# check-state: containers in one kubelet state file or pods file (each costs a replay of ~0.5 ms, several
+# replays when the policy options are searched)
+NUMAWEB_MAX_STATE_CONTAINERS = envint("NUMAWEB_MAX_STATE_CONTAINERS", "5000")
 # headroom (the API, the dashboard's box, a comparison's shape) places at most this many pods in its dry-run
 # sessions and starts none after this many seconds; past either the answer says "at least N"
 NUMAWEB_HEADROOM_MAX_PODS = envint("NUMAWEB_HEADROOM_MAX_PODS", "10000")

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from numaweb.api.caps import CappedLists
 from numaweb.comparisons import services
 from numaweb.comparisons.export import comparison_dict, csv_rows
 from numaweb.comparisons.models import Comparison
@@ -34,7 +35,8 @@ ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()}
 SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")
 
 
-class CreateComparisonSerializer(serializers.Serializer):
+class CreateComparisonSerializer(CappedLists, serializers.Serializer):
+    capped_lists = ("jobs", "variants")
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False,
                                               help_text="jobs of the cluster to place; omitted or empty: the "

@@ -17,6 +17,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.settings import api_settings
 
+from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import (
     CPU_MANAGER_CHOICES,
@@ -26,6 +27,7 @@ from numaweb.inventory.models import (
     Allocation,
     Cluster,
     Node,
+    printable,
 )
 from numaweb.jobs import bounds, submission
 from numaweb.jobs import services as job_services
@@ -249,7 +251,7 @@ class NodeUploadSerializer(serializers.Serializer):
     """Create or replace a node from a topology file in any format the engine reads."""
 
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
-    name = serializers.CharField(max_length=253)
+    name = serializers.CharField(max_length=253, validators=[printable])
     file = serializers.FileField(help_text="hwloc XML, lscpu, numactl, sysfs tarball, NRT/Numatopology, JSON…")
     format = serializers.CharField(required=False, allow_blank=True, help_text="empty: detected from the content")
     cpu_manager_policy = serializers.ChoiceField(CPU_MANAGER_CHOICES, required=False)
@@ -463,9 +465,11 @@ class SubmissionClusterField(serializers.PrimaryKeyRelatedField):
             raise serializers.ValidationError(str(exc)) from exc
 
 
-class JobSerializer(ModelSerializer[Job]):
+class JobSerializer(CappedLists, ModelSerializer[Job]):
     """A job: structured (name + tasks) or a `manifest` (Volcano Job YAML, Pod YAML, or their JSON), in
     one cluster (`cluster`; may be left out only while a single cluster exists)."""
+
+    capped_lists = ("tasks",)
 
     cluster = SubmissionClusterField(
         queryset=Cluster.objects.all(), required=False,
@@ -515,7 +519,8 @@ def _refused(exc: submission.Refused) -> serializers.ValidationError:
     return serializers.ValidationError({field: [str(exc)]})
 
 
-class SessionSerializer(ModelSerializer[SchedulingSession]):
+class SessionSerializer(CappedLists, ModelSerializer[SchedulingSession]):
+    capped_lists = ("jobs",)
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     jobs = serializers.PrimaryKeyRelatedField(queryset=Job.objects.all(), many=True, required=False, write_only=True,
                                               help_text="jobs of the cluster to schedule; omitted: every job of the "

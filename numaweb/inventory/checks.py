@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
+
 from scheduler_core.errors import EngineError, FormatError, PolicyError
 from scheduler_core.formats import load_kubelet_config
 from scheduler_core.formats._source import MAX_INPUT_BYTES
@@ -53,7 +55,8 @@ def check_node_state(node: Node, cpu_state: bytes | str, memory_state: bytes | s
             raise PolicyError(str(exc), f"planned_settings:{exc.field or ''}") from exc
     return check_state(engine, _text(cpu_state, "cpu_manager_state"),
                        _text(memory_state, "memory_manager_state") if memory_state else None, pod_list,
-                       planned, parsed.memory_reservation if parsed else None)
+                       planned, parsed.memory_reservation if parsed else None,
+                       max_containers=settings.NUMAWEB_MAX_STATE_CONTAINERS)
 
 
 def pods_on_node(node: Node) -> list[str]:

@@ -5,16 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F
 
 from numaweb.access.history import audited
+from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import (
     CPU_MANAGER_POLICIES,
     MEMORY_MANAGER_POLICIES,
     TOPOLOGY_POLICIES,
     TOPOLOGY_SCOPES,
 )
+from scheduler_core.model.names import check_printable
+
+
+def printable(value: str) -> None:
+    """The engine's rule for names (`scheduler_core.model.names`) as a field validator, so the admin and the
+    API's model serializers refuse a node or pod name with a newline as the importers do."""
+    try:
+        check_printable(value, "the name")
+    except EngineError as exc:
+        raise ValidationError(str(exc), code="printable") from None
 
 
 def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -61,7 +73,7 @@ class Node(models.Model):
     and a single allocation's write advances its node's (the signals below)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
-    name = models.CharField(max_length=253)
+    name = models.CharField(max_length=253, validators=[printable])
     topology = models.JSONField(help_text="The engine's topology JSON (kind numaweb.topology).")
     # kubelet settings, as the engine's KubeletConfig names them
     cpu_manager_policy = models.CharField(max_length=16, choices=CPU_MANAGER_CHOICES, default="static")
@@ -143,8 +155,9 @@ class Allocation(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="allocations")
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="allocations",
                             editable=False, help_text="the job whose pod this is (by the pod's name), if any")
-    pod = models.CharField(max_length=512, help_text="namespace/name of the pod")
-    container = models.CharField(max_length=253, blank=True, default="", help_text="empty: the whole pod")
+    pod = models.CharField(max_length=512, validators=[printable], help_text="namespace/name of the pod")
+    container = models.CharField(max_length=253, blank=True, default="", validators=[printable],
+                                 help_text="empty: the whole pod")
     cpus = models.CharField(max_length=4096, blank=True, default="", help_text="exclusive CPUs, e.g. 2-5,34-37")
     memory = models.JSONField(default=dict, blank=True, help_text='{"0": {"memory": 1073741824}}')
     devices = models.JSONField(default=dict, blank=True, help_text='{"nvidia.com/gpu": ["gpu0"]}')

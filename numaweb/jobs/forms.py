@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from numaweb.inventory.models import Cluster
 
@@ -45,15 +46,24 @@ class JobFilterForm(forms.Form):
         return {name: data.get(name) or "" for name in self.fields if name not in self.errors}
 
 
+class CappedJobsField(forms.ModelMultipleChoiceField):
+    """Jobs by id, at most NUMAWEB_MAX_LIST_ITEMS of them, counted before they are looked up."""
+
+    def clean(self, value: Any) -> Any:
+        if isinstance(value, list | tuple) and len(value) > settings.NUMAWEB_MAX_LIST_ITEMS:
+            raise forms.ValidationError(f"{len(value)} items, more than the limit of "
+                                        f"{settings.NUMAWEB_MAX_LIST_ITEMS} (NUMAWEB_MAX_LIST_ITEMS)")
+        return super().clean(value)
+
+
 class ClusterJobsMixin(forms.Form):
     """A form with a `cluster` (set by the page, hidden), a `scope` and, for scope "picked", `jobs` (ids
     ticked on the page). Clean puts the chosen jobs in `jobs`: an empty list means every schedulable job
     of the cluster (what a session started without a list takes)."""
 
     scope = forms.ChoiceField(choices=SCOPES, required=False, initial=ALL, widget=forms.RadioSelect, label="jobs")
-    jobs = forms.ModelMultipleChoiceField(queryset=Job.objects.all(), required=False,
-                                          widget=forms.MultipleHiddenInput,
-                                          help_text="the jobs picked on the page (scope: picked)")
+    jobs = CappedJobsField(queryset=Job.objects.all(), required=False, widget=forms.MultipleHiddenInput,
+                           help_text="the jobs picked on the page (scope: picked)")
     chosen: Cluster | None = None
 
     def scope_jobs(self) -> None:

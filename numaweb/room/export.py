@@ -37,16 +37,26 @@ def plan_json(row: RoomPlan) -> dict:
             "verified_by_session": (result.get("after") or {}).get("session")}
 
 
+def _shown(value: object) -> str:
+    """A value for a comment line: shell-quoted like every argument, with each character that is not printable
+    (a newline would end the comment and make the rest of the name a command) written as its escape."""
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(value))
+    return shlex.quote(text)
+
+
 def kubectl_script(row: RoomPlan) -> str:
-    """A POSIX shell script: by default it only prints the commands; `--run` runs them."""
+    """A POSIX shell script: by default it only prints the commands; `--run` runs them. Every value is
+    quoted (arguments by `shlex.quote`, which keeps a newline inside the quotes; comments by `_shown`),
+    whatever the names hold: the stored plan may predate the checks on names."""
     result = row.result or {}
     moves, evictions = result.get("moves", []), result.get("evictions", [])
-    q = shlex.quote
+    q, c = shlex.quote, _shown
+    session = (result.get("after") or {}).get("session")
     lines = [
         "#!/bin/sh",
-        f"# numaweb make-room plan {row.pk} for {row.target_label} on cluster {row.cluster.name}",
-        f"# {len(moves)} moves ({result.get('moved_cpus', 0)} CPUs), {len(evictions)} evictions; verified by dry-run "
-        f"session {(result.get('after') or {}).get('session')} ({row.profile} profile)",
+        f"# numaweb make-room plan {row.pk} for {c(row.target_label)} on cluster {c(row.cluster.name)}",
+        f"# {len(moves)} moves ({c(result.get('moved_cpus', 0))} CPUs), {len(evictions)} evictions; verified by "
+        f"dry-run session {c(session)} ({c(row.profile)} profile)",
         "# Review it first. Without --run it prints the commands; with --run it runs them (needs kubectl and jq).",
         "# Pods owned by a controller (Deployment, StatefulSet, Job) come back by themselves: pin their",
         "# template to the destination node instead of re-creating them by hand (docs/MAKE_ROOM.md).",
@@ -66,12 +76,12 @@ def kubectl_script(row: RoomPlan) -> str:
     lines.append("")
     lines.append("# 2. let the scheduler place the target now, and wait until its pods are Running")
     if row.job is not None:
-        lines.append(f"#    kubectl get pods -n {q(row.job.namespace)} --watch    # job {row.job}")
+        lines.append(f"#    kubectl get pods -n {c(row.job.namespace)} --watch    # job {c(row.job)}")
     lines.append("")
     lines.append("# 3. put each moved pod back on its destination node (its kubelet picks the CPUs; the plan expects")
     lines.append("#    those shown); evicted pods are not put back")
     for m in moves:
-        lines.append(f"#    {m['namespace']}/{m['pod']}: {m['from_node']} CPUs {m['from_cpus']} -> "
-                     f"{m['to_node']} CPUs {m['to_cpus']}")
+        lines.append(f"#    {c(m['namespace'] + '/' + m['pod'])}: {c(m['from_node'])} CPUs {c(m['from_cpus'])} -> "
+                     f"{c(m['to_node'])} CPUs {c(m['to_cpus'])}")
         lines.append(f"step put {q(m['namespace'])} {q(m['pod'])} {q(m['to_node'])}")
     return "\n".join(lines) + "\n"

@@ -55,9 +55,14 @@ class RoomError(ValueError):
 
 
 def _strings(data: Mapping[str, object], field: str) -> list[str]:
+    """A list of names, at most NUMAWEB_MAX_LIST_ITEMS of them (counted before any is looked at)."""
     value = data.get(field)
     if value in (None, ""):
         return []
+    cap = settings.NUMAWEB_MAX_LIST_ITEMS
+    count = value.count(",") + 1 if isinstance(value, str) else len(value) if isinstance(value, list) else 0
+    if count > cap:
+        raise RoomError(field, f"{count} items, more than the limit of {cap} (NUMAWEB_MAX_LIST_ITEMS)")
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
     if not isinstance(value, list) or not all(isinstance(v, str) and v and len(v) <= 253 for v in value):

@@ -187,14 +187,21 @@ def _alternatives(k: KubeletConfig) -> Iterable[tuple[str, KubeletConfig]]:
 
 def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
                 pods: Sequence[Pod] | None = None, config: KubeletConfig | None = None,
-                memory_reservation: Mapping[str, int] | None = None) -> StateCheck:
+                memory_reservation: Mapping[str, int] | None = None,
+                max_containers: int | None = None) -> StateCheck:
     """Compare the kubelet's state files of `node` with the model's replay (see the module docstring)
     and say whether a kubelet with `config` (default: the node's settings; `memory_reservation` from its
     KubeletConfiguration) would start with them. `node` gives the topology and kubelet settings; its own
-    allocations are not used."""
+    allocations are not used. More than `max_containers` containers in a state file or in `pods` is a
+    FormatError naming that input (`cpu_state`, `memory_state`, `pods`), raised before any replay: the
+    replay (several, when the policy options are searched) costs about half a millisecond a container."""
     cpu = parse_cpu(cpu_state)
     mem = parse_memory(memory_state) if memory_state is not None else None
     mem_entries = mem["entries"] if mem is not None else None
+    if max_containers is not None:
+        _bounded(len(cpu["entries"]), max_containers, "cpu_manager_state", "cpu_state")
+        _bounded(len(mem_entries or ()), max_containers, "memory_manager_state", "memory_state")
+        _bounded(sum(1 for p in pods or () for _c in p.all_containers()), max_containers, "pods", "pods")
     if pods is None:
         pods, order = _state_pods(cpu["entries"], mem_entries or {})
     else:
@@ -233,6 +240,12 @@ def check_state(node: Node, cpu_state: str, memory_state: str | None = None,
         result.reasons.append(f"defaultCpuSet is {result.actual_default}, the model's shared pool "
                               f"{result.predicted_default}")
     return result
+
+
+def _bounded(count: int, limit: int, what: str, field: str) -> None:
+    if count > limit:
+        raise FormatError(f"{what}: {count} containers, more than the limit of {limit} containers a check "
+                          "replays", field)
 
 
 def _shared_pool(node: Node, assigned: CPUSet) -> CPUSet:

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import InsufficientResourcesError, RequestError, TopologyError
 from .cpuset import CPUSet
 from .kubelet_config import KubeletConfig
+from .names import check_printable
 from .reserved import reserved_cpus
 from .topology import Topology
 
@@ -49,6 +50,8 @@ class Allocation:
                                "{resource: bytes} and devices resources to id lists") from None
         if not data.get("pod"):
             raise RequestError("an allocation needs the pod it belongs to")
+        check_printable(str(data["pod"]), "pod", field="pod")
+        check_printable(str(data.get("container") or ""), "container", field="container")
         return cls(str(data["pod"]), data.get("container"), CPUSet.parse(data.get("cpus") or ""),
                    memory, devices, data.get("origin", SCHEDULED))
 
@@ -61,6 +64,7 @@ class Node:
                  allocations: Iterable[Allocation] = (), numatopology: bool = True) -> None:
         if not isinstance(name, str) or not name:
             raise TopologyError("a node needs a non-empty name")
+        check_printable(name, "node name", TopologyError, "name")
         self.name = name
         self.topology = topology
         self.kubelet = kubelet or KubeletConfig()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import RequestError, check_int
+from .names import check_printable
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"
 CONTAINER_KINDS = (APP, INIT, SIDECAR)
@@ -49,6 +50,7 @@ class Container:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise RequestError("every container needs a non-empty name")
+        check_printable(self.name, "container name", field="name")
         if self.kind not in CONTAINER_KINDS:
             raise RequestError(
                 f"container {self.name}: kind {self.kind!r} is not one of {', '.join(CONTAINER_KINDS)}")
@@ -108,10 +110,13 @@ class Pod:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise RequestError("a pod needs a non-empty name")
+        check_printable(self.name, "pod name", field="name")
+        check_printable(self.namespace, "namespace", field="namespace")
         object.__setattr__(self, "containers", tuple(self.containers))
         object.__setattr__(self, "init_containers", tuple(self.init_containers))
         if not self.uid:
             object.__setattr__(self, "uid", f"{self.namespace}/{self.name}")
+        check_printable(self.uid, "pod uid", field="uid")
         names = [c.name for c in self.all_containers()]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -13,6 +13,7 @@ the target takes, or it is not worth making).
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NotRequired, TypedDict
@@ -104,10 +105,18 @@ class Rules:
     max_priority: int | None = None
     pinned: tuple[str, ...] = ()
     allow_evictions: bool = False
+    # the pinned patterns once compiled: names without wildcards a set, the rest one regular expression, so a
+    # pod costs one lookup and one match whatever the number of patterns (not one fnmatch per pattern)
+    _literal: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    _wildcards: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "protected_namespaces", frozenset(self.protected_namespaces))
         object.__setattr__(self, "pinned", tuple(self.pinned))
+        wild = [p for p in self.pinned if any(c in p for c in "*?[")]
+        object.__setattr__(self, "_literal", frozenset(p for p in self.pinned if p not in wild))
+        object.__setattr__(self, "_wildcards", re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in wild))
+                           if wild else None)
         if self.max_priority is not None and (isinstance(self.max_priority, bool)
                                               or not isinstance(self.max_priority, int)):
             raise RequestError(f"max_priority: must be an integer, not {self.max_priority!r}", "max_priority")
@@ -120,7 +129,7 @@ class Rules:
             return f"namespace {pod.namespace} is protected"
         if self.max_priority is not None and pod.priority >= self.max_priority:
             return f"priority {pod.priority} is at or above {self.max_priority}"
-        if any(fnmatch.fnmatchcase(pod.uid, p) for p in self.pinned):
+        if pod.uid in self._literal or (self._wildcards is not None and self._wildcards.match(pod.uid)):
             return "pinned"
         return None
 

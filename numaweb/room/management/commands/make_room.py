@@ -74,7 +74,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"make room {row.pk} queued")
                 return
         except services.RoomError as exc:
-            raise CommandError(f"--{exc.field.replace('_', '-')}: {exc}") from None
+            option = {"pinned": "pin", "protected_namespaces": "protect"}.get(exc.field, exc.field.replace("_", "-"))
+            raise CommandError(f"--{option}: {exc}") from None
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from None
         row = RoomPlan.objects.create(**fields)
