@@ -51,7 +51,7 @@ from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
 from ..model.topology import Device
 from . import _tar
-from ._draft import CPURecord, Draft
+from ._draft import CPURecord, Draft, Loaded, build_topology
 from ._source import Source
 from ._values import check_id, hugepage_key, parse_cpulist, parse_hex_mask, parse_id, parse_int
 from .hwloc_devices import GPU_VENDORS
@@ -257,9 +257,11 @@ def load(src: Source, proc_dir: pathlib.Path | None = None) -> Draft:
     return draft
 
 
-def load_host(sys_dir: pathlib.Path, proc_dir: pathlib.Path) -> Draft:
-    """This machine's draft from its sysfs and proc folders (a node agent's `--sysfs` and `--proc`)."""
-    return load(Source(directory=sys_dir, name=str(sys_dir)), proc_dir)
+def load_host(sys_dir: pathlib.Path, proc_dir: pathlib.Path) -> Loaded:
+    """This machine from its sysfs and proc folders (a node agent's `--sysfs` and `--proc`)."""
+    draft = load(Source(directory=sys_dir, name=str(sys_dir)), proc_dir)
+    topology = build_topology(draft, str(sys_dir))
+    return Loaded("sysfs", topology, notes=draft.notes, dropped_numa=draft.dropped_numa, extra=draft.extra)
 
 
 def _tree(files: dict[str, str], name: str) -> _Tree:

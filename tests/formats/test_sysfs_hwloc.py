@@ -12,6 +12,7 @@ import pytest
 from defusedxml import ElementTree
 
 from scheduler_core.formats import load
+from scheduler_core.formats.sysfs import load_host
 from scheduler_core.model.bitmask import bits_of
 
 DATA = pathlib.Path(__file__).parent / "data" / "hwloc-linux"
@@ -194,11 +195,7 @@ def test_live_machine_pci_devices(tmp_path):
     outside.mkdir(parents=True)
     (outside / "class").write_text("0x030000\n")
     (sys_dir / "bus/pci/devices/0000:99:00.0").symlink_to(outside)
-    from scheduler_core.formats._draft import build_topology
-    from scheduler_core.formats.sysfs import load_host
-
-    draft = load_host(sys_dir, tmp_path / "proc")
-    t = build_topology(draft, "host")
-    assert {(d.id, d.resource, d.numa) for d in t.devices} == {
+    loaded = load_host(sys_dir, tmp_path / "proc")
+    assert {(d.id, d.resource, d.numa) for d in loaded.topology.devices} == {
         ("0000:3b:00.0", "nvidia.com/gpu", (1,)), ("0000:00:03.0", "hwloc/nic", None)}
-    assert [p["bus_id"] for p in draft.extra["pci_devices"]] == ["0000:00:00.0", "0000:00:03.0", "0000:3b:00.0"]
+    assert [p["bus_id"] for p in loaded.extra["pci_devices"]] == ["0000:00:00.0", "0000:00:03.0", "0000:3b:00.0"]
