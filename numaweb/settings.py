@@ -311,6 +311,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
+        # node agents' reports, per token and node (one DaemonSet token serves every node of a cluster)
+        "agent-reports": os.environ.get("NUMAWEB_AGENT_REPORT_RATE", "12/minute"),
     },
     # DRF's browsable pages need inline styles and scripts the Content-Security-Policy refuses: only under DEBUG
     # (where a developer may want them); otherwise a browser gets the JSON itself
@@ -385,6 +387,9 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
+# node agents (numaweb-agent): a node whose agent has sent no report for this long is shown stale (its observed
+# allocations and state check may be out of date) on the node page, the cluster map, pod search and the API
+NUMAWEB_AGENT_STALE_SECONDS = envint("NUMAWEB_AGENT_STALE_SECONDS", "300")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a

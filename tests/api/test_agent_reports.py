@@ -1,0 +1,172 @@
+"""`POST /api/agent/reports/`: node agents' reports applied whole or not at all, observed allocations in place of
+the replay, the state check, staleness, and the agent role's one right."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from numaweb.inventory.agent import agent_status
+from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
+from scheduler_core.agent import REPORT_KIND
+from scheduler_core.model.topology import synthetic
+from tests.web.helpers import make_job
+
+pytestmark = pytest.mark.django_db
+URL = "/api/agent/reports/"
+POD = "5f0c6f5e-1111-2222-3333-444455556666"
+CONFIG = """apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+topologyManagerPolicy: single-numa-node
+"""
+
+
+def cpu_state(entries: dict[str, dict[str, str]], default: str) -> str:
+    return json.dumps({"policyName": "static", "defaultCpuSet": default, "entries": entries, "checksum": 1})
+
+
+def report(cluster: str = "prod", node: str = "node-1", state: str | None = None, time: str = "2026-11-27T10:00:00Z",
+           **kubelet: str | None) -> dict:
+    return {"kind": REPORT_KIND, "cluster": cluster, "node": node, "time": time,
+            "agent": {"version": "1", "host": node}, "topology": synthetic(1, 2, 4, 1).to_dict(),
+            "pci_devices": [], "notes": [],
+            "kubelet": {"config": CONFIG, "cpu_manager_state": state, "memory_manager_state": None,
+                        "device_checkpoint": None, **kubelet}}
+
+
+@pytest.fixture
+def cluster(db):
+    return Cluster.objects.create(name="prod")
+
+
+@pytest.fixture
+def agent_api(cluster, capsys):
+    call_command("create_user", "agent-prod", "--role", "agent", "--cluster", "prod")
+    key = capsys.readouterr().out.split()[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return client
+
+
+def test_report_creates_the_node_with_observed_allocations_and_checks_them(agent_api):
+    # the model puts a 2-CPU container on CPUs 1-2 (CPU 0 reserved): the kubelet agrees
+    state = cpu_state({POD: {"app": "1-2"}}, "0,3-7")
+    response = agent_api.post(URL, report(state=state), format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["changed"] and body["created"] and body["observed"] == 1
+    node = Node.objects.get(name="node-1")
+    assert node.num_cpus == 8 and node.num_numa_nodes == 2 and node.source_format == "agent"
+    assert node.topology_manager_policy == "single-numa-node" and node.reserved_cpus == "0"
+    row = node.allocations.get()
+    assert (row.pod, row.container, row.cpus, row.origin) == (POD, "app", "1-2", Allocation.OBSERVED)
+    assert row.observed_at.isoformat() == "2026-11-27T10:00:00+00:00"
+    assert body["check"]["match"] and body["check"]["disagreements"] == 0
+
+
+def test_an_unchanged_report_writes_nothing(agent_api):
+    state = cpu_state({POD: {"app": "1-2"}}, "0,3-7")
+    agent_api.post(URL, report(state=state), format="json")
+    node = Node.objects.get(name="node-1")
+    history = node.history.count(), Allocation.history.count()
+    generation = node.generation
+    again = agent_api.post(URL, report(state=state, time="2026-11-27T10:01:00Z"), format="json")
+    assert again.status_code == 200 and again.json()["changed"] is False
+    node.refresh_from_db()
+    assert node.generation == generation and (node.history.count(), Allocation.history.count()) == history
+    assert NodeReport.objects.get(node=node).reported_at.minute == 1  # when the agent was last heard
+
+
+def test_a_checkpoint_without_the_container_removes_it(agent_api):
+    agent_api.post(URL, report(state=cpu_state({POD: {"app": "1-2"}}, "0,3-7")), format="json")
+    node = Node.objects.get(name="node-1")
+    generation = node.generation
+    response = agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json")
+    assert response.status_code == 200 and response.json()["changed"]
+    node.refresh_from_db()
+    assert not node.allocations.exists() and node.generation > generation
+
+
+def test_observed_allocations_replace_the_replay_and_release_the_pod_elsewhere(agent_api, cluster):
+    agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json")
+    node = Node.objects.get(name="node-1")
+    node.snapshot = {"pods": {POD: "default/web"}}  # the last snapshot named the pod's UID
+    node.save()
+    Allocation.objects.create(node=node, pod="default/old", container="app", cpus="4-5", origin=Allocation.REPLAYED)
+    Allocation.objects.create(node=node, pod="default/batch", container="c", cpus="6", origin=Allocation.SCHEDULED)
+    other = Node.objects.create(cluster=cluster, name="node-2", topology=node.topology, fingerprint=node.fingerprint)
+    Allocation.objects.create(node=other, pod="default/web", container="app", cpus="1", origin=Allocation.SCHEDULED)
+    other_generation = other.generation
+    response = agent_api.post(URL, report(state=cpu_state({POD: {"app": "1-2"}}, "0,3-7")), format="json")
+    assert response.status_code == 200, response.json()
+    assert sorted(node.allocations.values_list("pod", "cpus", "origin")) == [
+        ("default/batch", "6", "scheduled"), ("default/web", "1-2", "observed")]
+    assert not other.allocations.exists()
+    other.refresh_from_db()
+    assert other.generation > other_generation
+    assert any("released from node node-2" in n for n in response.json()["notes"])
+
+
+def test_disagreements_of_the_state_check_are_kept_and_shown(agent_api):
+    # the kubelet pinned CPUs 6-7 (NUMA 1), the model would have chosen 1-2: a disagreement
+    response = agent_api.post(URL, report(state=cpu_state({POD: {"app": "6-7"}}, "0-5")), format="json")
+    check = response.json()["check"]
+    assert not check["match"] and check["disagreements"] >= 1
+    status = agent_status(NodeReport.objects.get())
+    assert status["check"]["containers"][0]["actual_cpus"] == "6-7"
+    assert status["check"]["containers"][0]["predicted_cpus"] == "1-2"
+
+
+def test_a_bad_checkpoint_is_refused_whole(agent_api):
+    response = agent_api.post(URL, report(state='{"policyName": 3}'), format="json")
+    assert response.status_code == 400 and "kubelet.cpu_manager_state" in response.json()
+    assert not Node.objects.exists()
+    response = agent_api.post(URL, report(state=cpu_state({POD: {"app": "99"}}, "0-7")), format="json")
+    assert response.status_code == 400 and "kubelet" in response.json()
+    assert not Node.objects.exists() and not NodeReport.objects.exists()
+    bad_config = agent_api.post(URL, report(config="kind: KubeletConfiguration\napiVersion: v9\n"), format="json")
+    assert bad_config.status_code == 400 and "kubelet.config" in bad_config.json()
+    assert agent_api.post(URL, {**report(), "node": "Node_1"}, format="json").json().keys() == {"node"}
+
+
+def test_an_agent_token_reports_only_for_its_cluster_and_reads_nothing(agent_api, cluster):
+    make_job("j1")
+    Cluster.objects.create(name="staging")
+    refused = agent_api.post(URL, report(cluster="staging"), format="json")
+    assert refused.status_code == 403 and "prod" in refused.json()["detail"]
+    for url in ("/api/jobs/", "/api/nodes/", "/api/clusters/", "/api/pods/?q=x", f"/api/clusters/{cluster.pk}/"):
+        assert agent_api.get(url).status_code == 403, url
+    assert agent_api.post("/api/jobs/", {}, format="json").status_code == 403
+
+
+def test_a_viewer_cannot_send_reports(viewer_api, cluster):
+    assert viewer_api.post(URL, report(), format="json").status_code == 403
+
+
+def test_create_user_binds_an_agent_to_an_existing_cluster(db):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--cluster: an agent needs"):
+        call_command("create_user", "a1", "--role", "agent")
+    with pytest.raises(CommandError, match="no cluster named 'nope'"):
+        call_command("create_user", "a1", "--role", "agent", "--cluster", "nope")
+    with pytest.raises(CommandError, match="only an agent is bound"):
+        call_command("create_user", "v1", "--role", "viewer", "--cluster", "nope")
+
+
+def test_a_silent_agent_makes_its_node_stale(agent_api, settings):
+    agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json")
+    row = NodeReport.objects.get()
+    assert agent_status(row)["stale"] is False
+    settings.NUMAWEB_AGENT_STALE_SECONDS = 60
+    assert agent_status(row, now=timezone.now() + timedelta(seconds=61))["stale"] is True
+    token = Token.objects.get(user__username="agent-prod")
+    assert token.user.groups.get().name == "agent"
