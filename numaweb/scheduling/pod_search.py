@@ -4,17 +4,21 @@ A pod is known from what it holds (allocation rows, `namespace/name`, per contai
 (a job's pods are `<job>-<task>-<i>` in its namespace). The query is a case-insensitive part of the
 pod's `namespace/name`, which holds the job's name and the namespace too. Each match says the node and
 NUMA nodes holding it (`inventory.holdings`, the rule the node page uses), its CPUs, memory per NUMA
-node, devices, who wrote the allocation, and its latest session placement. Only the matches shown are
-resolved; the rest are counted."""
+node, devices, who wrote the allocation, and its latest session placement; on a node a node agent reports,
+when the kubelet was last seen holding it (`observed_at`), whether the agent is stale, and where the model
+disagrees with the kubelet about this pod's containers. Only the matches shown are resolved; the rest are
+counted."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Allocation, Node
+from numaweb.inventory.agent import agent_status
+from numaweb.inventory.models import Allocation, Node, NodeReport
 from numaweb.jobs.models import Task
 from scheduler_core.model.cpuset import CPUSet
 
@@ -22,7 +26,7 @@ from .models import Placement
 
 #: who wrote an allocation, by its origin (a `scheduled` row without a session was written by hand:
 #: the API or the admin site)
-WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay"}
+WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay", Allocation.OBSERVED: "agent"}
 
 
 @dataclass
@@ -41,6 +45,8 @@ class PodMatch:
     writers: set[tuple[str, int | None]] = field(default_factory=set)  # (writer, session id)
     numa: list[int] = field(default_factory=list)
     placement: dict | None = None
+    observed_at: datetime | None = None  # the report that showed the kubelet holding it (origin observed)
+    agent: dict | None = None  # the node agent: stale, the node's and this pod's disagreements
 
     @property
     def namespace(self) -> str:
@@ -62,6 +68,7 @@ class PodMatch:
             "memory": holdings.memory_per_numa(self.memory), "devices": holdings.devices_of(self.devices),
             "written_by": [{"writer": w, "session": s} for w, s in writer],
             "last_placement": self.placement,
+            "observed_at": self.observed_at.isoformat() if self.observed_at else None, "agent": self.agent,
         }
 
 
@@ -85,7 +92,22 @@ def find_pods(query: str, cluster: int | None = None, limit: int = 50) -> tuple[
     shown = matches[:limit]
     _resolve_numa(shown)
     _attach_placements(shown, cluster)
+    _attach_agents(shown)
     return len(matches), shown
+
+
+def _attach_agents(matches: Iterable[PodMatch]) -> None:
+    """For a pod on a node an agent reports: is the agent stale, how many disagreements on the node, and the
+    state check's disagreeing containers of this pod."""
+    held = [m for m in matches if m.node is not None]
+    reports = NodeReport.objects.in_bulk({m.node[0] for m in held if m.node is not None}, field_name="node_id")
+    for m in held:
+        status = agent_status(reports.get(m.node[0])) if m.node is not None else None
+        if status is None:
+            continue
+        mine = [c for c in status["check"]["containers"] if c.get("pod") == m.uid]
+        m.agent = {"stale": status["stale"], "reported_at": status["reported_at"].isoformat(),
+                   "node_disagreements": status["disagreements"], "disagreements": mine}
 
 
 def _held(needle: str, cluster: int | None) -> list[PodMatch]:
@@ -94,9 +116,9 @@ def _held(needle: str, cluster: int | None) -> list[PodMatch]:
         rows = rows.filter(cluster_id=cluster)
     by_key: dict[tuple[str, int], PodMatch] = {}
     for (uid, container, cpus, memory, devices, origin, session, node_id, node_name, cluster_id, cluster_name,
-         job_id, job_name) in rows.values_list(
+         job_id, job_name, observed_at) in rows.values_list(
             "pod", "container", "cpus", "memory", "devices", "origin", "session_id", "node_id", "node__name",
-            "cluster_id", "cluster__name", "job_id", "job__name").order_by("pod", "node_id", "id"):
+            "cluster_id", "cluster__name", "job_id", "job__name", "observed_at").order_by("pod", "node_id", "id"):
         match = by_key.get((uid, node_id))
         if match is None:
             match = by_key[uid, node_id] = PodMatch(uid, (cluster_id, cluster_name), node=(node_id, node_name))
@@ -108,6 +130,8 @@ def _held(needle: str, cluster: int | None) -> list[PodMatch]:
         match.memory.append(memory)
         match.devices.append(devices)
         match.writers.add((writer_of(origin, session), session))
+        if observed_at is not None:
+            match.observed_at = max(observed_at, match.observed_at or observed_at)
     return list(by_key.values())
 
 

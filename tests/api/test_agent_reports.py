@@ -4,6 +4,7 @@ the replay, the state check, staleness, and the agent role's one right."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -170,3 +171,39 @@ def test_a_silent_agent_makes_its_node_stale(agent_api, settings):
     assert agent_status(row, now=timezone.now() + timedelta(seconds=61))["stale"] is True
     token = Token.objects.get(user__username="agent-prod")
     assert token.user.groups.get().name == "agent"
+
+
+def test_disagreements_and_staleness_show_on_every_view_of_the_node(agent_api, client, api, settings):
+    agent_api.post(URL, report(state=cpu_state({POD: {"app": "6-7"}}, "0-5")), format="json")  # model: 1-2
+    agent_api.post(URL, report(node="node-2", state=cpu_state({}, "0-7")), format="json")  # agrees
+    node = Node.objects.get(name="node-1")
+    # the node page: the agent's section, its verdict and the disagreeing container
+    page = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert 'id="agent"' in page and "disagreement" in page and "6-7" in page and "observed" in page
+    assert "stale:" not in page
+    # the API: the node's agent field, the allocation's origin and report time
+    body = api.get(f"/api/nodes/{node.pk}/").json()
+    assert body["agent"]["disagreements"] >= 1 and body["agent"]["stale"] is False
+    assert body["agent"]["check"]["containers"][0]["actual_cpus"] == "6-7"
+    allocation = api.get(f"/api/allocations/?node={node.pk}").json()
+    rows = allocation["results"] if isinstance(allocation, dict) else allocation
+    assert rows[0]["origin"] == "observed" and rows[0]["observed_at"].startswith("2026-11-27T10:00:00")
+    # pod search: who wrote it (the agent) and this pod's disagreement
+    found = api.get(f"/api/pods/?q={POD[:8]}").json()["results"][0]
+    assert found["written_by"] == [{"writer": "agent", "session": None}]
+    assert found["agent"]["disagreements"][0]["container"] == "app" and found["agent"]["stale"] is False
+    # the cluster map coloured by disagreements: node-1 in a higher bin than node-2
+    cluster = node.cluster_id
+    svg = client.get(f"/clusters/{cluster}/map?measure=agent").content.decode()
+    marks = {pk: mark for mark, pk in re.findall(r'class="(m\d)[^"]*" data-id="(\d+)"', svg)}
+    other = Node.objects.get(name="node-2")
+    assert marks[str(node.pk)] != "m0" and marks[str(other.pk)] == "m0"
+    # silent longer than the setting: stale everywhere
+    NodeReport.objects.filter(node=node).update(received_at=timezone.now() - timedelta(seconds=600))
+    settings.NUMAWEB_AGENT_STALE_SECONDS = 300
+    assert "stale:" in client.get(f"/nodes/{node.pk}/").content.decode()
+    assert api.get(f"/api/nodes/{node.pk}/").json()["agent"]["stale"] is True
+    assert api.get(f"/api/pods/?q={POD[:8]}").json()["results"][0]["agent"]["stale"] is True
+    svg = client.get(f"/clusters/{cluster}/map").content.decode()
+    assert re.search(rf'class="m\d stale" data-id="{node.pk}"', svg)
+    assert "agent stale" in client.get(f"/pods/?q={POD[:8]}").content.decode()
