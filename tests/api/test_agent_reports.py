@@ -207,3 +207,43 @@ def test_disagreements_and_staleness_show_on_every_view_of_the_node(agent_api, c
     svg = client.get(f"/clusters/{cluster}/map").content.decode()
     assert re.search(rf'class="m\d stale" data-id="{node.pk}"', svg)
     assert "agent stale" in client.get(f"/pods/?q={POD[:8]}").content.decode()
+
+
+def test_on_a_node_an_agent_reports_a_snapshot_import_keeps_the_agents_truth(agent_api):
+    """The agent wins over a snapshot on its node: the topology and kubelet settings stay the agent's, the pod
+    the kubelet holds stays observed (now named by the snapshot) and only the other running pods are replayed."""
+    from pathlib import Path
+
+    snapshot = Path(__file__).resolve().parents[1] / "formats/data/snapshot/upstream-examples.yaml"
+    call_command("import_cluster", str(snapshot), "--cluster", "prod")
+    cache = "0b6b8d4e-1111-4c1e-9a55-000000000003"  # default/cache, running on node1
+    big = {**report(node="node1", state=cpu_state({cache: {"redis": "40-43"}}, "0-39,44-111")),
+           "topology": synthetic(1, 4, 28, 1).to_dict()}
+    assert agent_api.post(URL, big, format="json").status_code == 200
+    node = Node.objects.get(name="node1")
+    # the snapshot named the UID; its replayed pods on node1 gave way to the kubelet's truth
+    assert node.num_cpus == 112 and list(node.allocations.values_list("pod", "origin")) == [
+        ("default/cache", "observed")]
+    call_command("import_cluster", str(snapshot), "--cluster", "prod")
+    node.refresh_from_db()
+    assert node.num_cpus == 112 and node.source_format == "agent" and node.topology_manager_policy == (
+        "single-numa-node")
+    rows = {(a.pod, a.origin): a.cpus for a in node.allocations.all()}
+    assert rows[("default/cache", "observed")] == "40-43"
+    assert not any(pod == "default/cache" and origin == "replayed" for pod, origin in rows)
+    assert {pod for pod, origin in rows if origin == "replayed"} == {"ml/train-worker-0", "ml/train-worker-1"}
+
+
+def test_a_snapshot_names_the_pods_an_agent_reported_by_uid(agent_api):
+    from pathlib import Path
+
+    cache = "0b6b8d4e-1111-4c1e-9a55-000000000003"
+    big = {**report(node="node1", state=cpu_state({cache: {"redis": "40-43"}}, "0-39,44-111")),
+           "topology": synthetic(1, 4, 28, 1).to_dict()}
+    assert agent_api.post(URL, big, format="json").status_code == 201
+    assert list(Allocation.objects.values_list("pod", flat=True)) == [cache]
+    snapshot = Path(__file__).resolve().parents[1] / "formats/data/snapshot/upstream-examples.yaml"
+    call_command("import_cluster", str(snapshot), "--cluster", "prod")
+    node = Node.objects.get(name="node1")
+    assert list(node.allocations.filter(origin="observed").values_list("pod", "cpus")) == [("default/cache",
+                                                                                          "40-43")]
