@@ -37,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 POD = "7c3d0000-0000-4000-8000-{:012d}"
+PASSWORD = "a bench passphrase"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -85,7 +86,7 @@ def setup(data: Path, agents: int) -> tuple[str, str, dict]:
     from django.contrib.auth.models import User
 
     cluster = Cluster.objects.create(name="bench")
-    admin = User.objects.create_user("admin")
+    admin = User.objects.create_user("admin", password=PASSWORD)
     set_role(admin, "admin")
     agent = User.objects.create_user("agent-bench")
     set_role(agent, "agent")
@@ -120,14 +121,35 @@ class Client:
         self.token = token
         self.local = threading.local()
 
+    cookies = ""
+
+    def login(self, username: str, password: str) -> None:
+        """A session for the pages (which take no token): the login form, with its CSRF cookie."""
+        conn = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=120)
+        conn.request("GET", "/login/")
+        response = conn.getresponse()
+        response.read()
+        csrf = response.getheader("Set-Cookie", "").split(";", 1)[0]
+        form = urllib.parse.urlencode({"username": username, "password": password,
+                                       "csrfmiddlewaretoken": csrf.split("=", 1)[1]})
+        conn.request("POST", "/login/", body=form, headers={
+            "Cookie": csrf, "Content-Type": "application/x-www-form-urlencoded", "Referer": f"{self.url.geturl()}/"})
+        response = conn.getresponse()
+        response.read()
+        session = next(c.split(";", 1)[0] for c in response.msg.get_all("Set-Cookie") or [] if "sessionid" in c)
+        self.cookies = f"{csrf}; {session}"
+        conn.close()
+
     def call(self, method: str, path: str, body: bytes | None = None) -> tuple[int, float]:
         conn = getattr(self.local, "conn", None)
         if conn is None:
             conn = self.local.conn = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=120)
         started = time.monotonic()
+        headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
+        if self.cookies and not path.startswith("/api/"):
+            headers = {"Cookie": self.cookies}
         try:
-            conn.request(method, path, body=body, headers={"Authorization": f"Token {self.token}",
-                                                           "Content-Type": "application/json"})
+            conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             response.read()
             return response.status, time.monotonic() - started
@@ -156,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         with socket.socket() as probe:  # a free port of this machine
             probe.bind(("127.0.0.1", 0))
             base = f"http://127.0.0.1:{probe.getsockname()[1]}"
-        env = {**os.environ, "WEB_CONCURRENCY": args.web_concurrency, "NUMAWEB_AGENT_REPORT_RATE": "1000/minute"}
+        env = {**os.environ, "WEB_CONCURRENCY": args.web_concurrency}
         with open(data / "web.log", "wb") as log:
             server = subprocess.Popen(web_command(base.removeprefix("http://")), cwd=ROOT, env=env, stdout=log,
                                       stderr=subprocess.STDOUT)
@@ -175,6 +197,7 @@ def run(args: argparse.Namespace, base: str, agent_token: str, admin_token: str,
     while admin.call("GET", "/healthz")[0] == 0:
         assert time.monotonic() < deadline, "the web server did not start"
         time.sleep(0.5)
+    admin.login("admin", PASSWORD)
     rng = random.Random(1)
     results: dict[str, list[float]] = {"changed": [], "unchanged": [], "late": []}
     failures: list[int] = []

@@ -311,8 +311,6 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "writes": os.environ.get("NUMAWEB_API_WRITE_RATE", "300/minute"),
         "auth-token": os.environ.get("NUMAWEB_TOKEN_RATE", "10/minute"),
-        # node agents' reports, per token and node (one DaemonSet token serves every node of a cluster)
-        "agent-reports": os.environ.get("NUMAWEB_AGENT_REPORT_RATE", "12/minute"),
     },
     # DRF's browsable pages need inline styles and scripts the Content-Security-Policy refuses: only under DEBUG
     # (where a developer may want them); otherwise a browser gets the JSON itself
@@ -390,6 +388,9 @@ NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
 # node agents (numaweb-agent): a node whose agent has sent no report for this long is shown stale (its observed
 # allocations and state check may be out of date) on the node page, the cluster map, pod search and the API
 NUMAWEB_AGENT_STALE_SECONDS = envint("NUMAWEB_AGENT_STALE_SECONDS", "300")
+# a node's report sooner than this many seconds after its last one is refused (429 with Retry-After): an agent
+# in a loop, or two agents claiming one node (the agents' own interval is 60 s)
+NUMAWEB_AGENT_MIN_INTERVAL = envint("NUMAWEB_AGENT_MIN_INTERVAL", "5")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a

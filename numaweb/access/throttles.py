@@ -1,5 +1,4 @@
-"""API rate limits (DRF throttles): writes per user, node agents' reports per token and node, and the token
-endpoint per client address.
+"""API rate limits (DRF throttles): writes per user, and the token endpoint per client address.
 
 Rates come from REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] when a request arrives (not when the class is
 imported), so settings changed at run time apply. The counts live in Django's cache, which every web process
@@ -52,14 +51,3 @@ class TokenRateThrottle(_LiveRate, AnonRateThrottle):
     def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
-
-class AgentReportThrottle(_LiveRate, UserRateThrottle):
-    """Node reports per sender and node: one agent token serves every node of a cluster, so the per-user write
-    rate would starve a large cluster's agents, while one node reporting in a loop is still cut short."""
-
-    scope = "agent-reports"
-
-    def get_cache_key(self, request: Request, view: APIView) -> str:
-        node = request.data.get("node") if isinstance(request.data, dict) else None
-        who = f"{request.user.pk}:{str(node)[:253] if node else '-'}"
-        return self.cache_format % {"scope": self.scope, "ident": who}

@@ -6,13 +6,12 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from numaweb.access.roles import AGENT_PERMISSIONS
-from numaweb.access.throttles import AgentReportThrottle
 from numaweb.inventory import agent
 from numaweb.inventory.services import AllocationConflict
 
@@ -47,7 +46,7 @@ ANSWER = inline_serializer("NodeReportAnswer", {
 
 class NodeReportView(APIView):
     required_permissions = {"post": list(AGENT_PERMISSIONS)}
-    throttle_classes = [AgentReportThrottle]
+    throttle_classes: list = []  # limited per node by the report's own row (inventory.agent.ReportTooSoon)
 
     @extend_schema(request=NodeReportSerializer, responses={
         200: ANSWER, 201: ANSWER,
@@ -60,6 +59,8 @@ class NodeReportView(APIView):
             raise ValidationError({exc.field: [str(exc)]}) from exc
         except agent.ReportForbidden as exc:
             raise PermissionDenied(str(exc)) from exc
+        except agent.ReportTooSoon as exc:
+            raise Throttled(wait=exc.wait, detail=str(exc)) from exc
         except AllocationConflict as exc:
             raise Conflict(exc) from exc
         return Response(outcome.to_dict(), status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

@@ -43,6 +43,12 @@ def report(cluster: str = "prod", node: str = "node-1", state: str | None = None
                         "device_checkpoint": None, **kubelet}}
 
 
+@pytest.fixture(autouse=True)
+def _reports_back_to_back(settings):
+    """These tests send one node's reports in quick succession: the per-node interval is tested on its own."""
+    settings.NUMAWEB_AGENT_MIN_INTERVAL = 0
+
+
 @pytest.fixture
 def cluster(db):
     return Cluster.objects.create(name="prod")
@@ -247,3 +253,13 @@ def test_a_snapshot_names_the_pods_an_agent_reported_by_uid(agent_api):
     node = Node.objects.get(name="node1")
     assert list(node.allocations.filter(origin="observed").values_list("pod", "cpus")) == [("default/cache",
                                                                                           "40-43")]
+
+
+def test_a_node_reporting_again_too_soon_is_told_to_wait(agent_api, settings):
+    settings.NUMAWEB_AGENT_MIN_INTERVAL = 5
+    assert agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json").status_code == 201
+    again = agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json")
+    assert again.status_code == 429 and 1 <= int(again["Retry-After"]) <= 5
+    assert agent_api.post(URL, report(node="node-2", state=cpu_state({}, "0-7")), format="json").status_code == 201
+    NodeReport.objects.update(received_at=timezone.now() - timedelta(seconds=6))
+    assert agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json").status_code == 200

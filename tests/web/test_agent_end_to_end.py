@@ -47,7 +47,9 @@ def call(base: str, token: str, path: str, body: dict | None = None) -> tuple[in
 def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("agent")
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL")}
-    env.update(NUMAWEB_DATA_DIR=str(folder / "data"), WEB_CONCURRENCY="1", PYTHONUNBUFFERED="1")
+    # the test runs the agent three times in a row: no per-node interval between its reports
+    env.update(NUMAWEB_DATA_DIR=str(folder / "data"), WEB_CONCURRENCY="1", PYTHONUNBUFFERED="1",
+               NUMAWEB_AGENT_MIN_INTERVAL="0")
     manage(env, "migrate", "--noinput", "-v0")
     manage(env, "collectstatic", "--noinput", "-v0")
     admin = manage(env, "create_user", "root", "--role", "admin").split()[-1]
