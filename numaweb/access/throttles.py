@@ -50,4 +50,3 @@ class TokenRateThrottle(_LiveRate, AnonRateThrottle):
 
     def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
-
