@@ -263,3 +263,13 @@ def test_a_node_reporting_again_too_soon_is_told_to_wait(agent_api, settings):
     assert agent_api.post(URL, report(node="node-2", state=cpu_state({}, "0-7")), format="json").status_code == 201
     NodeReport.objects.update(received_at=timezone.now() - timedelta(seconds=6))
     assert agent_api.post(URL, report(state=cpu_state({}, "0-7")), format="json").status_code == 200
+
+
+def test_the_dashboard_cards_say_stale_and_disagreements(agent_api, client):
+    agent_api.post(URL, report(state=cpu_state({POD: {"app": "6-7"}}, "0-5")), format="json")
+    html = client.get("/").content.decode()
+    card = html[html.index('data-node="node-1"'):]
+    assert "disagreement" in card[:3000] and "agent stale" not in card[:3000]
+    NodeReport.objects.update(received_at=timezone.now() - timedelta(days=1))
+    html = client.get("/").content.decode()
+    assert "agent stale" in html[html.index('data-node="node-1"'):][:3000]
