@@ -151,7 +151,10 @@ def _envelope(data: object, sender: AbstractBaseUser | AnonymousUser) -> tuple[M
         check_subdomain(name, "node name", "node")
     except OutOfBounds as exc:
         raise ReportRefused("node", str(exc)) from None
-    when = parse_datetime(_text(data, "time", "time"))
+    try:
+        when = parse_datetime(_text(data, "time", "time"))
+    except ValueError:  # well formed but no such date or time (month 13)
+        when = None
     if when is None or when.tzinfo is None:
         raise ReportRefused("time", "time must be an ISO 8601 date and time with its time zone, e.g. "
                                     "2026-01-31T12:00:00Z")

@@ -142,6 +142,8 @@ def test_a_bad_checkpoint_is_refused_whole(agent_api):
     bad_config = agent_api.post(URL, report(config="kind: KubeletConfiguration\napiVersion: v9\n"), format="json")
     assert bad_config.status_code == 400 and "kubelet.config" in bad_config.json()
     assert agent_api.post(URL, {**report(), "node": "Node_1"}, format="json").json().keys() == {"node"}
+    for when in ("2026-13-45T00:00:00Z", "yesterday", "2026-11-27T10:00:00"):
+        assert agent_api.post(URL, report(time=when), format="json").json().keys() == {"time"}, when
 
 
 def test_an_agent_token_reports_only_for_its_cluster_and_reads_nothing(agent_api, cluster):
