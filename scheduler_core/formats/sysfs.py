@@ -31,7 +31,8 @@ Rules:
   `numa_node`; when that is -1 (or absent) the NUMA nodes whose CPUs `local_cpus` names, as hwloc
   places it, unless those are every node (then none: no NUMA affinity). Its resource is inferred from
   class and vendor as for hwloc XML (display and accelerators by vendor, `nvidia.com/gpu` ...;
-  network `hwloc/nic`, InfiniBand or a network function with an `infiniband/` folder `hwloc/rdma`;
+  network `hwloc/nic`, InfiniBand (0207, 0c06) or a network function with an `infiniband/` folder
+  `hwloc/rdma`;
   co-processors `hwloc/coproc`; storage `hwloc/storage`; others `hwloc/pci`), flagged `device_resources`.
   Every function read, bridges included, is listed in `extra["pci_devices"]` (bus id, class,
   vendor, device, numa).
@@ -455,7 +456,7 @@ def _resource(pci_class: int, vendor: str | None, infiniband: bool) -> str:
     if base in (0x03, 0x12):
         return GPU_VENDORS.get(vendor or "", "hwloc/gpu")
     if base == 0x02 or pci_class in (0x0C04, 0x0C06):
-        return "hwloc/rdma" if infiniband or pci_class == 0x0C06 else "hwloc/nic"
+        return "hwloc/rdma" if infiniband or pci_class in (0x0207, 0x0C06) else "hwloc/nic"
     if base == 0x0B:
         return "hwloc/coproc"
     return "hwloc/storage" if base == 0x01 else "hwloc/pci"

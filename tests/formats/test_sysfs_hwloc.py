@@ -135,6 +135,13 @@ def test_sysfs_dump_devices_match_hwloc_xml_export():
     assert "device_resources" in t.inferred
 
 
+def test_infiniband_functions_are_rdma_and_co_processors_coproc():
+    t = load(DATA / "32intel64-2p8co2t+8ve.tar.bz2").topology
+    kinds = {d.id: d.resource for d in t.devices}
+    assert kinds["0000:1a:00.0"] == kinds["0000:3e:00.0"] == "hwloc/rdma"  # class 0207 (InfiniBand)
+    assert kinds["0000:1b:00.0"] == "hwloc/coproc" and kinds["0000:60:00.0"] == "hwloc/nic"
+
+
 def test_16ia64_has_sixteen_one_cpu_packages_not_eight():
     """Every CPU's physical_package_id is 0 or 512, but each package mask names one CPU: 16 packages."""
     t = load(DATA / "16ia64-8n2s.tar.bz2").topology
