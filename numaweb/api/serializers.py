@@ -147,8 +147,9 @@ class NodeSerializer(ModelSerializer[Node]):
     allocation_count = CountField("allocations")
     agent = serializers.SerializerMethodField(help_text=(
         "the node agent's last report (null: no agent reports this node): reported_at, received_at, changed_at, "
-        "stale (silent longer than NUMAWEB_AGENT_STALE_SECONDS), disagreements and the state check (verdict, "
-        "match, reasons, the containers where the model and the kubelet disagree)"))
+        "stale (silent longer than NUMAWEB_AGENT_STALE_SECONDS), disagreements, the state check (verdict, "
+        "match, reasons, the containers where the model and the kubelet disagree) and every PCI function read "
+        "(pci_devices: bus_id, class, vendor, device, numa)"))
 
     class Meta:
         model = Node

@@ -387,7 +387,7 @@ def agent_status(report: NodeReport | None, now: datetime | None = None) -> dict
     return {
         "reported_at": report.reported_at, "received_at": report.received_at, "changed_at": report.changed_at,
         "stale": now - report.received_at > stale_after(), "stale_after_seconds": settings.NUMAWEB_AGENT_STALE_SECONDS,
-        "agent": report.agent, "disagreements": report.disagreements,
+        "agent": report.agent, "disagreements": report.disagreements, "pci_devices": report.pci_devices,
         "check": {"verdict": check.get("verdict", "no cpu_manager_state reported: nothing to check"),
                   "match": check.get("match", True), "disagreements": report.disagreements,
                   "reasons": check.get("reasons", []), "containers": check.get("containers", [])},

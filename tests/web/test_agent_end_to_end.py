@@ -105,6 +105,8 @@ def test_the_agent_on_this_machine(site, tmp_path):
     assert {n: sorted(c["cpu"] for c in topology["cpus"] if c["numa"] == n) for n in here["nodes"]} == {
         n: cpus for n, (cpus, _m) in here["nodes"].items()}
     assert {d["id"] for d in topology["devices"]} == here["devices"]
+    assert sorted(p["bus_id"] for p in node["agent"]["pci_devices"]) == sorted(
+        d.name for d in Path("/sys/bus/pci/devices").iterdir())
     _status, held = call(site["base"], site["admin"], f"/api/allocations/?node={node['id']}")
     rows = held["results"]
     assert [(a["pod"], a["container"], a["cpus"], a["origin"]) for a in rows] == [(POD, "app", str(pinned),
