@@ -391,6 +391,12 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
+# node agents (numaweb-agent): a node whose agent has sent no report for this long is shown stale (its observed
+# allocations and state check may be out of date) on the node page, the cluster map, pod search and the API
+NUMAWEB_AGENT_STALE_SECONDS = envint("NUMAWEB_AGENT_STALE_SECONDS", "300")
+# a node's report sooner than this many seconds after its last one is refused (429 with Retry-After): an agent
+# in a loop, or two agents claiming one node (the agents' own interval is 60 s)
+NUMAWEB_AGENT_MIN_INTERVAL = envint("NUMAWEB_AGENT_MIN_INTERVAL", "5")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a

@@ -1,9 +1,11 @@
-"""The three roles, kept as Django groups holding model permissions, and who may do what.
+"""The roles, kept as Django groups holding model permissions, and who may do what.
 
 - viewer: every `view_*` permission of the project's apps (history included) and `access.browse`.
 - operator: viewer + submit and finish jobs, start and re-run sessions, what-if, comparisons, make room.
 - admin: every permission of the project's apps (inventory, imports, deletes) + users, groups, API tokens
   and login lock-outs. Superusers are admins.
+- agent: a node agent's account, beside the three: `inventory.add_nodereport` only (send reports for the
+  nodes of the one cluster its `AgentBinding` names); everything else is 403 for it, reads included.
 
 The groups are created by the `access` data migration and brought back in step after every `migrate`
 (post_migrate), so permissions of models added later join the roles without another migration."""
@@ -23,8 +25,12 @@ from django.http import HttpRequest
 if TYPE_CHECKING:  # auth's models need the app registry ready: this module is imported before
     from django.contrib.auth.models import AnonymousUser, User
 
-VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
+VIEWER, OPERATOR, ADMIN, AGENT = "viewer", "operator", "admin", "agent"
+#: the people's roles, each holding the one before it
 ROLES = (VIEWER, OPERATOR, ADMIN)
+#: every role a user may be given: the node agent's beside the people's
+ALL_ROLES = (AGENT, *ROLES)
+AGENT_PERMISSIONS = ("inventory.add_nodereport",)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 OPERATOR_PERMISSIONS = (
@@ -55,6 +61,7 @@ def role_filters() -> dict[str, Q]:
         VIEWER: viewer,
         OPERATOR: viewer | _pairs(OPERATOR_PERMISSIONS),
         ADMIN: Q(content_type__app_label__in=[*project, *ADMIN_APPS]),
+        AGENT: _pairs(AGENT_PERMISSIONS),
     }
 
 
@@ -88,8 +95,8 @@ def role_of(user: User | AnonymousUser) -> str | None:
         return None
     if user.is_superuser:
         return ADMIN
-    names = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-    return next((r for r in reversed(ROLES) if r in names), None)
+    names = set(user.groups.filter(name__in=ALL_ROLES).values_list("name", flat=True))
+    return next((r for r in reversed(ALL_ROLES) if r in names), None)
 
 
 def set_role(user: User, role: str) -> None:
@@ -97,9 +104,9 @@ def set_role(user: User, role: str) -> None:
     nor superusers."""
     from django.contrib.auth.models import Group
 
-    if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}: one of {', '.join(ROLES)}")
-    user.groups.remove(*Group.objects.filter(name__in=ROLES))
+    if role not in ALL_ROLES:
+        raise ValueError(f"unknown role {role!r}: one of {', '.join(ALL_ROLES)}")
+    user.groups.remove(*Group.objects.filter(name__in=ALL_ROLES))
     user.groups.add(Group.objects.get(name=role))
     user.is_staff = role == ADMIN
     user.is_superuser = user.is_superuser and role == ADMIN

@@ -19,6 +19,7 @@ from rest_framework.settings import api_settings
 
 from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
+from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import (
     CPU_MANAGER_CHOICES,
     MEMORY_MANAGER_CHOICES,
@@ -27,6 +28,7 @@ from numaweb.inventory.models import (
     Allocation,
     Cluster,
     Node,
+    NodeReport,
     printable,
 )
 from numaweb.jobs import bounds, submission
@@ -147,6 +149,11 @@ class NodeSerializer(ModelSerializer[Node]):
     topology_manager_options = ObjectField(required=False)
     reserved_memory = ObjectField(required=False)
     allocation_count = CountField("allocations")
+    agent = serializers.SerializerMethodField(help_text=(
+        "the node agent's last report (null: no agent reports this node): reported_at, received_at, changed_at, "
+        "stale (silent longer than NUMAWEB_AGENT_STALE_SECONDS), disagreements, the state check (verdict, "
+        "match, reasons, the containers where the model and the kubelet disagree) and every PCI function read "
+        "(pci_devices: bus_id, class, vendor, device, numa)"))
 
     class Meta:
         model = Node
@@ -154,10 +161,18 @@ class NodeSerializer(ModelSerializer[Node]):
                   "reserved_cpus", "reserved_cpu_milli", "topology_manager_policy", "topology_manager_scope",
                   "topology_manager_options", "memory_manager_policy", "reserved_memory", "numatopology",
                   "source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets", "fingerprint",
-                  "generation", "updated_at", "allocation_count"]
+                  "generation", "updated_at", "allocation_count", "agent"]
         read_only_fields = ["source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets",
                             "fingerprint", "generation", "updated_at"]
         validators: list = []  # the (cluster, name) uniqueness is checked in validate() with a clear message
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": {}})
+    def get_agent(self, node: Node) -> dict[str, Any] | None:
+        try:
+            report = node.report
+        except NodeReport.DoesNotExist:
+            return None
+        return agent_status(report)
 
     def validate_topology(self, value: dict) -> Topology:
         try:
@@ -414,8 +429,8 @@ class AllocationSerializer(ModelSerializer[Allocation]):
     class Meta:
         model = Allocation
         fields = ["id", "cluster", "node", "job", "pod", "container", "cpus", "memory", "devices", "origin",
-                  "session", "created_at"]
-        read_only_fields = ["cluster", "job", "session", "created_at"]
+                  "session", "observed_at", "created_at"]
+        read_only_fields = ["cluster", "job", "session", "observed_at", "created_at"]
 
     def validate_cpus(self, value: str) -> str:
         try:

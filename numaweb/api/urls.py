@@ -3,7 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from . import comparisons, pods, room, views
+from . import agent, comparisons, pods, room, views
 from .token import ObtainToken
 
 app_name = "api"
@@ -19,6 +19,7 @@ router.register("comparisons", comparisons.ComparisonViewSet, basename="comparis
 urlpatterns = [
     path("auth-token/", ObtainToken.as_view(), name="auth-token"),
     path("pods/", pods.PodSearchView.as_view(), name="pod-search"),
+    path("agent/reports/", agent.NodeReportView.as_view(), name="agent-reports"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
     path("clusters/<int:pk>/make-room/", room.MakeRoomView.as_view(), name="cluster-make-room"),
     path("make-room/<int:pk>/", room.MakeRoomDetailView.as_view(), name="make-room-detail"),

@@ -119,7 +119,7 @@ class NodeViewSet(viewsets.ModelViewSet):
                             "set_kubelet_config": ["inventory.change_node"]}
 
     def get_queryset(self) -> QuerySet[Node]:
-        qs = Node.objects.select_related("cluster").annotate(allocation_count=Count("allocations")).order_by(
+        qs = Node.objects.select_related("cluster", "report").annotate(allocation_count=Count("allocations")).order_by(
             "cluster_id", "name")
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
         return qs.filter(cluster_id=cluster) if cluster else qs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F
@@ -145,10 +146,12 @@ class Allocation(models.Model):
     """Who holds what on a node. A pod's container holds at most one allocation in its cluster (a
     database constraint); every write goes through `services` with the node held (see its docstring)."""
 
-    SCHEDULED, IMPORTED, REPLAYED = "scheduled", "imported", "replayed"
+    SCHEDULED, IMPORTED, REPLAYED, OBSERVED = "scheduled", "imported", "replayed", "observed"
     #: imported: read from the kubelet's state files; replayed: a snapshot's running pod placed by the
-    #: engine's kubelet model (the real CPUs are not in a snapshot)
-    ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported"), (REPLAYED, "replayed")]
+    #: engine's kubelet model (the real CPUs are not in a snapshot); observed: as the node's agent last
+    #: reported the kubelet holding it (`observed_at`: that report's time)
+    ORIGIN_CHOICES = [(SCHEDULED, "scheduled"), (IMPORTED, "imported"), (REPLAYED, "replayed"),
+                      (OBSERVED, "observed")]
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="allocations", editable=False,
                                 help_text="the node's cluster (copied on save, for the one-holder constraint)")
@@ -164,6 +167,8 @@ class Allocation(models.Model):
     origin = models.CharField(max_length=16, choices=ORIGIN_CHOICES, default=SCHEDULED)
     session = models.ForeignKey("scheduling.SchedulingSession", null=True, blank=True,
                                 on_delete=models.SET_NULL, related_name="allocations")
+    observed_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="origin observed: the time of the agent's report that showed it")
     created_at = models.DateTimeField(auto_now_add=True)
 
     history = audited()  # the audit trail (numaweb.access.history)
@@ -182,6 +187,40 @@ class Allocation(models.Model):
     def __str__(self) -> str:
         who = f"{self.pod}/{self.container}" if self.container else self.pod
         return f"{who} on {self.node_id}: {self.cpus or '-'}"
+
+
+class NodeReport(models.Model):
+    """What a node's agent last sent (one row per node, not audited: an unchanged report only moves
+    `received_at`, which is how a silent agent is told from a quiet node). `check` is the state check of
+    the kubelet's checkpoints against the model (`state_check`), run on every changed report."""
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="report")
+    digest = models.CharField(max_length=64, help_text="sha256 of the report without its time and agent")
+    reported_at = models.DateTimeField(help_text="when the agent read the node (the report's time)")
+    received_at = models.DateTimeField(help_text="the last report received, changed or not")
+    changed_at = models.DateTimeField(help_text="the last report that changed the node or its allocations")
+    agent = models.CharField(max_length=300, blank=True, default="", help_text="the agent's version and host")
+    sender = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+", help_text="whose token sent the last report")
+    state_check = models.JSONField(default=dict, blank=True,
+                             help_text="the state check (model vs kubelet); empty without a cpu_manager_state")
+    disagreements = models.PositiveIntegerField(default=0, help_text="containers (and findings) where the model "
+                                                "and the kubelet disagree")
+    pci_devices = models.JSONField(default=list, blank=True)
+    notes = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"report of {self.node_id} at {self.reported_at}"
+
+
+class AgentBinding(models.Model):
+    """The one cluster an agent account may report nodes of (`create_user NAME --role agent --cluster C`)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_binding")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="agents")
+
+    def __str__(self) -> str:
+        return f"{self.user_id} reports for {self.cluster_id}"
 
 
 def _bump_node(sender: type[Allocation], instance: Allocation, **kwargs: Any) -> None:

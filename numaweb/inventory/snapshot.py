@@ -29,7 +29,7 @@ from scheduler_core.kubelet.state_check import replay
 from scheduler_core.model.node import Node as EngineNode
 
 from . import services
-from .models import Allocation, Cluster, Node
+from .models import Allocation, Cluster, Node, NodeReport
 
 
 class EmptySnapshot(ValueError):
@@ -118,6 +118,7 @@ class _Import:
     inserts: list[tuple[Node, Allocation]] = field(default_factory=list)
     new_rows: list[tuple[Node, list[Allocation]]] = field(default_factory=list)
     topologies: dict[int, dict[str, Any]] = field(default_factory=dict)  # one shape's Topology serialised once
+    reported: set[int] = field(default_factory=set)  # ids of the nodes a node agent reports (its truth wins)
 
 
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
@@ -162,7 +163,8 @@ def _start(cluster: Cluster, snap: Snapshot, report: ImportReport) -> _Import:
     for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
         allocs.setdefault(a.node_id, []).append(a)
     running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
-    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running)
+    reported = set(NodeReport.objects.filter(node__cluster=cluster).values_list("node_id", flat=True))
+    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running, reported=reported)
 
 
 def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
@@ -174,12 +176,16 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
     _describe(run, row, snode)
     returned = existing is not None and row.removed_at is not None
     row.removed_at = None
-    # replay the node's running pods, in creation order, on a node without allocations
-    engine = EngineNode(name, snode.topology, services.kubelet_of(row))
-    replayed = _replay(run, name, engine)
-    report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
     old = run.allocs.get(row.pk, []) if existing is not None else []
-    kept = _keep_scheduled(run, name, engine, old)
+    # replay the node's running pods, in creation order, on a node without allocations; on a node an agent
+    # reports, on its topology beside what the kubelet holds, and only the pods the kubelet does not hold
+    observed = [a for a in old if a.origin == Allocation.OBSERVED] if row.pk in run.reported else []
+    _name_observed(row, observed)
+    engine = EngineNode(name, services.topology_of(row) if row.pk in run.reported else snode.topology,
+                        services.kubelet_of(row), [services.allocation_to_engine(a) for a in observed])
+    replayed = _replay(run, name, engine, {a.pod for a in observed})
+    report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
+    kept = observed + _keep_scheduled(run, name, engine, [a for a in old if a.origin != Allocation.OBSERVED])
     allocs_changed = sorted(_alloc_key(a) for a in old if a.origin == Allocation.REPLAYED) != sorted(
         _alloc_key(a) for a in replayed) or len(kept) != len([a for a in old if a.origin != Allocation.REPLAYED])
     report["allocations_replayed"] += len(replayed)
@@ -208,12 +214,14 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
 
 
 def _describe(run: _Import, row: Node, snode: SnapshotNode) -> None:
-    """The row's kubelet settings, topology, labels and snapshot facts from the snapshot (its truth)."""
-    services.set_kubelet(row, snode.kubelet)
-    data = run.topologies.get(id(snode.topology))
-    if data is None:
-        data = run.topologies[id(snode.topology)] = snode.topology.to_dict()
-    services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
+    """The row's kubelet settings, topology, labels and snapshot facts from the snapshot (its truth); on a node
+    a node agent reports, the agent's topology and kubelet settings stay (read from the node itself)."""
+    if row.pk not in run.reported:
+        services.set_kubelet(row, snode.kubelet)
+        data = run.topologies.get(id(snode.topology))
+        if data is None:
+            data = run.topologies[id(snode.topology)] = snode.topology.to_dict()
+        services.set_topology(row, snode.topology, snode.source, imported=False, data=data)
     row.labels = snode.labels
     # Volcano's numa-aware plugin sees only nodes whose resource exporter publishes a Numatopology
     row.numatopology = "numatopo" in snode.source.split("+")
@@ -226,10 +234,22 @@ def _describe(run: _Import, row: Node, snode: SnapshotNode) -> None:
         row.snapshot["pods"] = dict(sorted(pod_names.items()))
 
 
-def _replay(run: _Import, name: str, engine: EngineNode) -> list[Allocation]:
+def _name_observed(row: Node, observed: list[Allocation]) -> None:
+    """Observed allocations the kubelet knows by pod UID take the name the snapshot gives that UID (their job
+    is linked at the end of the import, as every allocation's)."""
+    names = (row.snapshot or {}).get("pods") or {}
+    for a in observed:
+        if a.pod in names:
+            a.pod = names[a.pod]
+            Allocation.objects.filter(pk=a.pk).update(pod=a.pod)
+
+
+def _replay(run: _Import, name: str, engine: EngineNode, observed: set[str]) -> list[Allocation]:
     """The node's running pods admitted in creation order on `engine`: their allocations (not saved);
-    a pod the replay refuses is a disagreement."""
-    pods = run.snap.running_on(name)
+    a pod the replay refuses is a disagreement. Pods the node's kubelet holds (`observed`, by name or
+    UID) are not replayed: the agent's report says where they are."""
+    pods = [p for p in run.snap.running_on(name)
+            if f"{p.namespace}/{p.name}" not in observed and p.uid not in observed]
     replayed: list[Allocation] = []
     for spod, result in zip(pods, replay(engine, [p.pod for p in pods]), strict=True):
         if not result.admitted:

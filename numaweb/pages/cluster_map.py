@@ -2,7 +2,10 @@
 pool label, when the snapshot gave one) and machine shape, coloured by one measure in six bins.
 
 Measures: free CPUs on the node's best NUMA node, free single-NUMA blocks of a size (how many pods of that
-many CPUs fit each on one NUMA node), reserved CPUs, or a session's TopologyAffinityErrors on the node.
+many CPUs fit each on one NUMA node), reserved CPUs, a session's TopologyAffinityErrors on the node, or the
+node agent's disagreements (the state check of its last report: model against kubelet; a node no agent
+reports is drawn apart, `no-agent`). Under every measure a node whose agent has gone silent longer than
+NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`).
 Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples
 and writes one short <rect> per node; sizes are CSS, clicks a static script (no inline style or script)."""
 
@@ -11,15 +14,17 @@ from __future__ import annotations
 import bisect
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models import Count
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from numaweb.inventory.models import Node
+from numaweb.inventory.agent import stale_after
+from numaweb.inventory.models import Node, NodeReport
 from numaweb.scheduling.models import Placement
 
 from . import usage
@@ -28,10 +33,12 @@ from . import usage
 POOL_LABELS = ("cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool",
                "node.kubernetes.io/pool", "pool")
 MEASURES = {"best": "free CPUs on the best NUMA node", "blocks": "free single-NUMA blocks of a size",
-            "reserved": "reserved CPUs", "errors": "TopologyAffinityErrors of a session"}
+            "reserved": "reserved CPUs", "errors": "TopologyAffinityErrors of a session",
+            "agent": "disagreements of the model with the kubelet (node agents)"}
 #: lower bounds of bins 1..5 (bin 0 is below the first)
 BINS = {"best": (1, 4, 8, 16, 32), "blocks": (1, 2, 4, 8, 16), "reserved": (1, 2, 4, 8, 16),
-        "errors": (1, 2, 5, 10, 20)}
+        "errors": (1, 2, 5, 10, 20), "agent": (1, 2, 3, 5, 10)}
+MARKS = {"stale": "agent silent: stale", "no-agent": "no agent reports this node"}
 CELL, GAP, COLUMNS, LABEL_W, ROW_GAP = 8, 1, 130, 190, 6
 _PLAIN = frozenset(string.ascii_letters + string.digits + "-._")
 
@@ -40,6 +47,8 @@ _PLAIN = frozenset(string.ascii_letters + string.digits + "-._")
 class Group:
     title: str
     nodes: list[tuple[int, str, int]]  # (id, name, value)
+    #: node id → its extra mark (`stale`, `no-agent`), drawn as a class and said in the tooltip
+    marks: dict[int, str] = field(default_factory=dict)
 
 
 def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int | None = None
@@ -54,6 +63,10 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
     if measure == "errors" and session_id is not None:
         errors = dict(Placement.objects.filter(session_id=session_id, kubelet_reason="TopologyAffinityError")
                       .values_list("node_id").annotate(n=Count("id")).values_list("node_id", "n"))
+    reports = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id", "received_at"))
+    disagreements = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id",
+                                                                                               "disagreements"))
+    silent_since = timezone.now() - stale_after()
     groups: dict[tuple, Group] = {}
     unreadable = 0
     for pk, name, _g, _u, pool_name, sockets, numa, cpus in rows:
@@ -67,6 +80,8 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
             value = sum(free // size for _n, free, _t in use.numa)
         elif measure == "reserved":
             value = sum(use.reserved)
+        elif measure == "agent":
+            value = disagreements.get(pk, 0)
         else:
             value = errors.get(pk, 0)
         shape = f"{cpus} CPUs · {numa} NUMA · {sockets} pkg"
@@ -74,6 +89,11 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
         if key not in groups:
             groups[key] = Group(f"{pool_name} · {shape}" if pool_name else shape, [])
         groups[key].nodes.append((pk, name, value))
+        if pk not in reports:
+            if measure == "agent":
+                groups[key].marks[pk] = "no-agent"
+        elif reports[pk] < silent_since:
+            groups[key].marks[pk] = "stale"
     ordered = [groups[k] for k in sorted(groups)]
     for g in ordered:
         g.nodes.sort(key=lambda n: n[1])
@@ -88,7 +108,7 @@ def legend(measure: str, size: int = 1) -> list[tuple[int, str]]:
     """(bin, label) for the six bins of the measure."""
     lows = BINS[measure]
     unit = {"best": "free CPUs", "blocks": f"blocks of {size} CPUs", "reserved": "reserved CPUs",
-            "errors": "errors"}[measure]
+            "errors": "errors", "agent": "disagreements"}[measure]
     out = [(0, f"0 {unit}")]
     for i, low in enumerate(lows, 1):
         high = lows[i] - 1 if i < len(lows) else None
@@ -110,8 +130,10 @@ def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> Safe
             x, row_y = LABEL_W + (i % COLUMNS) * step, y + (i // COLUMNS) * step
             if not _PLAIN.issuperset(name):  # node names are DNS names: escaping is for the odd imported one
                 name = escape(name)
-            out.append(f'<rect x="{x}" y="{row_y}" class="m{bisect.bisect_right(lows, value)}" data-id="{pk}" '
-                       f'data-value="{value}"><title>{name}: {value}</title></rect>')
+            mark = g.marks.get(pk)
+            out.append(f'<rect x="{x}" y="{row_y}" class="m{bisect.bisect_right(lows, value)}'
+                       f'{" " + mark if mark else ""}" data-id="{pk}" data-value="{value}">'
+                       f'<title>{name}: {value}{" (" + MARKS[mark] + ")" if mark else ""}</title></rect>')
         out.append("</g>")
         y += max(rows * step, CELL + 4) + ROW_GAP
     width = LABEL_W + COLUMNS * step

@@ -4,16 +4,18 @@ A pod is known from what it holds (allocation rows, `namespace/name`, per contai
 (a job's pods are `<job>-<task>-<i>` in its namespace). The query is a case-insensitive part of the
 pod's `namespace/name`, which holds the job's name and the namespace too. Each match says the node and
 NUMA nodes holding it (`inventory.holdings`, the rule the node page uses), its CPUs, memory per NUMA
-node, devices, who wrote the allocation, and its latest session placement. Only the matches shown are
-built and resolved; the rest are counted, by the database and by arithmetic on the replica counts (a job
-of 10,000 pods costs the same as a job of one: 2.4 M pods answer in 0.07 s, where building them took 59 s
-and 2.3 GB)."""
+node, devices, who wrote the allocation, and its latest session placement; on a node a node agent reports,
+when the kubelet was last seen holding it (`observed_at`), whether the agent is stale, and where the model
+disagrees with the kubelet about this pod's containers. Only the matches shown are built and resolved; the rest
+are counted, by the database and by arithmetic on the replica counts (a job of 10,000 pods costs the same as a
+job of one: 2.4 M pods answer in 0.07 s, where building them took 59 s and 2.3 GB)."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -21,7 +23,8 @@ from django.db.models.functions import Collate
 
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Allocation, Node
+from numaweb.inventory.agent import agent_status
+from numaweb.inventory.models import Allocation, Node, NodeReport
 from numaweb.jobs.models import Task
 from scheduler_core.model.cpuset import CPUSet
 
@@ -29,7 +32,7 @@ from .models import Placement
 
 #: who wrote an allocation, by its origin (a `scheduled` row without a session was written by hand:
 #: the API or the admin site)
-WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay"}
+WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay", Allocation.OBSERVED: "agent"}
 
 
 @dataclass
@@ -48,6 +51,8 @@ class PodMatch:
     writers: set[tuple[str, int | None]] = field(default_factory=set)  # (writer, session id)
     numa: list[int] = field(default_factory=list)
     placement: dict | None = None
+    observed_at: datetime | None = None  # the report that showed the kubelet holding it (origin observed)
+    agent: dict | None = None  # the node agent: stale, the node's and this pod's disagreements
 
     @property
     def namespace(self) -> str:
@@ -69,6 +74,7 @@ class PodMatch:
             "memory": holdings.memory_per_numa(self.memory), "devices": holdings.devices_of(self.devices),
             "written_by": [{"writer": w, "session": s} for w, s in writer],
             "last_placement": self.placement,
+            "observed_at": self.observed_at.isoformat() if self.observed_at else None, "agent": self.agent,
         }
 
 
@@ -98,7 +104,22 @@ def find_pods(query: str, cluster: int | None = None, limit: int = 50) -> tuple[
     _fill_held([m for m in shown if m.node is not None], held, needle, groups)
     _resolve_numa(shown)
     _attach_placements(shown, cluster)
+    _attach_agents(shown)
     return count, shown
+
+
+def _attach_agents(matches: Iterable[PodMatch]) -> None:
+    """For a pod on a node an agent reports: is the agent stale, how many disagreements on the node, and the
+    state check's disagreeing containers of this pod."""
+    held = [m for m in matches if m.node is not None]
+    reports = NodeReport.objects.in_bulk({m.node[0] for m in held if m.node is not None}, field_name="node_id")
+    for m in held:
+        status = agent_status(reports.get(m.node[0])) if m.node is not None else None
+        if status is None:
+            continue
+        mine = [c for c in status["check"]["containers"] if c.get("pod") == m.uid]
+        m.agent = {"stale": status["stale"], "reported_at": status["reported_at"].isoformat(),
+                   "node_disagreements": status["disagreements"], "disagreements": mine}
 
 
 def _bytewise(field: str) -> Collate:
@@ -200,9 +221,9 @@ def _fill_held(matches: list[PodMatch], held: QuerySet[Allocation], needle: str,
     by_key = {(m.uid, m.node[0]): m for m in matches if m.node is not None}
     rows = held.filter(pod__in={uid for uid, _node in by_key}, node_id__in={node for _uid, node in by_key})
     for (uid, container, cpus, memory, devices, origin, session, node_id, cluster_id, cluster_name, job_id,
-         job_name) in rows.values_list(
+         job_name, observed_at) in rows.values_list(
             "pod", "container", "cpus", "memory", "devices", "origin", "session_id", "node_id", "cluster_id",
-            "cluster__name", "job_id", "job__name").order_by("pod", "node_id", "id"):
+            "cluster__name", "job_id", "job__name", "observed_at").order_by("pod", "node_id", "id"):
         match = by_key.get((uid, node_id))
         if match is None:
             continue
@@ -215,6 +236,8 @@ def _fill_held(matches: list[PodMatch], held: QuerySet[Allocation], needle: str,
         match.memory.append(memory)
         match.devices.append(devices)
         match.writers.add((writer_of(origin, session), session))
+        if observed_at is not None:
+            match.observed_at = max(observed_at, match.observed_at or observed_at)
     for m in matches:  # a job's pod: its job and task from the job (as when it holds nothing)
         if needle in m.uid.lower() and (found := _job_pod(m.uid, groups)) is not None:
             owner = found[0].owner(found[1])

@@ -9,6 +9,10 @@ container name → cpuset, the v1 layout container ID → cpuset (pod unknown: t
 [{numaAffinity, type, size}]. A block spread over several NUMA nodes is split evenly across them
 (the remainder on the lowest node), since the file records only the total.
 
+`device-plugins/kubelet_internal_checkpoint` (the Device Manager's): `Data.PodDeviceEntries`, each
+{PodUID, ContainerName, ResourceName, DeviceIDs} where DeviceIDs maps a NUMA id (string, "-1" for
+none) to device ids (older kubelets: a plain list), and `Data.RegisteredDevices` resource → ids.
+
 As a topology (`load_as_topology`), only the CPU ids (`defaultCpuSet` ∪ assigned) or the NUMA
 node sizes are known: one NUMA node, one socket, one core per CPU, all flagged inferred.
 """
@@ -130,6 +134,45 @@ def memory_state(text: str) -> MemoryState:
                     memory.setdefault(nid, {})[res] = memory.get(nid, {}).get(res, 0) + amount
             entries[(str(pod), str(container))] = memory
     return {"policy": policy, "nodes": nodes, "entries": entries, "checksum": go_key(data, "checksum")}
+
+
+class DeviceState(TypedDict):
+    """A parsed Device Manager checkpoint: devices per (pod, container) and resource, the NUMA node the
+    checkpoint gives each allocated device, and the devices registered per resource."""
+
+    entries: dict[tuple[str, str], dict[str, list[str]]]
+    numa: dict[str, int]
+    registered: dict[str, list[str]]
+
+
+def device_state(text: str) -> DeviceState:
+    what = "kubelet_internal_checkpoint"
+    data = go_key(json_object(text, what), "Data")
+    if not isinstance(data, dict):
+        raise FormatError(f"{what}: 'Data' must be an object")
+    entries: dict[tuple[str, str], dict[str, list[str]]] = {}
+    numa: dict[str, int] = {}
+    for i, entry in enumerate(go_key(data, "PodDeviceEntries") or []):
+        where = f"{what}: PodDeviceEntries[{i}]"
+        if not isinstance(entry, dict):
+            raise FormatError(f"{where} must be an object")
+        pod, container, resource = (go_key(entry, k) for k in ("PodUID", "ContainerName", "ResourceName"))
+        if not all(isinstance(v, str) and v for v in (pod, container, resource)):
+            raise FormatError(f"{where} needs PodUID, ContainerName and ResourceName strings")
+        ids = go_key(entry, "DeviceIDs") or []
+        by_numa = ids if isinstance(ids, dict) else {"-1": ids}
+        held = entries.setdefault((str(pod), str(container)), {}).setdefault(str(resource), [])
+        for key, devices in by_numa.items():
+            node = parse_int(key, f"{where}.DeviceIDs key", minimum=-1)
+            if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+                raise FormatError(f"{where}.DeviceIDs[{key!r}] must be a list of device ids")
+            held.extend(devices)
+            numa.update({d: node for d in devices if node >= 0})
+    registered = go_key(data, "RegisteredDevices") or {}
+    if not isinstance(registered, dict) or not all(
+            isinstance(ids, list) and all(isinstance(d, str) for d in ids) for ids in registered.values()):
+        raise FormatError(f"{what}: 'RegisteredDevices' must map resources to lists of device ids")
+    return {"entries": entries, "numa": numa, "registered": {str(r): list(ids) for r, ids in registered.items()}}
 
 
 def allocations(text: str, fmt: str) -> list[Allocation]:

@@ -1,8 +1,10 @@
 """A Linux sysfs tree — a folder (a live `/` or an unpacked dump) or a tar / tar.gz / tar.bz2 / tar.xz
 dump (hwloc-gather-topology's `<name>/sys/...`, util-linux's `<name>/sys/...`).
 
-Only `sys/devices/system/{cpu,node}` and `proc/cpuinfo` are read; archive members are capped in
-size and number, links are never followed outside the tree, trailing NUL bytes are stripped.
+Only `sys/devices/system/{cpu,node}`, the PCI functions' `class`, `vendor`, `device` and `numa_node`
+(`sys/bus/pci/devices/*`, in an archive `sys/devices/pci*/.../<bus id>/`), `proc/cpuinfo` and
+`proc/meminfo` are read; archive members are capped in size and number, links are never followed
+outside the tree, trailing NUL bytes are stripped.
 
 Rules:
 - Online CPUs: `cpu/online` when present, else every `cpuN` whose `online` is not 0 (old kernels);
@@ -10,12 +12,30 @@ Rules:
 - Two CPUs share a core only when they agree on package, drawer, book, die, cluster, core_id,
   NUMA node and thread siblings (`core_cpus_list`, `thread_siblings_list` or the `thread_siblings`
   map): `core_id` alone repeats across dies and clusters, and Bulldozer's thread siblings pair two
-  integer cores that have different core ids. Socket: `physical_package_id`; when it is -1 (POWER,
-  s390) the package sibling lists number the sockets by their lowest CPU, as lscpu does (none → 0, flagged).
+  integer cores that have different core ids; the siblings come from `core_cpus_list`, else the
+  `core_cpus` map, else `thread_siblings_list`, else the `thread_siblings` map.
+- Socket: a package is the set of CPUs its package mask (`package_cpus_list`, `package_cpus`,
+  `core_siblings_list`, `core_siblings`) names, as hwloc reads it. Packages are numbered by
+  `physical_package_id` when each id names one package; when an id repeats over different masks
+  (16 one-CPU Itanium packages all saying 0 or 512) or is -1 (POWER, s390), by their lowest CPU, as
+  lscpu does. Without any mask: `physical_package_id`, else 0 (flagged).
 - NUMA: `nodeN/cpulist` (else `cpumap`), restricted to online CPUs; node ids may be sparse. An
   online CPU that no node folder lists goes to the node of its `cpuN/nodeM` link (a node folder
   missing from the dump, flagged `numa_nodes`), else node 0.
 - Memory: `nodeN/meminfo` MemTotal; hugepages: `nodeN/hugepages/hugepages-<size>kB/nr_hugepages`.
+  A kernel without NUMA folders (no `node/nodeN`) has one node, 0: its memory is `proc/meminfo`'s
+  MemTotal and its hugepages `HugePages_Total` × `Hugepagesize`.
+- PCI devices: every function whose class hwloc (and so lstopo) counts as important — storage,
+  network, display, processor (co-processors), processing accelerators, fibre channel, InfiniBand,
+  CXL memory, unclassified — becomes a device; bridges do not. Its id is the bus id, its NUMA node
+  `numa_node`; when that is -1 (or absent) the NUMA nodes whose CPUs `local_cpus` names, as hwloc
+  places it, unless those are every node (then none: no NUMA affinity). Its resource is inferred from
+  class and vendor as for hwloc XML (display and accelerators by vendor, `nvidia.com/gpu` ...;
+  network `hwloc/nic`, InfiniBand (0207, 0c06) or a network function with an `infiniband/` folder
+  `hwloc/rdma`;
+  co-processors `hwloc/coproc`; storage `hwloc/storage`; others `hwloc/pci`), flagged `device_resources`.
+  Every function read, bridges included, is listed in `extra["pci_devices"]` (bus id, class,
+  vendor, device, numa).
 - Distances: `nodeN/distance`; the columns are the node folders in id order, or `node/possible`
   (then `node/online`) when the row has that length instead.
 - Uncore: the level-3 cache's `id`, else the lowest CPU of its `shared_cpu_list`.
@@ -30,10 +50,12 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
+from ..model.topology import Device
 from . import _tar
-from ._draft import CPURecord, Draft
+from ._draft import CPURecord, Draft, Loaded, build_topology
 from ._source import Source
 from ._values import check_id, hugepage_key, parse_cpulist, parse_hex_mask, parse_id, parse_int
+from .hwloc_devices import GPU_VENDORS
 
 #: Bounds on an archive (a 448-thread dump has ~35,000 members and ~31 MiB of tar stream; the limits
 #: leave room for machines three times larger and refuse an archive bomb in well under a second).
@@ -51,14 +73,32 @@ _CPU_FILE = re.compile(r"sys/devices/system/cpu/cpu(\d+)/(.*)$")
 _NODE_FILE = re.compile(r"sys/devices/system/node/node(\d+)/(.*)$")
 _HUGEPAGES = re.compile(r"hugepages/hugepages-(\d+)kB/nr_hugepages$")
 _CPU_NODE_LINK = re.compile(r"(?:^|/)sys/devices/system/cpu/cpu(\d+)/node(\d+)$")
+_BUS_ID = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+#: a PCI function's file in an archive: under its bus folder (`sys/devices/pci0000:00/.../<bus id>/`)
+_PCI_FILE = re.compile(rf"(?:^|/)sys/(?:bus/pci/devices|devices/pci[0-9a-fA-F:]+(?:/{_BUS_ID})*)/({_BUS_ID})/"
+                       r"(class|vendor|device|numa_node|local_cpus|infiniband/[^/]+/node_type)$")
+_PCI_FIELDS = ("class", "vendor", "device", "numa_node", "local_cpus")
+_PROC_FILES = ("proc/cpuinfo", "proc/meminfo")
+#: PCI classes hwloc keeps by default (its "important" filter, without bridges): base classes, then classes
+_IMPORTANT_BASES = (0x00, 0x01, 0x02, 0x03, 0x0B, 0x12)
+_IMPORTANT_CLASSES = (0x0C04, 0x0C06, 0x0502)
+
+
+def _proc_file(member: str) -> str | None:
+    return next((f for f in _PROC_FILES if member == f or member.endswith("/" + f)), None)
 
 
 def _wanted(member: str) -> bool:
     """Members whose content the importer reads (every other payload is skipped unread)."""
-    if member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo"):
+    if _proc_file(member) is not None or _PCI_FILE.search(member) is not None:
         return True
     at = member.find("sys/devices/system/")
     return at >= 0 and (at == 0 or member[at - 1] == "/") and _WANTED.fullmatch(member[at:]) is not None
+
+
+def _pci_key(bus_id: str, fname: str) -> str:
+    """The key a PCI function's file is kept under, whichever path it was read from."""
+    return f"pci/{bus_id.lower()}/{'infiniband' if fname.startswith('infiniband/') else fname}"
 
 
 def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
@@ -73,13 +113,16 @@ def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
                 links[check_id(int(link.group(1)), "CPU", f"{name}: {member}")] = check_id(
                     int(link.group(2)), "NUMA node", f"{name}: {member}")
             continue
-        if member == "proc/cpuinfo" or member.endswith("/proc/cpuinfo"):
-            files["proc/cpuinfo"] = _text(payload, name, member)
+        proc = _proc_file(member)
+        if proc is not None:
+            files[proc] = _text(payload, name, member)
             continue
         total += len(payload)
         if total > MAX_TOTAL_BYTES:
             raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
-        files[member[member.find("sys/devices/system/"):]] = _text(payload, name, member)
+        pci = _PCI_FILE.search(member)
+        key = _pci_key(pci.group(1), pci.group(2)) if pci else member[member.find("sys/devices/system/"):]
+        files[key] = _text(payload, name, member)
     return files, links
 
 
@@ -90,20 +133,26 @@ def _text(payload: bytes, name: str, member: str) -> str:
 
 
 def _read_dir(root: pathlib.Path) -> tuple[dict[str, str], dict[int, int]]:
-    files: dict[str, str] = {}
-    links: dict[int, int] = {}
-    total = 0
     base = root
     if not (root / "sys").is_dir():
         subs = [p for p in root.iterdir() if (p / "sys" / "devices" / "system").is_dir()]
         if len(subs) == 1:
             base = subs[0]
-    for sub in ("sys/devices/system/cpu", "sys/devices/system/node"):
-        top = base / sub
+    return read_roots(base / "sys", base / "proc", str(root))
+
+
+def read_roots(sys_dir: pathlib.Path, proc_dir: pathlib.Path, name: str) -> tuple[dict[str, str], dict[int, int]]:
+    """The wanted files of a sysfs folder (a live `/sys`, or a dump's `sys/`) and a proc folder, keyed as
+    in an archive (`sys/devices/system/...`, `pci/<bus id>/<file>`, `proc/...`), and the CPUs' node links."""
+    files: dict[str, str] = {}
+    links: dict[int, int] = {}
+    total = 0
+    for sub in ("devices/system/cpu", "devices/system/node"):
+        top = sys_dir / sub
         if not top.is_dir():
             continue
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            rel_dir = pathlib.Path(dirpath).relative_to(base).as_posix()
+            rel_dir = "sys/" + pathlib.Path(dirpath).relative_to(sys_dir).as_posix()
             if rel_dir.count("/") > 8:
                 dirnames[:] = []
                 continue
@@ -123,13 +172,40 @@ def _read_dir(root: pathlib.Path) -> tuple[dict[str, str], dict[int, int]]:
                     continue
                 total += len(data)
                 if total > MAX_TOTAL_BYTES:
-                    raise FormatError(f"{root}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
+                    raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
                 files[rel] = data.decode("utf-8", "replace")
-    cpuinfo = base / "proc" / "cpuinfo"
-    if cpuinfo.is_file():
-        with cpuinfo.open("rb") as fh:
-            files["proc/cpuinfo"] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
+    files.update(_read_pci(sys_dir))
+    for proc in _PROC_FILES:
+        path = proc_dir / proc.split("/", 1)[1]
+        if path.is_file():
+            with path.open("rb") as fh:
+                files[proc] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
     return files, links
+
+
+def _read_pci(sys_dir: pathlib.Path) -> dict[str, str]:
+    """Each PCI function's files from `bus/pci/devices/<bus id>` (links into `devices/pci*`, followed only
+    when they stay inside `sys_dir`)."""
+    files: dict[str, str] = {}
+    bus = sys_dir / "bus" / "pci" / "devices"
+    if not bus.is_dir():
+        return files
+    inside = os.path.realpath(sys_dir)
+    for entry in sorted(bus.iterdir())[:MAX_MEMBERS]:
+        if not re.fullmatch(_BUS_ID, entry.name):
+            continue
+        real = os.path.realpath(entry)
+        if not (real + "/").startswith(inside + "/"):
+            continue
+        for fname in _PCI_FIELDS:
+            try:
+                with open(os.path.join(real, fname), "rb") as fh:
+                    files[_pci_key(entry.name, fname)] = fh.read(MAX_MEMBER_BYTES).decode("ascii", "replace")
+            except OSError:
+                continue
+        if os.path.isdir(os.path.join(real, "infiniband")):
+            files[_pci_key(entry.name, "infiniband/")] = ""
+    return files
 
 
 def _clean(text: str) -> str:
@@ -150,8 +226,12 @@ class _Tree:
     nodes: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
-def load(src: Source) -> Draft:
-    if src.directory is not None:
+def load(src: Source, proc_dir: pathlib.Path | None = None) -> Draft:
+    """A draft from a dump (folder or archive), or with `proc_dir` from a sysfs folder itself (`src`)
+    and a proc folder, as a live machine has them."""
+    if src.directory is not None and proc_dir is not None:
+        files, links = read_roots(src.directory, proc_dir, src.name)
+    elif src.directory is not None:
         files, links = _read_dir(src.directory)
     elif src.raw is not None:
         files, links = _read_tar(src.raw, src.name)
@@ -168,11 +248,21 @@ def load(src: Source) -> Draft:
             numa_of[cpu] = links.get(cpu, 0)
             draft.inferred.add("numa_nodes")
             draft.numa_memory.setdefault(numa_of[cpu], 0)
+    if not tree.nodes and set(numa_of.values()) == {0}:
+        _memory_from_proc(files.get("proc/meminfo", ""), f"{src.name}: proc/meminfo", draft)
     draft.distances = _distances(tree.nodes, files, src.name)
-    package_rank = _packages_from_siblings(tree.topology, online, src.name)
+    package_of = _packages(tree.topology, online, src.name)
     for cpu in sorted(online):
-        _add_cpu(cpu, tree, numa_of[cpu], package_rank, src.name, draft)
+        _add_cpu(cpu, tree, numa_of[cpu], package_of, src.name, draft)
+    _pci_devices(files, numa_of, src.name, draft)
     return draft
+
+
+def load_host(sys_dir: pathlib.Path, proc_dir: pathlib.Path) -> Loaded:
+    """This machine from its sysfs and proc folders (a node agent's `--sysfs` and `--proc`)."""
+    draft = load(Source(directory=sys_dir, name=str(sys_dir)), proc_dir)
+    topology = build_topology(draft, str(sys_dir))
+    return Loaded("sysfs", topology, notes=draft.notes, dropped_numa=draft.dropped_numa, extra=draft.extra)
 
 
 def _tree(files: dict[str, str], name: str) -> _Tree:
@@ -242,22 +332,20 @@ def _numa(nodes: dict[int, dict[str, str]], online: set[int], name: str, draft: 
     return numa_of
 
 
-def _add_cpu(cpu: int, tree: _Tree, numa: int, package_rank: dict[int, int], name: str, draft: Draft) -> None:
-    """One online CPU's record: its package (`physical_package_id`, else the package sibling lists'
-    rank, else 0 inferred), its core (every topology id and the thread siblings agree) and its L3."""
+def _add_cpu(cpu: int, tree: _Tree, numa: int, package_of: dict[int, int], name: str, draft: Draft) -> None:
+    """One online CPU's record: its package (`_packages`, else 0 inferred), its core (every topology id
+    and the thread siblings agree) and its L3."""
     t = tree.topology.get(cpu, {})
     where = f"{name}: cpu{cpu}/topology"
-    pkg_text = t.get("physical_package_id")
-    if pkg_text is not None and pkg_text.strip() != "-1":
-        pkg = parse_id(pkg_text, "socket", f"{where}/physical_package_id")
-    elif cpu in package_rank:
-        pkg = package_rank[cpu]
-    else:
+    pkg = package_of.get(cpu)
+    if pkg is None:
         pkg = 0
         draft.inferred.add("sockets")
     siblings = None
     if "core_cpus_list" in t:
         siblings = parse_cpulist(t["core_cpus_list"], f"{where}/core_cpus_list").mask
+    elif "core_cpus" in t:
+        siblings = parse_hex_mask(t["core_cpus"], f"{where}/core_cpus")
     elif "thread_siblings_list" in t:
         siblings = parse_cpulist(t["thread_siblings_list"], f"{where}/thread_siblings_list").mask
     elif "thread_siblings" in t:
@@ -274,27 +362,104 @@ def _add_cpu(cpu: int, tree: _Tree, numa: int, package_rank: dict[int, int], nam
     draft.cpus.append(CPURecord(cpu, key, pkg, numa, _l3(tree.cache.get(cpu, {}), f"{name}: cpu{cpu}")))
 
 
-def _packages_from_siblings(topo: dict[int, dict[str, str]], online: set[int], name: str) -> dict[int, int]:
-    """Socket per CPU from the package sibling lists (`package_cpus_list`, `core_siblings_list`,
-    `core_siblings`), numbered by their lowest CPU: what lscpu does when `physical_package_id` is -1
-    (POWER, s390), so both importers count the same sockets."""
-    groups: dict[int, int] = {}
+def _packages(topo: dict[int, dict[str, str]], online: set[int], name: str) -> dict[int, int]:
+    """Socket per CPU (the rule in the module docstring): packages are the package masks' CPU sets, named
+    by `physical_package_id` when each id names one package, else numbered by their lowest CPU."""
+    masks: dict[int, int] = {}
+    ids: dict[int, int] = {}
     for cpu in sorted(online):
         t = topo.get(cpu, {})
         where = f"{name}: cpu{cpu}/topology"
-        if "package_cpus_list" in t:
-            mask = parse_cpulist(t["package_cpus_list"], f"{where}/package_cpus_list").mask
-        elif "core_siblings_list" in t:
-            mask = parse_cpulist(t["core_siblings_list"], f"{where}/core_siblings_list").mask
-        elif "core_siblings" in t:
-            mask = parse_hex_mask(t["core_siblings"], f"{where}/core_siblings")
-        else:
+        pkg_text = t.get("physical_package_id")
+        if pkg_text is not None and pkg_text.strip() != "-1":
+            ids[cpu] = parse_id(pkg_text, "socket", f"{where}/physical_package_id")
+        for fname, parse in (("package_cpus_list", _list_mask), ("package_cpus", parse_hex_mask),
+                             ("core_siblings_list", _list_mask), ("core_siblings", parse_hex_mask)):
+            if fname in t:
+                mask = parse(t[fname], f"{where}/{fname}")
+                if mask:
+                    masks[cpu] = mask
+                break
+    id_of_mask: dict[int, set[int]] = {}
+    for cpu, mask in masks.items():
+        id_of_mask.setdefault(mask, set()).add(ids.get(cpu, -1))
+    named = [next(iter(i)) for i in id_of_mask.values() if len(i) == 1 and -1 not in i]
+    if len(named) == len(id_of_mask) and len(set(named)) == len(named):
+        return {**ids, **{cpu: next(iter(id_of_mask[m])) for cpu, m in masks.items()}}
+    rank = {first: i for i, first in enumerate(sorted({(m & -m).bit_length() - 1 for m in id_of_mask}))}
+    return {**ids, **{cpu: rank[(m & -m).bit_length() - 1] for cpu, m in masks.items()}}
+
+
+def _list_mask(text: str, what: str) -> int:
+    return parse_cpulist(text, what).mask
+
+
+def _memory_from_proc(meminfo: str, where: str, draft: Draft) -> None:
+    """Node 0's memory and hugepages from `/proc/meminfo`, for a kernel without NUMA folders."""
+    values: dict[str, int] = {}
+    for line in meminfo.replace("\x00", "").splitlines():
+        m = re.match(r"^(MemTotal|HugePages_Total|Hugepagesize):\s+(\d+)", line)
+        if m:
+            values[m.group(1)] = parse_int(m.group(2), f"{where} {m.group(1)}")
+    if "MemTotal" in values:
+        draft.numa_memory[0] = values["MemTotal"] * 1024
+    if values.get("HugePages_Total") and values.get("Hugepagesize"):
+        size = values["Hugepagesize"] * 1024
+        draft.numa_hugepages[0] = {hugepage_key(size): size * values["HugePages_Total"]}
+
+
+def _pci_devices(files: dict[str, str], numa_of: dict[int, int], name: str, draft: Draft) -> None:
+    """The PCI functions read (`extra["pci_devices"]`) and, for those of an important class, the
+    topology's devices (the rule in the module docstring)."""
+    numa_ids = set(numa_of.values()) | set(draft.numa_memory)
+    functions: dict[str, dict[str, str]] = {}
+    for key, text in files.items():
+        if key.startswith("pci/"):
+            _, bus_id, fname = key.split("/", 2)
+            functions.setdefault(bus_id, {})[fname] = _clean(text)
+    listed: list[dict[str, object]] = []
+    for bus_id in sorted(functions):
+        entry = functions[bus_id]
+        where = f"{name}: PCI {bus_id}"
+        pci_class = _hex(entry.get("class", ""), f"{where}/class") >> 8 if entry.get("class") else None
+        vendor = f"{_hex(entry['vendor'], f'{where}/vendor'):04x}" if entry.get("vendor") else None
+        device = f"{_hex(entry['device'], f'{where}/device'):04x}" if entry.get("device") else None
+        node = parse_int(entry["numa_node"], f"{where}/numa_node", minimum=-1) if entry.get("numa_node") else -1
+        numa: tuple[int, ...] | None = (node,) if node in numa_ids else None
+        if node >= 0 and numa is None:
+            draft.notes.append(f"PCI {bus_id}: numa_node {node} is not a NUMA node of this machine; no locality")
+        elif node < 0 and entry.get("local_cpus"):
+            near = parse_hex_mask(entry["local_cpus"], f"{where}/local_cpus")
+            nodes = tuple(sorted({n for cpu, n in numa_of.items() if near >> cpu & 1}))
+            numa = nodes if nodes and len(nodes) < len(set(numa_of.values())) else None
+        listed.append({"bus_id": bus_id, "class": None if pci_class is None else f"{pci_class:04x}",
+                       "vendor": vendor, "device": device, "numa": None if numa is None else list(numa)})
+        if pci_class is None or not (pci_class >> 8 in _IMPORTANT_BASES or pci_class in _IMPORTANT_CLASSES):
             continue
-        if mask:
-            groups[cpu] = mask
-    firsts = sorted({(m & -m).bit_length() - 1 for m in groups.values()})
-    rank = {first: i for i, first in enumerate(firsts)}
-    return {cpu: rank[(m & -m).bit_length() - 1] for cpu, m in groups.items()}
+        draft.devices.append(Device(bus_id, _resource(pci_class, vendor, "infiniband" in entry), numa, True,
+                                    f"PCI {pci_class:04x} [{vendor or '?'}:{device or '?'}]"))
+        draft.inferred.add("device_resources")
+    if listed:
+        draft.extra["pci_devices"] = listed
+
+
+def _hex(text: str, what: str) -> int:
+    try:
+        return int(text.strip(), 16)
+    except ValueError:
+        raise FormatError(f"{what}: {text.strip()[:40]!r} is not a hexadecimal number") from None
+
+
+def _resource(pci_class: int, vendor: str | None, infiniband: bool) -> str:
+    """The device-plugin resource of one PCI function (see the module docstring)."""
+    base = pci_class >> 8
+    if base in (0x03, 0x12):
+        return GPU_VENDORS.get(vendor or "", "hwloc/gpu")
+    if base == 0x02 or pci_class in (0x0C04, 0x0C06):
+        return "hwloc/rdma" if infiniband or pci_class in (0x0207, 0x0C06) else "hwloc/nic"
+    if base == 0x0B:
+        return "hwloc/coproc"
+    return "hwloc/storage" if base == 0x01 else "hwloc/pci"
 
 
 def _model(cpuinfo: str) -> str:

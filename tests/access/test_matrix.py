@@ -20,7 +20,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from numaweb.access.roles import ADMIN, OPERATOR, ROLES, VIEWER
+from numaweb.access.roles import ADMIN, AGENT, OPERATOR, ROLES, VIEWER
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Allocation, Cluster
 from numaweb.room.models import RoomPlan
@@ -34,6 +34,7 @@ ANYONE = "anonymous"
 # -- the API: (METHOD, path as in the schema) -> least role ------------------------------------------
 API = {
     ("POST", "/api/auth-token/"): ANYONE,  # where credentials are exchanged for a token
+    ("POST", "/api/agent/reports/"): ADMIN,  # and the agent role, whose only right it is (below)
     ("GET", "/api/clusters/"): VIEWER,
     ("POST", "/api/clusters/"): ADMIN,
     ("GET", "/api/clusters/{id}/headroom/"): VIEWER,
@@ -173,6 +174,20 @@ def test_api_matrix(operation, objects, make_user):
             assert response.status_code not in (401, 403) and response.status_code < 500, (persona, seen)
 
 
+#: what the agent role may call: nothing else, reads included
+AGENT_MAY = {("POST", "/api/agent/reports/")}
+
+
+@pytest.mark.parametrize("operation", sorted(API), ids=lambda op: f"{op[0]} {op[1]}")
+def test_agent_role_may_only_send_reports(operation, objects, make_user):
+    method, path = operation
+    response = getattr(_client(make_user, AGENT), method.lower())(_url(path, objects), {}, format="json")
+    if operation in AGENT_MAY:
+        assert response.status_code == 400, response.json()  # the permission passed; an empty report is refused
+    elif API[operation] != ANYONE:
+        assert response.status_code == 403, (operation, response.status_code)
+
+
 def test_public_read_opens_every_read_and_no_write(objects, settings):
     settings.NUMAWEB_PUBLIC_READ = True
     anon = APIClient()
@@ -219,6 +234,15 @@ def _page_url(name: str, objects: dict[str, int]) -> str:
     resource = "cluster" if resource == "cluster-map" else resource
     kwargs = {key: 0 if key == "index" else objects[f"{resource}s"] for key in route.pattern.converters}
     return reverse(name, kwargs=kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_agent_role_opens_no_page(name, objects, make_user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user("p-agent", AGENT))
+    assert client.get(_page_url(name, objects)).status_code == 403
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))

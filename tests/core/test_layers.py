@@ -17,6 +17,7 @@ ALLOWED = {
     "volcano": {"errors", "model"},
     "scheduler": {"errors", "model", "kubelet", "volcano"},
     "bench": {"errors", "model", "kubelet", "scheduler"},
+    "agent": {"errors", "model", "formats"},
     "": {"errors", "model", "kubelet", "scheduler", "formats"},
 }
 

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET
 
 from numaweb.access.decorators import requires
 from numaweb.comparisons import services as comparison_services
-from numaweb.inventory.models import Cluster, Node
+from numaweb.inventory.agent import agent_status
+from numaweb.inventory.models import Cluster, Node, NodeReport
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.scheduling.pod_search import find_pods
 from scheduler_core.errors import EngineError
@@ -54,9 +55,10 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     query.pop("page", None)
     room, room_form = _headroom(request, list(shown.values()))
     policies = Counter(policy_of[pk] for pk in ids)
+    agents = {r.node_id: agent_status(r) for r in NodeReport.objects.filter(node_id__in=list(page))}
     ctx = {"form": form, "page": page, "total": len(ids), "query": query.urlencode(),
            "cards": [(shown[pk], usages[pk], usage.strip(shown[pk].name, usages[pk]),
-                      room["nodes"].get(pk) if room else None) for pk in page],
+                      room["nodes"].get(pk) if room else None, agents.get(pk)) for pk in page],
            "numa_sizes": usage.by_numa_size(usages[pk] for pk in ids),
            "policies": sorted(policies.items()),
            "headroom": room, "headroom_form": room_form, "strip_legend": usage.LEGEND}

@@ -14,7 +14,8 @@ from numaweb.access.decorators import requires
 from numaweb.access.history import history_rows
 from numaweb.inventory import checks, kubelet_config, snapshot
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Allocation, Cluster, Node
+from numaweb.inventory.agent import agent_status
+from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
 from numaweb.links import id_link
 from scheduler_core.errors import EngineError
 from scheduler_core.formats._source import MAX_INPUT_BYTES
@@ -34,6 +35,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
         "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
         "free_numa": state.free_per_numa(), "check_form": StateCheckForm(), "kubelet_form": KubeletConfigForm(),
+        "agent": agent_status(NodeReport.objects.filter(node=node).first()),
     }
 
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0006_historicalallocation_historicalcluster_and_more'),
+        ('inventory', '0007_agent_reports'),
     ]
 
     operations = [
