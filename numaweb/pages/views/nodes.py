@@ -34,6 +34,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
         "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
         "free_numa": state.free_per_numa(), "check_form": StateCheckForm(), "kubelet_form": KubeletConfigForm(),
+        "rejected_rows": node.rejected_pods.select_related("cluster", "node").order_by("namespace", "name")[:100],
     }
 
 
