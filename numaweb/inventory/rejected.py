@@ -27,8 +27,8 @@ from .models import Cluster, Node, RejectedPod
 
 #: seconds an import may spend looking for make-room plans over all its rejected pods (each search is
 #: bounded by MAKE_ROOM_SECONDS); past it a pod's remedies say the search was not made
-MAKE_ROOM_BUDGET = 30.0
-MAKE_ROOM_SECONDS = 2.0
+MAKE_ROOM_BUDGET = 10.0
+MAKE_ROOM_SECONDS = 1.0
 _COMPARED = ("node_id", "uid", "reason", "message", "rejected_at", "job", "gang", "node_class", "reproduced",
              "resource", "explanation", "remedies")
 

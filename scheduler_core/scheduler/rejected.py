@@ -347,8 +347,16 @@ class Remedies:
         return Remedy(OTHER_NODE, (0, 0, 0), f"admitted now on {len(shown)}{more} other node(s): {', '.join(shown)}",
                       {"nodes": shown})
 
+    def fits_empty(self, pod: Pod) -> bool:
+        """Whether some node of the cluster, emptied, admits `pod` (else no move can make room for it);
+        one admission per machine shape and settings."""
+        shapes = {(n.topology.fingerprint, n.kubelet): n for n in self.cluster.nodes.values()}
+        return any(admit_pod(Node(n.name, n.topology, n.kubelet), pod, commit=False).admitted for n in shapes.values())
+
     def make_room(self, pod: Pod) -> Remedy | None:
         """The fewest moves after which the kubelet admits `pod` somewhere (`room.make_room`, verified)."""
+        if not self.fits_empty(pod):
+            return None
         job = shape_job(pod, 1, None, pod.namespace)
         try:
             plan = make_room(self.cluster, job, "aligned", time_limit=self.make_room_time, max_checks=50)
