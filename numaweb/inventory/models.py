@@ -186,6 +186,9 @@ class RejectedPod(models.Model):
                                 help_text="the resource the explanation names")
     explanation = models.JSONField(default=dict, blank=True)
     remedies = models.JSONField(default=list, blank=True)
+    digest = models.CharField(max_length=64, blank=True, default="",
+                              help_text="what the explanation and remedies were computed from: the pod as the "
+                                        "snapshot says it and every listed node's generation")
 
     class Meta:
         ordering = ["cluster_id", "namespace", "name"]

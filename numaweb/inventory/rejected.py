@@ -4,19 +4,21 @@ The import (`inventory.snapshot`) hands over, at the end of its transaction, eve
 state as the import knew it (the replayed running pods and the session allocations kept); here each
 rejected pod's admission is replayed on its node (`scheduler_core.scheduler.rejected.explain_rejection`)
 and its remedies searched on the whole cluster (`Remedies`), then the rows are written: added, updated
-only when something changed (a re-import of the same snapshot writes nothing), and removed when the
-snapshot no longer lists the pod. Reads: the API's `status=rejected` filter, pod search, the node page,
-a rejected pod's page and the cluster-wide counts."""
+only when something changed, and removed when the snapshot no longer lists the pod. A pod is computed
+again only when it, or the generation of any listed node, changed since (its `digest`): a re-import of
+the same snapshot computes and writes nothing. Reads: the API's `status=rejected` filter, pod search,
+the node page, a rejected pod's page and the cluster-wide counts."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from scheduler_core.formats.snapshot import KUBELET_REJECTIONS, Snapshot, SnapshotNode, SnapshotPod
 from scheduler_core.model.node import Node as EngineNode
@@ -30,7 +32,7 @@ from .models import Cluster, Node, RejectedPod
 MAKE_ROOM_BUDGET = 10.0
 MAKE_ROOM_SECONDS = 1.0
 _COMPARED = ("node_id", "uid", "reason", "message", "rejected_at", "job", "gang", "node_class", "reproduced",
-             "resource", "explanation", "remedies")
+             "resource", "explanation", "remedies", "digest")
 
 
 class RejectedReport(TypedDict):
@@ -55,24 +57,36 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode],
     import) and write their rows; `rows` are the node rows by name."""
     started = time.monotonic()
     pods = snap.rejected()
+    # the remedies depend on every node: a pod is computed again when it or any listed node changed
+    state = hashlib.sha256(repr(sorted((name, row.generation) for name, row in rows.items())).encode())
+    existing = {(r.namespace, r.name): r for r in RejectedPod.objects.filter(cluster=cluster)}
+    digests = {(p.namespace, p.name): _digest(state.copy(), p) for p in pods}
+    todo = [p for p in pods if (row := existing.get((p.namespace, p.name))) is None
+            or row.digest != digests[(p.namespace, p.name)]]
     finder = None
-    if pods:
+    if todo:
         # the engine's allocations name pods by UID (what the replay admitted); the inventory, make room's
         # moves and the kubelet by namespace/name
         names = {p.uid: f"{p.namespace}/{p.name}" for p in snap.pods}
-        engines = {name: EngineNode(name, n.topology, n.kubelet, [dataclasses.replace(a, pod=names.get(a.pod, a.pod))
-                                                                  for a in n.allocations], n.numatopology)
-                   for name, n in engines.items()}
+        renamed = {}
+        for name, n in engines.items():
+            renamed[name] = n.copy()
+            renamed[name].allocations = [dataclasses.replace(a, pod=names[a.pod]) if a.pod in names else a
+                                         for a in n.allocations]
+        engines = renamed
         finder = Remedies(EngineCluster(engines.values()), make_room_time=MAKE_ROOM_SECONDS)
-    existing = {(r.namespace, r.name): r for r in RejectedPod.objects.filter(cluster=cluster)}
     report = RejectedReport(kept=len(pods), added=[], updated=[], removed=[], reproduced=0, seconds=0.0)
     new: list[RejectedPod] = []
     changed: list[RejectedPod] = []
     budget = started + MAKE_ROOM_BUDGET
     for spod in pods:
-        values = _values(spod, snap.nodes[spod.node], engines[spod.node], rows[spod.node], finder, budget)
-        report["reproduced"] += bool(values["reproduced"])
         row = existing.pop((spod.namespace, spod.name), None)
+        if row is not None and row.digest == digests[(spod.namespace, spod.name)]:
+            report["reproduced"] += row.reproduced
+            continue
+        values = _values(spod, snap.nodes[spod.node], engines[spod.node], rows[spod.node], finder, budget)
+        values["digest"] = digests[(spod.namespace, spod.name)]
+        report["reproduced"] += bool(values["reproduced"])
         label = f"{spod.namespace}/{spod.name}"
         if row is None:
             new.append(RejectedPod(cluster=cluster, namespace=spod.namespace, name=spod.name, **values))
@@ -89,6 +103,13 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode],
         report["removed"] = sorted(f"{ns}/{name}" for ns, name in existing)
     report["seconds"] = round(time.monotonic() - started, 3)
     return report
+
+
+def _digest(state: Any, pod: SnapshotPod) -> str:
+    """`state` (a hash of the listed nodes' generations) updated with the pod as the snapshot says it."""
+    state.update(repr((pod.uid, pod.node, pod.reason, pod.message, pod.rejected_at, pod.job, pod.gang,
+                       pod.pod)).encode())
+    return str(state.hexdigest())
 
 
 def _values(spod: SnapshotPod, snode: SnapshotNode, engine: EngineNode, row: Node, finder: Remedies | None,
@@ -113,7 +134,9 @@ def _values(spod: SnapshotPod, snode: SnapshotNode, engine: EngineNode, row: Nod
 def rejected_pods(cluster: int | None = None, reason: str = "", node: str = "",
                   query: str = "") -> QuerySet[RejectedPod]:
     """The rejected pods, filtered: cluster id, reason, node name, part of namespace/name."""
-    rows = RejectedPod.objects.select_related("cluster", "node").order_by("namespace", "name", "cluster_id")
+    # names only: a node row's topology document is large and not needed here
+    rows = RejectedPod.objects.annotate(node_name=F("node__name"), cluster_name=F("cluster__name")).order_by(
+        "namespace", "name", "cluster_id")
     if cluster is not None:
         rows = rows.filter(cluster_id=cluster)
     if reason:
@@ -131,8 +154,8 @@ def as_row(pod: RejectedPod) -> dict[str, Any]:
     """A rejected pod as the API lists it (`status` is always "rejected": it holds nothing)."""
     return {
         "pod": f"{pod.namespace}/{pod.name}", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
-        "cluster": {"id": pod.cluster_id, "name": pod.cluster.name},
-        "node": {"id": pod.node_id, "name": pod.node.name},
+        "cluster": {"id": pod.cluster_id, "name": getattr(pod, "cluster_name", None) or pod.cluster.name},
+        "node": {"id": pod.node_id, "name": getattr(pod, "node_name", None) or pod.node.name},
         "status": "rejected", "reason": pod.reason, "message": pod.message, "rejected_at": pod.rejected_at or None,
         "job": pod.job or None, "gang": pod.gang or None, "node_class": pod.node_class,
         "reproduced": pod.reproduced, "explanation": pod.explanation, "remedies": pod.remedies,

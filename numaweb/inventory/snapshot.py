@@ -3,7 +3,8 @@
 In one transaction: nodes are created or updated (generation bumped only when something changed),
 the running pods of each node are replayed in creation order through the engine's kubelet model and
 stored as `replayed` allocations, what NRT says is still available per NUMA node is checked against
-the replay, and pending Volcano Jobs and pods become jobs of the cluster. Importing the same snapshot
+the replay, pending Volcano Jobs and pods become jobs of the cluster, and the pods the kubelet rejected
+are kept, explained and given remedies (`inventory.rejected`). Importing the same snapshot
 again changes nothing; the returned report says what changed and every disagreement found.
 
 An import cannot destroy by accident: a snapshot that lists no node (an empty file, `items: []`, only
@@ -143,7 +144,8 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
         _leave_unlisted(run, prune)
         _write_allocations(run)
         report["rejected_pods"] = rejected.store(cluster, snap, run.engines, {
-            n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines)).only("pk", "name")})
+            n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines)).only("pk", "name",
+                                                                                          "generation")})
         _import_jobs(cluster, snap, report)
         job_services.link_allocations(cluster)
         report["notes"].extend(_copies(cluster, run.running))

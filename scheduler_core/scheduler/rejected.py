@@ -324,6 +324,8 @@ class Remedies:
             classes.setdefault((node.state_key(), cluster.tally[name].key()), []).append(name)
         # the largest classes first (a pool's empty nodes): the likeliest to admit, and many names at once
         self.classes = sorted(classes.values(), key=lambda names: (-len(names), names[0]))
+        #: one empty node per machine shape and settings (what `fits_empty` admits on)
+        self.shapes = list({(n.topology.fingerprint, n.kubelet): n for n in cluster.nodes.values()}.values())
 
     def other_nodes(self, pod: Pod, exclude: str) -> Remedy | None:
         """Nodes (other than `exclude`) where the kubelet admits `pod` now; the search stops once
@@ -332,11 +334,11 @@ class Remedies:
         found: list[str] = []
         classes = 0
         for names in self.classes:
-            names = [n for n in names if n != exclude]
-            if not names or self.cluster.fit(names[0], req) is not None:
+            first = next((n for n in names[:2] if n != exclude), None)
+            if first is None or self.cluster.fit(first, req) is not None:
                 continue
-            if admit_pod(self.cluster.nodes[names[0]], pod, commit=False).admitted:
-                found.extend(names)
+            if admit_pod(self.cluster.nodes[first], pod, commit=False).admitted:
+                found.extend(n for n in names[:self.max_nodes + 1] if n != exclude)
                 classes += 1
                 if len(found) >= self.max_nodes:
                     break
@@ -350,8 +352,7 @@ class Remedies:
     def fits_empty(self, pod: Pod) -> bool:
         """Whether some node of the cluster, emptied, admits `pod` (else no move can make room for it);
         one admission per machine shape and settings."""
-        shapes = {(n.topology.fingerprint, n.kubelet): n for n in self.cluster.nodes.values()}
-        return any(admit_pod(Node(n.name, n.topology, n.kubelet), pod, commit=False).admitted for n in shapes.values())
+        return any(admit_pod(Node(n.name, n.topology, n.kubelet), pod, commit=False).admitted for n in self.shapes)
 
     def make_room(self, pod: Pod) -> Remedy | None:
         """The fewest moves after which the kubelet admits `pod` somewhere (`room.make_room`, verified)."""

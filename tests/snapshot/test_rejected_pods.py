@@ -110,6 +110,26 @@ def test_reimport_is_idempotent_and_a_gone_pod_is_removed():
     report = import_snapshot(cluster, as_yaml([i for i in items if i["metadata"]["name"] != "ghost"]))
     assert report["rejected_pods"]["removed"] == ["ml/ghost"] and report["changed"]
     assert not RejectedPod.objects.filter(cluster=cluster, name="ghost").exists()
+    # hog no longer runs: gpu-a changed, so its rejections are replayed again and no longer reproduce
+    report = import_snapshot(cluster, as_yaml([i for i in items if i["metadata"]["name"] not in ("ghost", "hog")]))
+    assert "ml/train-worker-0" in report["rejected_pods"]["updated"]
+    train = RejectedPod.objects.get(cluster=cluster, name="train-worker-0")
+    assert not train.reproduced and train.explanation["sentence"].startswith("not reproduced: the replay admits")
+
+
+def test_a_session_allocation_makes_the_remedies_computed_again():
+    items = every_reason()
+    cluster, _ = _imported(items)
+    node = Node.objects.get(cluster=cluster, name="gpu-b")
+    before = RejectedPod.objects.get(cluster=cluster, name="train-worker-0").remedies[0]["detail"]["nodes"]
+    assert before == ["gpu-b", "gpu-c"]
+    # a session's pod now holds gpu-b's NUMA 1 (its CPUs and both GPUs): it stays, and gpu-b no longer admits
+    Allocation.objects.create(node=node, pod="ml/other", cpus="8-15",
+                              devices={"nvidia.com/gpu": ["gpu-node-1-0", "gpu-node-1-1"]})
+    report = import_snapshot(cluster, as_yaml(items))
+    assert report["scheduled_dropped"] == [] and "ml/train-worker-0" in report["rejected_pods"]["updated"]
+    train = RejectedPod.objects.get(cluster=cluster, name="train-worker-0")
+    assert train.remedies[0]["kind"] == "other-node" and train.remedies[0]["detail"]["nodes"] == ["gpu-c"]
 
 
 def test_dry_run_keeps_nothing():
@@ -134,3 +154,4 @@ def test_make_room_remedy_when_no_node_admits_now():
                if p.phase == "Running"}
     for remedy in row.remedies:
         _verify(remedy, pods["wide"].pod, nodes, "full-a", row.reason, running)
+
