@@ -141,17 +141,17 @@ def _affinity_sentence(node: Node, pod: Pod, decision: Decision, scope_pod: bool
         return f"{who}: no provider gave a hint", None, 0
     anchor = order[0]
     where = fits[anchor]
-    if where == 0:
-        free = ", ".join(f"NUMA {n} has {_amount(anchor, _free(node, anchor, n))} free"
-                         for n in node.topology.numa_ids)
-        want = wants.get(anchor, 0)
-        sentence = (f"{who} wants {_amount(anchor, want)}, which no single NUMA node has free ({free}); "
-                    f"{_POLICY_NEEDS.get(node.kubelet.topology_manager_policy, '')}")
-        return sentence, anchor, all_numa
+    policy = node.kubelet.topology_manager_policy
+    scope = "pod" if scope_pod else node.kubelet.topology_manager_scope
+    needs = f"{_POLICY_NEEDS.get(policy, policy)} ({scope} scope)"
+    amount = _amount(anchor, wants.get(anchor, 0))
+    if where.bit_count() != 1:  # no single NUMA node can give it: say what each has
+        free = ", ".join(f"NUMA {n} has {_amount(anchor, _free(node, anchor, n))} free" for n in node.topology.numa_ids)
+        together = f"; together they fit on {_numa_list(where)}" if where else ""
+        return f"{who} wants {amount}, which no single NUMA node has free ({free}){together}; {needs}", anchor, \
+            where or all_numa
     only = "only " if where != all_numa else ""
-    parts.append(f"{_amount(anchor, wants.get(anchor, 0))} {'fit' if anchor == 'cpu' else 'is free'} "
-                 f"{only}on {_numa_list(where)}" if anchor != "cpu" or where != all_numa else
-                 f"the CPUs fit on {_numa_list(where)}")
+    parts.append(f"{amount} {'fit' if anchor == 'cpu' else 'is free'} {only}on {_numa_list(where)}")
     named |= where
     lacking = [r for r in order[1:] if not fits[r] & where]
     for r in lacking:
@@ -162,9 +162,7 @@ def _affinity_sentence(node: Node, pod: Pod, decision: Decision, scope_pod: bool
             parts.append(f"{r} fits {'only ' if fits[r] != all_numa else ''}on {_numa_list(fits[r])}")
             named |= fits[r]
     resource = " + ".join([anchor, *lacking]) if lacking else anchor
-    scope = "pod" if scope_pod else node.kubelet.topology_manager_scope
-    policy = node.kubelet.topology_manager_policy
-    return (f"{'; '.join(parts)}; {_POLICY_NEEDS.get(policy, policy)} ({scope} scope)", resource, named)
+    return f"{'; '.join(parts)}; {needs}", resource, named
 
 
 def _smt_sentence(node: Node, pod: Pod, result: AdmitResult) -> tuple[str, str, int]:
