@@ -75,3 +75,16 @@ def test_pages(cluster, viewer_client):
     assert 'data-count="4"' in view and 'data-group="node class"' in view
     filtered = client.get(f"/clusters/{cluster.pk}/rejected?reason=SMTAlignmentError").content.decode()
     assert 'data-rejected="ml/smt"' in filtered and 'data-rejected="ml/ghost"' not in filtered
+
+
+def test_import_command_and_page_report_rejected_pods(tmp_path, capsys, client):
+    from django.core.management import call_command
+
+    path = tmp_path / "snap.yaml"
+    path.write_text(as_yaml(every_reason()))
+    call_command("import_cluster", str(path), "--cluster", "cli")
+    out = capsys.readouterr().out
+    assert "rejected by the kubelet: 4 pods (4 added, 0 updated, 0 removed), 3 reproduced by the replay" in out
+    with path.open("rb") as f:
+        page = client.post("/clusters/import", {"cluster": "page", "file": f}).content.decode()
+    assert 'data-rejected="4"' in page
