@@ -67,7 +67,8 @@ def test_pages(cluster, viewer_client):
     assert "TopologyAffinityError" in page and "free only on NUMA 1" in page
     assert 'class="hints whatif-hints"' in page and 'data-kind="other-node"' in page  # hint table, remedies
     ghost = RejectedPod.objects.get(name="ghost")
-    assert "The replay does not reproduce this rejection." in client.get(f"/rejected/{ghost.pk}/").content.decode()
+    ghost_page = client.get(f"/rejected/{ghost.pk}/").content.decode()
+    assert 'data-reproduced="false">not reproduced: the replay admits this pod on gpu-b now' in ghost_page
     node = Node.objects.get(cluster=cluster, name="gpu-a")
     assert 'data-rejected="ml/train-worker-0"' in client.get(f"/nodes/{node.pk}/").content.decode()
     assert 'data-rejected="ml/train-worker-0"' in client.get("/pods/?q=train").content.decode()
