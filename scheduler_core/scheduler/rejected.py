@@ -326,26 +326,29 @@ class Remedies:
         self.shapes = list({(n.topology.fingerprint, n.kubelet): n for n in cluster.nodes.values()}.values())
 
     def other_nodes(self, pod: Pod, exclude: str) -> Remedy | None:
-        """Nodes (other than `exclude`) where the kubelet admits `pod` now; the search stops once
-        `max_nodes` are found."""
+        """Nodes (other than `exclude`) where the kubelet admits `pod` now: `count` of them in the node
+        classes tried, the first `max_nodes` named; the search stops once that many are found
+        (`complete` False: there may be more)."""
         req = Request.of(pod)
         found: list[str] = []
-        classes = 0
+        count, complete = 0, True
         for names in self.classes:
+            if len(found) >= self.max_nodes:
+                complete = False
+                break
             first = next((n for n in names[:2] if n != exclude), None)
             if first is None or self.cluster.fit(first, req) is not None:
                 continue
             if admit_pod(self.cluster.nodes[first], pod, commit=False).admitted:
                 found.extend(n for n in names[:self.max_nodes + 1] if n != exclude)
-                classes += 1
-                if len(found) >= self.max_nodes:
-                    break
+                count += len(names) - (exclude in names)
         if not found:
             return None
         shown = found[:self.max_nodes]
-        more = " or more" if len(found) > len(shown) or (classes and len(found) >= self.max_nodes) else ""
-        return Remedy(OTHER_NODE, (0, 0, 0), f"admitted now on {len(shown)}{more} other node(s): {', '.join(shown)}",
-                      {"nodes": shown})
+        how_many = f"{count}{'' if complete else ' or more'} other node(s)"
+        listed = ", ".join(shown) + (", …" if count > len(shown) else "")
+        return Remedy(OTHER_NODE, (0, 0, 0), f"admitted now on {how_many}: {listed}",
+                      {"nodes": shown, "count": count, "complete": complete})
 
     def fits_empty(self, pod: Pod) -> bool:
         """Whether some node of the cluster, emptied, admits `pod` (else no move can make room for it);

@@ -138,3 +138,13 @@ def test_a_pod_no_empty_node_admits_gets_no_make_room_search():
     huge = Pod("huge", (Container.guaranteed("c", 6000, GiB),))
     finder = Remedies(Cluster([node]))
     assert not finder.fits_empty(huge) and finder.make_room(huge) is None
+
+
+def test_other_nodes_counts_a_class_and_names_a_few():
+    rejected_on = busy("n0")
+    empty = [Node(f"e{i}", machine(), kubelet()) for i in range(8)]
+    remedy = Remedies(Cluster([rejected_on, *empty])).other_nodes(gpu_pod(), "n0")
+    assert remedy is not None and remedy.detail["count"] == 8 and remedy.detail["complete"] is False
+    assert remedy.detail["nodes"] == ["e0", "e1", "e2", "e3", "e4"]
+    assert remedy.summary == "admitted now on 8 or more other node(s): e0, e1, e2, e3, e4, …"
+    assert all(admit_pod(n, gpu_pod(), commit=False).admitted for n in empty)
