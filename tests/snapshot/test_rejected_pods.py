@@ -13,7 +13,7 @@ from scheduler_core.kubelet.kubelet_start import kubelet_start, model_checkpoint
 from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.scheduler.rejected import as_rejected_on, with_settings
 
-from .rejected_snapshot import AFFINITY, SMT, UNEXPECTED, as_yaml, crowded, every_reason
+from .rejected_snapshot import AFFINITY, SMT, UNEXPECTED, as_yaml, crowded, every_reason, pod
 
 pytestmark = pytest.mark.django_db
 
@@ -155,3 +155,16 @@ def test_make_room_remedy_when_no_node_admits_now():
     for remedy in row.remedies:
         _verify(remedy, pods["wide"].pod, nodes, "full-a", row.reason, running)
 
+
+
+def test_only_kubelet_admission_rejections_on_listed_nodes_are_kept():
+    items = every_reason()
+    evicted = pod("evicted", "gpu-a", 2, created=6, rejected=("Evicted", "The node was low on resource: memory."))
+    elsewhere = pod("elsewhere", "gone-node", 2, created=7, rejected=AFFINITY)
+    snap = load_snapshot(as_yaml([*items, evicted, elsewhere]).encode())
+    # by node, then namespace/name; the evicted pod and the one on an unlisted node are not kept
+    assert [(p.node, p.name) for p in snap.rejected()] == [
+        ("gpu-a", "smt"), ("gpu-a", "train-worker-0"), ("gpu-b", "ghost"), ("gpu-c", "greedy")]
+    by_name = {p.name: p for p in snap.pods}
+    assert not by_name["evicted"].rejected and by_name["elsewhere"].rejected  # its node is not listed
+    assert by_name["train-worker-0"].message == AFFINITY[1] and by_name["smt"].gang is None
