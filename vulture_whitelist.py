@@ -12,7 +12,7 @@ sc = scheduler_core
     sc.evaluate_s, sc.explanation_bytes, sc.failed_checks, sc.free_single_numa_blocks, sc.from_cpus, sc.from_numa,
     sc.initContainers, sc.jobs_committed, sc.jobs_rolled_back, sc.largest_block, sc.mean_numa_distance,
     sc.not_movable, sc.options_evaluated, sc.peak_rss_mib, sc.pod_meta, sc.pods_multi_numa, sc.pods_per_cpu_s,
-    sc.pods_per_s, sc.pods_unplaced, sc.ratio_cpu, sc.ratio_wall, sc.resReserved, sc.rolled_back, sc.session_s,
-    sc.shortfall, sc.single_numa, sc.target_pods_now, sc.topologyPolicy, sc.topology_affinity_errors, sc.total_s,
-    sc.us_per_pod_node
+    sc.pods_per_s, sc.pods_unplaced, sc.ratio_cpu, sc.ratio_wall, sc.replay_reason, sc.resReserved, sc.rolled_back,
+    sc.session_s, sc.shortfall, sc.single_numa, sc.target_pods_now, sc.topologyPolicy, sc.topology_affinity_errors,
+    sc.total_s, sc.us_per_pod_node
 )

@@ -1,9 +1,12 @@
 """`GET /api/pods/?q=&cluster=&limit=`: find any pod by pod, job or namespace name
-(numaweb.scheduling.pod_search)."""
+(numaweb.scheduling.pod_search); `status=rejected[&reason=&node=]`: the pods the kubelet rejected
+(numaweb.inventory.rejected), each with its explanation and remedies. A search without `status` lists
+the rejected pods matching `q` after the others."""
 
 from __future__ import annotations
 
 from django.http import QueryDict
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -13,6 +16,8 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from numaweb.inventory import rejected
+from numaweb.inventory.models import Cluster, RejectedPod
 from numaweb.scheduling.pod_search import find_pods
 
 MAX_LIMIT = 500
@@ -45,14 +50,26 @@ class PodSearchView(APIView):
     nodes, CPUs, memory per NUMA node, devices), who wrote it, and its latest session placement."""
 
     @extend_schema(parameters=[
-        OpenApiParameter("q", OpenApiTypes.STR, required=True, description="part of a pod, job or namespace name"),
+        OpenApiParameter("q", OpenApiTypes.STR, description="part of a pod, job or namespace name (required "
+                                                            "unless status=rejected)"),
+        OpenApiParameter("status", OpenApiTypes.STR, enum=["rejected"],
+                         description="rejected: only the pods the kubelet rejected, with explanation and remedies"),
+        OpenApiParameter("reason", OpenApiTypes.STR, enum=list(rejected.KUBELET_REJECTIONS),
+                         description="with status=rejected: the kubelet's reason"),
+        OpenApiParameter("node", OpenApiTypes.STR, description="with status=rejected: the node's name"),
         OpenApiParameter("cluster", OpenApiTypes.INT, description="only this cluster's pods"),
         OpenApiParameter("limit", OpenApiTypes.INT, description=f"matches returned (default 50, at most {MAX_LIMIT})"),
     ], responses={200: inline_serializer("PodSearch", {
         "count": serializers.IntegerField(help_text="every match"),
         "results": serializers.ListField(child=serializers.DictField())}), 400: OpenApiResponse(OpenApiTypes.OBJECT)})
     def get(self, request: Request) -> Response:
-        query, cluster, limit = search_params(request.query_params)
+        params = request.query_params
+        status = params.get("status")
+        if status is not None and status != "rejected":
+            raise ValidationError({"status": [f'the one status filtered on is "rejected", not {status!r}']})
+        if status == "rejected":
+            return self._rejected(request)
+        query, cluster, limit = search_params(params)
         count, matches = find_pods(query, cluster, limit)
         results = []
         for m in matches:
@@ -64,4 +81,46 @@ class PodSearchView(APIView):
                 p["hint_table"] = request.build_absolute_uri(
                     f"{reverse('pages:session', args=[p['session']])}?pod={p['index']}#hint-table")
             results.append(row)
-        return Response({"count": count, "results": results})
+        found = rejected.rejected_pods(cluster, query=query)
+        extra = found.count()
+        results += [_rejected_row(p, request) for p in found[:max(0, limit - len(results))]]
+        return Response({"count": count + extra, "results": results})
+
+    def _rejected(self, request: Request) -> Response:
+        """The rejected pods, filtered by cluster, reason, node name and `q`."""
+        params = request.query_params
+        limit = _whole(params, "limit", MAX_LIMIT) or 50
+        cluster = _whole(params, "cluster", 2**63 - 1)
+        if cluster is not None and not Cluster.objects.filter(pk=cluster).exists():
+            raise ValidationError({"cluster": [f"no cluster with id {cluster}"]})
+        reason = params.get("reason") or ""
+        if reason and reason not in rejected.KUBELET_REJECTIONS:
+            raise ValidationError({"reason": [f"one of {', '.join(rejected.KUBELET_REJECTIONS)}, not {reason!r}"]})
+        node = (params.get("node") or "").strip()
+        query = (params.get("q") or "").strip()
+        for name, value in (("node", node), ("q", query)):
+            if len(value) > 512:
+                raise ValidationError({name: ["at most 512 characters"]})
+        rows = rejected.rejected_pods(cluster, reason, node, query)
+        return Response({"count": rows.count(), "results": [_rejected_row(p, request) for p in rows[:limit]]})
+
+
+def _rejected_row(pod: RejectedPod, request: Request) -> dict:
+    row = rejected.as_row(pod)
+    row["node"]["url"] = reverse("api:node-detail", args=[pod.node_id], request=request)
+    row["url"] = request.build_absolute_uri(reverse("pages:rejected-pod", args=[pod.pk]))
+    return row
+
+
+class RejectedSummaryView(APIView):
+    """The cluster-wide view of the pods its kubelets rejected: counts by reason, by node class and by the
+    resource each explanation names, with how many pods each kind of remedy was found for."""
+
+    @extend_schema(responses={200: inline_serializer("RejectedSummary", {
+        "rejected": serializers.IntegerField(), "not_reproduced": serializers.IntegerField(),
+        "remedies": serializers.DictField(child=serializers.IntegerField()),
+        "by_reason": serializers.ListField(child=serializers.DictField()),
+        "by_node_class": serializers.ListField(child=serializers.DictField()),
+        "by_resource": serializers.ListField(child=serializers.DictField())})})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(rejected.summary(get_object_or_404(Cluster, pk=pk)))

@@ -20,6 +20,7 @@ urlpatterns = [
     path("auth-token/", ObtainToken.as_view(), name="auth-token"),
     path("pods/", pods.PodSearchView.as_view(), name="pod-search"),
     path("agent/reports/", agent.NodeReportView.as_view(), name="agent-reports"),
+    path("clusters/<int:pk>/rejected/", pods.RejectedSummaryView.as_view(), name="cluster-rejected"),
     path("clusters/<int:pk>/headroom/", comparisons.HeadroomView.as_view(), name="cluster-headroom"),
     path("clusters/<int:pk>/make-room/", room.MakeRoomView.as_view(), name="cluster-make-room"),
     path("make-room/<int:pk>/", room.MakeRoomDetailView.as_view(), name="make-room-detail"),

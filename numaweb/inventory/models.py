@@ -232,3 +232,40 @@ def _bump_node(sender: type[Allocation], instance: Allocation, **kwargs: Any) ->
 
 models.signals.post_save.connect(_bump_node, sender=Allocation, dispatch_uid="allocation-bump-save")
 models.signals.post_delete.connect(_bump_node, sender=Allocation, dispatch_uid="allocation-bump-delete")
+
+
+class RejectedPod(models.Model):
+    """A pod the kubelet of a node rejected (a snapshot's pod in phase Failed with an admission reason):
+    it holds nothing. Its explanation (the admission replayed on the node as the import knew it) and its
+    remedies (each checked by the engine) are computed by the import (`inventory.rejected`)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rejected_pods")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="rejected_pods")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=253, blank=True, default="")
+    reason = models.CharField(max_length=64, help_text="the kubelet's admission reason (status.reason)")
+    message = models.TextField(blank=True, default="", help_text="the kubelet's status.message")
+    rejected_at = models.CharField(max_length=64, blank=True, default="",
+                                   help_text="when, as the snapshot says it (RFC 3339)")
+    job = models.CharField(max_length=253, blank=True, default="", help_text="the Volcano Job owning it")
+    gang = models.CharField(max_length=253, blank=True, default="", help_text="its PodGroup")
+    node_class = models.CharField(max_length=253, blank=True, default="",
+                                  help_text="the node's machine and NUMA settings, for the cluster-wide counts")
+    reproduced = models.BooleanField(default=False, help_text="the replay rejects it with the same reason")
+    resource = models.CharField(max_length=253, blank=True, default="",
+                                help_text="the resource the explanation names")
+    explanation = models.JSONField(default=dict, blank=True)
+    remedies = models.JSONField(default=list, blank=True)
+    digest = models.CharField(max_length=64, blank=True, default="",
+                              help_text="what the explanation and remedies were computed from: the pod as the "
+                                        "snapshot says it and every listed node's generation")
+
+    class Meta:
+        ordering = ["cluster_id", "namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "namespace", "name"],
+                                               name="rejected_pod_unique_in_cluster")]
+        indexes = [models.Index(fields=["cluster", "reason"]), models.Index(fields=["node", "name"])]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} rejected on {self.node_id}: {self.reason}"

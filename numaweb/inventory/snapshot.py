@@ -3,7 +3,8 @@
 In one transaction: nodes are created or updated (generation bumped only when something changed),
 the running pods of each node are replayed in creation order through the engine's kubelet model and
 stored as `replayed` allocations, what NRT says is still available per NUMA node is checked against
-the replay, and pending Volcano Jobs and pods become jobs of the cluster. Importing the same snapshot
+the replay, pending Volcano Jobs and pods become jobs of the cluster, and the pods the kubelet rejected
+are kept, explained and given remedies (`inventory.rejected`). Importing the same snapshot
 again changes nothing; the returned report says what changed and every disagreement found.
 
 An import cannot destroy by accident: a snapshot that lists no node (an empty file, `items: []`, only
@@ -28,7 +29,7 @@ from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapsho
 from scheduler_core.kubelet.state_check import replay
 from scheduler_core.model.node import Node as EngineNode
 
-from . import services
+from . import rejected, services
 from .models import Allocation, Cluster, Node, NodeReport
 
 
@@ -88,6 +89,7 @@ class ImportReport(TypedDict):
     jobs_added: list[str]
     jobs_updated: list[str]
     jobs_kept: list[str]
+    rejected_pods: rejected.RejectedReport | None
     notes: list[str]
 
 
@@ -119,6 +121,7 @@ class _Import:
     new_rows: list[tuple[Node, list[Allocation]]] = field(default_factory=list)
     topologies: dict[int, dict[str, Any]] = field(default_factory=dict)  # one shape's Topology serialised once
     reported: set[int] = field(default_factory=set)  # ids of the nodes a node agent reports (its truth wins)
+    engines: dict[str, EngineNode] = field(default_factory=dict)  # each listed node as the import leaves it
 
 
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
@@ -133,19 +136,24 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
     report = ImportReport(dry_run=dry_run, pruned=prune, nodes_added=[], nodes_updated={}, nodes_unchanged=0,
                           nodes_removed=[], nodes_missing=[], nodes_returned=[], allocations_replayed=0,
                           allocations_dropped=0, allocations_changed=[], scheduled_dropped=[], disagreements=[],
-                          jobs_added=[], jobs_updated=[], jobs_kept=[], notes=list(snap.notes))
+                          jobs_added=[], jobs_updated=[], jobs_kept=[], rejected_pods=None, notes=list(snap.notes))
     with transaction.atomic():
         run = _start(cluster, snap, report)
         for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
             _import_node(run, name, snode)
         _leave_unlisted(run, prune)
         _write_allocations(run)
+        report["rejected_pods"] = rejected.store(cluster, snap, run.engines, {
+            n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines)).only("pk", "name",
+                                                                                          "generation")})
         _import_jobs(cluster, snap, report)
         job_services.link_allocations(cluster)
         report["notes"].extend(_copies(cluster, run.running))
         summary: dict[str, Any] = dict(report)
+        gone = report["rejected_pods"]
         summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
-                                  or report["jobs_added"] or report["jobs_updated"])
+                                  or report["jobs_added"] or report["jobs_updated"]
+                                  or (gone and (gone["added"] or gone["updated"] or gone["removed"])))
         if dry_run:
             transaction.set_rollback(True)  # the preview: everything above is undone
         else:
@@ -186,6 +194,7 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
     replayed = _replay(run, name, engine, {a.pod for a in observed})
     report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
     kept = observed + _keep_scheduled(run, name, engine, [a for a in old if a.origin != Allocation.OBSERVED])
+    run.engines[name] = engine
     allocs_changed = sorted(_alloc_key(a) for a in old if a.origin == Allocation.REPLAYED) != sorted(
         _alloc_key(a) for a in replayed) or len(kept) != len([a for a in old if a.origin != Allocation.REPLAYED])
     report["allocations_replayed"] += len(replayed)

@@ -186,7 +186,11 @@ def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str
 def admission_view(result: AdmitResult) -> dict:
     """An `AdmitResult` (what-if) as display rows: per decision each provider's hints, the merged
     hint and admit; then the error and what would be allocated."""
-    data = result.to_dict()
+    return admission_rows(result.to_dict())
+
+
+def admission_rows(data: dict) -> dict:
+    """`AdmitResult.to_dict()` (as stored, e.g. a rejected pod's replay) as `admission_view`'s rows."""
     decisions = []
     for d in data["decisions"]:
         merge = d.get("merge") or {}

@@ -18,7 +18,9 @@ named after the node); other kinds of object are matched to it by name.
 `source` names what described the node: "numatopo", "nrt" or "numatopo+nrt".
 
 Pods: `metadata.uid`, `spec.nodeName`, `status.phase`, `metadata.creationTimestamp`; running pods
-(phase Running, on a node) are what a replay puts back on their node. Pending work: Volcano Jobs
+(phase Running, on a node) are what a replay puts back on their node. A pod the kubelet rejected
+(phase Failed, `status.reason` one of KUBELET_REJECTIONS) is kept with its reason, message, time and
+gang (`Snapshot.rejected`); it holds nothing. Pending work: Volcano Jobs
 whose `status.state.phase` is absent, Pending or Inqueue (their PodGroup's `minMember` — matched by
 owner reference, or named after the job — overrides `minAvailable`), and pending pods without a
 node that no Volcano Job owns, each as a one-pod job.
@@ -46,6 +48,11 @@ from ._draft import Draft, build_topology
 from ._source import read_source
 
 PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
+#: the admission reasons a kubelet writes into the status of a pod it rejected (phase Failed); the
+#: message is the admission error's text prefixed with "Pod was rejected: "
+KUBELET_REJECTIONS = ("TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError")
+#: Volcano's annotation naming a pod's PodGroup (its gang)
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 #: Largest snapshot accepted, checked before parsing. Larger than one topology file's limit: a
 #: cluster's objects add up (1,000 nodes with their NRT, Numatopology and pods are ~10 MiB of YAML,
 #: ~27 MiB of kubectl's indented JSON); the JSON of 64 MiB is ~0.5 GiB of Python objects at most.
@@ -79,6 +86,16 @@ class SnapshotPod:
     created: str
     pod: Pod
     job: str | None = None
+    #: a pod the kubelet rejected (phase Failed, a reason of KUBELET_REJECTIONS): its status reason and
+    #: message, when (the latest condition's transition, else its start or creation time) and its gang
+    reason: str = ""
+    message: str = ""
+    rejected_at: str = ""
+    gang: str | None = None
+
+    @property
+    def rejected(self) -> bool:
+        return self.phase == "Failed" and self.reason in KUBELET_REJECTIONS and bool(self.node)
 
 
 @dataclass
@@ -90,6 +107,11 @@ class Snapshot:
     manifests: dict[tuple[str, str], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _running: dict[str, list[SnapshotPod]] | None = field(default=None, repr=False)
+
+    def rejected(self) -> list[SnapshotPod]:
+        """The pods the kubelet of a listed node rejected, by node then namespace/name."""
+        return sorted((p for p in self.pods if p.rejected and p.node in self.nodes),
+                      key=lambda p: (p.node, p.namespace, p.name))
 
     def running_on(self, node: str) -> list[SnapshotPod]:
         """The node's running pods in creation order (ties: name), the order the kubelet admitted them."""
@@ -332,9 +354,19 @@ def _pod(obj: JSONObject, where: str) -> SnapshotPod:
     pod = dataclasses.replace(pod, uid=uid)
     spec = get_object(obj, "spec", where)
     status = get_object(obj, "status", where)
-    return SnapshotPod(uid, name, namespace, str(spec.get("nodeName") or ""),
-                       str(status.get("phase") or "Pending"), str(meta.get("creationTimestamp") or ""), pod,
-                       _owner_job(meta, where))
+    created = str(meta.get("creationTimestamp") or "")
+    out = SnapshotPod(uid, name, namespace, str(spec.get("nodeName") or ""), str(status.get("phase") or "Pending"),
+                      created, pod, _owner_job(meta, where))
+    reason = status.get("reason")
+    if out.phase == "Failed" and isinstance(reason, str) and reason in KUBELET_REJECTIONS:
+        times = [str(c.get("lastTransitionTime")) for c in get_list(status, "conditions", f"{where}: status")
+                 if isinstance(c, dict) and c.get("lastTransitionTime")]
+        annotations = meta.get("annotations") or {}
+        gang = annotations.get(GROUP_ANNOTATION) if isinstance(annotations, dict) else None
+        out = dataclasses.replace(out, reason=reason, message=str(status.get("message") or ""),
+                                  rejected_at=max(times, default="") or str(status.get("startTime") or "") or created,
+                                  gang=str(gang) if gang else None)
+    return out
 
 
 def manifest_of(obj: JSONObject) -> str:

@@ -120,3 +120,24 @@ def test_pages_hold_their_layout_at_2000_nodes(page: Page, live_server, fleet, w
             problems[name] = result
     assert not problems, json.dumps(problems, indent=1)
     expect(page.locator("#grid [data-cpu]")).to_have_count(opteron.num_cpus)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_rejected_pod_pages_hold_their_layout(page: Page, live_server, demo, width):
+    from numaweb.inventory.models import Cluster, RejectedPod
+    from numaweb.inventory.snapshot import import_snapshot
+    from tests.snapshot.rejected_snapshot import as_yaml, every_reason
+
+    cluster = Cluster.objects.create(name="rejected")
+    import_snapshot(cluster, as_yaml(every_reason()))
+    train = RejectedPod.objects.get(cluster=cluster, name="train-worker-0")
+    page.set_viewport_size({"width": width, "height": 900})
+    problems = {}
+    pages = {"rejected pod": f"/rejected/{train.pk}/", "cluster's rejected pods": f"/clusters/{cluster.pk}/rejected",
+             "node with rejected pods": f"/nodes/{train.node_id}/", "pod search": "/pods/?q=ml"}
+    for name, url in pages.items():
+        page.goto(live_server.url + url)
+        result = page.evaluate(CHECK)
+        if result["overflow"] > 0 or result["headers"]:
+            problems[name] = result
+    assert not problems, json.dumps(problems, indent=1)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from numaweb.access.decorators import requires
 from numaweb.comparisons import services as comparison_services
+from numaweb.inventory import rejected
 from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Cluster, Node, NodeReport
 from numaweb.scheduling.models import SchedulingSession
@@ -106,6 +107,8 @@ def pod_search(request: HttpRequest) -> HttpResponse:
     if query:
         ctx["count"], matches = find_pods(query, cluster, POD_MATCHES)
         ctx["matches"] = [m.to_dict() for m in matches]
+        found = rejected.rejected_pods(cluster, query=query)
+        ctx["rejected_count"], ctx["rejected_rows"] = found.count(), found[:POD_MATCHES]
     return render(request, "pages/pods.html", ctx)
 
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from numaweb.access.decorators import requires
 from numaweb.access.history import history_rows
-from numaweb.inventory import checks, kubelet_config, snapshot
+from numaweb.inventory import checks, kubelet_config, rejected, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
@@ -36,6 +36,7 @@ def _node_context(node: Node, highlight: int = 0) -> dict:
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
         "free_numa": state.free_per_numa(), "check_form": StateCheckForm(), "kubelet_form": KubeletConfigForm(),
         "agent": agent_status(NodeReport.objects.filter(node=node).first()),
+        "rejected_rows": rejected.rejected_pods(node.cluster_id, node=node.name)[:100],
     }
 
 

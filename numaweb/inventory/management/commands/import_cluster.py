@@ -26,6 +26,11 @@ def report_lines(report: dict) -> list[str]:
                  f"{len(report.get('nodes_missing', ()))} missing; {report['allocations_replayed']} allocations "
                  f"replayed, {report.get('allocations_dropped', 0)} dropped; jobs: {len(report['jobs_added'])} added, "
                  f"{len(report['jobs_updated'])} updated")
+    rejected = report.get("rejected_pods")
+    if rejected and (rejected["kept"] or rejected["removed"]):
+        lines.append(f"rejected by the kubelet: {rejected['kept']} pods ({len(rejected['added'])} added, "
+                     f"{len(rejected['updated'])} updated, {len(rejected['removed'])} removed), "
+                     f"{rejected['reproduced']} reproduced by the replay; explained in {rejected['seconds']} s")
     for name, what in sorted(report["nodes_updated"].items()):
         lines.append(f"  updated {name}: {', '.join(what)}")
     for key, label in (("nodes_removed", "removed (flagged)"),
