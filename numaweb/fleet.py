@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Sum
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -43,6 +44,7 @@ WAITING = (Job.PENDING, Job.UNSCHEDULABLE, Job.PARTLY)
 @dataclass(frozen=True)
 class _Entry:
     version: tuple[int, datetime]
+    pool: str
     free: NodeFree | None  # None: the engine could not read the node
 
 
@@ -50,20 +52,22 @@ _CACHE: dict[int, _Entry] = {}
 
 
 def summaries(cluster_id: int) -> list[tuple[str, NodeFree]]:
-    """(pool, summary) of every readable node of the cluster, building engine nodes only for changed ones."""
-    rows = list(Node.objects.filter(cluster_id=cluster_id, removed_at__isnull=True).annotate(pool=pool_of())
-                .values_list("pk", "generation", "updated_at", "pool"))
-    stale = [pk for pk, generation, updated, _p in rows
+    """(pool, summary) of every readable node of the cluster, building engine nodes only for changed ones (a label
+    change moves `updated_at`, so the pool is kept with the summary)."""
+    rows = list(Node.objects.filter(cluster_id=cluster_id, removed_at__isnull=True)
+                .values_list("pk", "generation", "updated_at"))
+    stale = [pk for pk, generation, updated in rows
              if (e := _CACHE.get(pk)) is None or e.version != (generation, updated)]
     for start in range(0, len(stale), 500):
-        chunk = Node.objects.filter(pk__in=stale[start:start + 500])
-        for (pk, _name, generation, updated), node in inventory.engine_nodes(chunk, "updated_at"):
-            _CACHE[pk] = _Entry((generation, updated), None if isinstance(node, Exception) else node_free(node))
+        chunk = Node.objects.filter(pk__in=stale[start:start + 500]).annotate(pool=pool_of())
+        for (pk, _name, generation, updated, pool), node in inventory.engine_nodes(chunk, "updated_at", "pool"):
+            free = None if isinstance(node, Exception) else node_free(node)
+            _CACHE[pk] = _Entry((generation, updated), pool or NO_POOL, free)
     out = []
-    for pk, _g, _u, pool in rows:
+    for pk, _g, _u in rows:
         entry = _CACHE.get(pk)
         if entry is not None and entry.free is not None:
-            out.append((pool or NO_POOL, entry.free))
+            out.append((entry.pool, entry.free))
     return out
 
 
@@ -92,15 +96,13 @@ def parse_shapes(text: str) -> list[Shape]:
 
 
 def pending_shapes(cluster_id: int) -> Counter[Shape]:
-    """Pending pods per shape (pods that pin whole CPUs) of the cluster's jobs that do not hold all they need."""
+    """Pending pods per shape (pods that pin whole CPUs) of the cluster's jobs that do not hold all they need; each
+    distinct pod template is read once (the database groups them)."""
     shapes: Counter[Shape] = Counter()
-    templates: dict[str, Shape | None] = {}
     for template, replicas in (Task.objects.filter(job__cluster_id=cluster_id, job__status__in=WAITING)
-                               .values_list("template", "replicas")):
-        key = repr(template)
-        if key not in templates:
-            templates[key] = _shape_of(template)
-        shape = templates[key]
+                               .values_list("template").annotate(n=Sum("replicas")).order_by()
+                               .values_list("template", "n")):
+        shape = _shape_of(template)
         if shape is not None:
             shapes[shape] += replicas
     return shapes

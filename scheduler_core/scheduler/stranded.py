@@ -20,7 +20,7 @@ one such pod fits aligned, and how many pods of the shape fit aligned, each NUMA
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ..errors import RequestError
@@ -44,7 +44,8 @@ class NumaFree:
 
 @dataclass(frozen=True, slots=True)
 class NodeFree:
-    """A node's free resources per NUMA node, and the kubelet settings that decide what fits on one."""
+    """A node's free resources per NUMA node, and the kubelet settings that decide what fits on one. Its hash is
+    computed once: summaries are counted in dicts, thousands at a time."""
 
     pinning: bool  # the static CPU Manager: CPUs are pinned, so alignment is a question at all
     full_pcpus_only: bool
@@ -53,6 +54,14 @@ class NodeFree:
     numa: tuple[NumaFree, ...]
     devices: tuple[tuple[str, int], ...] = ()  # free healthy devices of the node, per resource
     floating: tuple[tuple[str, int], ...] = ()  # of those, the ones reporting no NUMA node
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.pinning, self.full_pcpus_only, self.threads_per_core,
+                                                self.memory_pinned, self.numa, self.devices, self.floating)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def free_cpus(self) -> int:
