@@ -33,7 +33,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from numaweb.comparisons.models import Comparison, ComparisonVariant
-from numaweb.fleet import FleetCollector
+from numaweb.scheduling.fleet import FleetCollector
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.models import WorkerHeartbeat
 

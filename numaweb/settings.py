@@ -387,9 +387,9 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
-# the fleet figures of /metrics (numaweb/fleet.py): stranded capacity is measured for the commonest shapes of each
-# cluster's pending pods (at most this many) plus these ("cpu[,memory][,resource=count...]" separated by ";"), per
-# node pool (at most this many per cluster; the smallest fold into "other")
+# the fleet figures of /metrics (numaweb/scheduling/fleet.py): stranded capacity is measured for the commonest
+# shapes of each cluster's pending pods (at most this many) plus these ("cpu[,memory][,resource=count...]"
+# separated by ";"), per node pool (at most this many per cluster; the smallest fold into "other")
 NUMAWEB_FLEET_MAX_SHAPES = envint("NUMAWEB_FLEET_MAX_SHAPES", "8")
 NUMAWEB_FLEET_SHAPES = os.environ.get("NUMAWEB_FLEET_SHAPES", "")
 NUMAWEB_FLEET_MAX_POOLS = envint("NUMAWEB_FLEET_MAX_POOLS", "20")

@@ -19,9 +19,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.api_latency import embedded_server
-from numaweb import fleet
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster
+from numaweb.scheduling import fleet
 from scheduler_core.errors import RequestError
 from scheduler_core.model.topology import synthetic
 from tests.servers import free_port
