@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,12 +58,14 @@ class Api:
 
 
 @contextlib.contextmanager
-def embedded_server(data_dir: Path, port: int | None = None, timeout: float = 90.0) -> Iterator[tuple[Api, dict]]:
-    """Run `manage.py serve` (migrate, demo data, worker, web) on a scratch data folder; yields an
-    authenticated client and facts read from its output (`worker_pid`). Stopped with SIGINT, like Ctrl-C."""
+def embedded_server(data_dir: Path, port: int | None = None, timeout: float = 90.0,
+                    settings: Mapping[str, str] | None = None) -> Iterator[tuple[Api, dict]]:
+    """Run `manage.py serve` (migrate, demo data, worker, web) on a scratch data folder, with `settings` added to
+    its environment; yields an authenticated client and facts read from its output (`worker_pid`). Stopped with
+    SIGINT, like Ctrl-C."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(NUMAWEB_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
+    env.update(NUMAWEB_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1", **(settings or {}))
     log_path = data_dir / "serve.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:

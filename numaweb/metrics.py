@@ -33,6 +33,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.scheduling.fleet import FleetCollector
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.models import WorkerHeartbeat
 
@@ -141,6 +142,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return refused
     database = CollectorRegistry()
     database.register(DatabaseCollector())
+    database.register(FleetCollector())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(database)
         body = generate_latest(database)

@@ -399,6 +399,12 @@ NUMAWEB_AGENT_STALE_SECONDS = envint("NUMAWEB_AGENT_STALE_SECONDS", "300")
 NUMAWEB_AGENT_MIN_INTERVAL = envint("NUMAWEB_AGENT_MIN_INTERVAL", "5")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
+# the fleet figures of /metrics (numaweb/scheduling/fleet.py): stranded capacity is measured for the commonest
+# shapes of each cluster's pending pods (at most this many) plus these ("cpu[,memory][,resource=count...]"
+# separated by ";"), per node pool (at most this many per cluster; the smallest fold into "other")
+NUMAWEB_FLEET_MAX_SHAPES = envint("NUMAWEB_FLEET_MAX_SHAPES", "8")
+NUMAWEB_FLEET_SHAPES = os.environ.get("NUMAWEB_FLEET_SHAPES", "")
+NUMAWEB_FLEET_MAX_POOLS = envint("NUMAWEB_FLEET_MAX_POOLS", "20")
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)

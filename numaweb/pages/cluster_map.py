@@ -17,21 +17,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from django.db.models import Count
-from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from numaweb.inventory.agent import stale_after
 from numaweb.inventory.models import Node, NodeReport
+from numaweb.inventory.pools import pool_of
 from numaweb.scheduling.models import Placement
 
 from . import usage
 
-#: pool labels of the managed Kubernetes services and the usual hand-made one, first found wins
-POOL_LABELS = ("cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool",
-               "node.kubernetes.io/pool", "pool")
 MEASURES = {"best": "free CPUs on the best NUMA node", "blocks": "free single-NUMA blocks of a size",
             "reserved": "reserved CPUs", "errors": "TopologyAffinityErrors of a session",
             "agent": "disagreements of the model with the kubelet (node agents)"}
@@ -55,8 +51,7 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
                    ) -> tuple[list[Group], int]:
     """The cluster's nodes grouped (pool, then shape, then name) with the measure's value each, and how many
     nodes the engine could not read (they are left out: the node page says why)."""
-    pool = Coalesce(*(KT(f"labels__{key}") for key in POOL_LABELS))
-    rows = list(Node.objects.filter(cluster_id=cluster_id).annotate(pool=pool).values_list(
+    rows = list(Node.objects.filter(cluster_id=cluster_id).annotate(pool=pool_of()).values_list(
         "pk", "name", "generation", "updated_at", "pool", "num_sockets", "num_numa_nodes", "num_cpus"))
     usages = usage.usage_of([(pk, (generation, updated)) for pk, _n, generation, updated, *_rest in rows])
     errors: Mapping[int, int] = {}
