@@ -1,7 +1,8 @@
 """The fleet figures `/metrics` publishes, per cluster and node pool: free CPUs and devices, free single-NUMA
 blocks by size, and for the pod shapes that matter the capacity stranded by fragmentation (free by count, but on
 NUMA nodes where not one pod of the shape fits aligned: `scheduler_core.scheduler.stranded`), with the aligned
-pods that still fit; and the pending pods by the outcome of the cluster's last session.
+pods that still fit; the pending pods by the outcome of the cluster's last session; and what the node agents say
+(nodes reported, stale, and where the model and the kubelet disagree).
 
 Shapes: the `NUMAWEB_FLEET_MAX_SHAPES` commonest shapes of each cluster's pending pods (those that pin whole CPUs),
 plus the shapes of `NUMAWEB_FLEET_SHAPES`. Pools: a node's pool label (`inventory.pools`), `none` without one;
@@ -20,12 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Cluster, Node
+from numaweb.inventory.agent import stale_after
+from numaweb.inventory.models import Cluster, Node, NodeReport
 from numaweb.inventory.pools import pool_of
 from numaweb.jobs.models import Job, Task
 from numaweb.jobs.services import pod_from_stored
@@ -174,6 +177,13 @@ class FleetCollector(Collector):
                                     labels=["cluster", "pool", "shape"])
         pending = GaugeMetricFamily("numaweb_fleet_shape_pending_pods", "Pending pods of the shape",
                                     labels=["cluster", "shape"])
+        agents = GaugeMetricFamily("numaweb_fleet_agent_nodes",
+                                   "Nodes a node agent reports, by whether it has been silent past "
+                                   "NUMAWEB_AGENT_STALE_SECONDS", labels=["cluster", "state"])
+        disagreements = GaugeMetricFamily("numaweb_fleet_agent_disagreements",
+                                          "Where the model and the kubelet's checkpoints disagree, summed over the "
+                                          "nodes agents report (the state check of each node's last changed report)",
+                                          labels=["cluster"])
         outcomes = GaugeMetricFamily("numaweb_fleet_pending_pods",
                                      "Pods of waiting jobs by their outcome in the cluster's newest finished session",
                                      labels=["cluster", "outcome"])
@@ -186,6 +196,12 @@ class FleetCollector(Collector):
                 pending.add_metric([cluster, shape_label(shape)], waiting.get(shape, 0))
             for outcome, n in sorted(pending_outcomes(cluster_id).items()):
                 outcomes.add_metric([cluster, outcome], n)
+            reported = NodeReport.objects.filter(node__cluster_id=cluster_id, node__removed_at__isnull=True)
+            told = reported.aggregate(nodes=Count("pk"), disagreements=Sum("disagreements"),
+                                      stale=Count("pk", filter=Q(received_at__lt=timezone.now() - stale_after())))
+            agents.add_metric([cluster, "fresh"], told["nodes"] - told["stale"])
+            agents.add_metric([cluster, "stale"], told["stale"])
+            disagreements.add_metric([cluster], told["disagreements"] or 0)
             for pool, members in _pools(summaries(cluster_id)).items():
                 labels = [cluster, pool]
                 nodes.add_metric(labels, sum(members.values()))
@@ -201,7 +217,8 @@ class FleetCollector(Collector):
                     aligned.add_metric([*labels, label], figures["aligned_pods"])
                     for resource, n in figures["devices"].items():
                         lost_devices.add_metric([*labels, label, resource], n)
-        yield from (nodes, cpus, devices, blocks, lost, lost_devices, aligned, pending, outcomes)
+        yield from (nodes, cpus, devices, blocks, lost, lost_devices, aligned, pending, outcomes, agents,
+                    disagreements)
 
 
 def _pools(rows: list[tuple[str, NodeFree]]) -> dict[str, Counter[NodeFree]]:

@@ -13,14 +13,16 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.api_latency import embedded_server
 from numaweb.inventory import services
-from numaweb.inventory.models import Cluster
+from numaweb.inventory.models import Cluster, NodeReport
 from numaweb.scheduling import fleet
 from scheduler_core.errors import RequestError
 from scheduler_core.model.topology import synthetic
@@ -136,6 +138,18 @@ def test_summaries_are_built_once_per_node_generation(fragmented, anon_client, m
     assert value(samples, "numaweb_fleet_cpus_free", cluster="frag", pool="gpu") == 3 + 3 + 8 + 1
 
 
+def test_node_agents_silent_or_disagreeing_are_counted(fragmented, anon_client, settings):
+    now = timezone.now()
+    settings.NUMAWEB_AGENT_STALE_SECONDS = 300
+    for name, heard, disagreements in (("a", now, 3), ("b", now - timedelta(seconds=301), 1)):
+        NodeReport.objects.create(node=fragmented.nodes.get(name=name), digest=name, reported_at=heard,
+                                  received_at=heard, changed_at=heard, disagreements=disagreements)
+    samples = scrape(anon_client)
+    assert value(samples, "numaweb_fleet_agent_nodes", cluster="frag", state="fresh") == 1
+    assert value(samples, "numaweb_fleet_agent_nodes", cluster="frag", state="stale") == 1
+    assert value(samples, "numaweb_fleet_agent_disagreements", cluster="frag") == 4
+
+
 def test_configured_shapes_are_checked():
     assert [fleet.shape_label(s) for s in fleet.parse_shapes("4; 8,32Gi,nvidia.com/gpu=1")] == [
         "cpu=4", "cpu=8,memory=32Gi,nvidia.com/gpu=1"]
@@ -155,7 +169,7 @@ def promtool(*args: str, cwd: Path = PROMETHEUS) -> str:
 
 
 def test_the_alerting_rules_pass_promtools_checks_and_unit_tests():
-    assert "SUCCESS: 5 rules found" in promtool("check", "rules", "numaweb-alerts.yml")
+    assert "SUCCESS: 7 rules found" in promtool("check", "rules", "numaweb-alerts.yml")
     assert "SUCCESS" in promtool("test", "rules", "numaweb-alerts.test.yml")
 
 
