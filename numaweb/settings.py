@@ -382,8 +382,8 @@ NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
 # many times; after that it is marked failed, so a session that kills its worker cannot loop forever
 NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 
-# workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
-# pages show a banner when no worker has been seen for this long
+# workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz reports "degraded" (still
+# 200: the web stays ready) and the pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
 # /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
