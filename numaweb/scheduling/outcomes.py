@@ -102,11 +102,12 @@ def mismatched(session: SchedulingSession) -> list[int]:
 
 
 def counts(session: SchedulingSession) -> dict[str, Any]:
-    """{"unplaced", "rejected", "multi_numa", "mismatch": n, "reasons": {kubelet reason: n}} for the page's links."""
+    """{"unplaced", "rejected", "multi_numa", "mismatch": n, "reasons": {kubelet reason: n}} for the page's links:
+    three queries, whatever the session's size."""
     placements = session.placements.all()
     reasons = dict(placements.filter(status=PodStatus.REJECTED).values_list("kubelet_reason").annotate(
         n=Count("id")).order_by("kubelet_reason"))
-    multi = PodQuery(outcome="multi_numa").apply(session, placements).count()
-    return {"unplaced": placements.filter(predicted=False).count(), "rejected": sum(reasons.values()),
-            "multi_numa": multi, "mismatch": len(mismatched(session)),
-            "reasons": {str(r or "unknown"): n for r, n in reasons.items()}}
+    multi = Q(admitted=True, admitted_numa__isnull=False) & ~Q(admitted_numa=0) & ~Q(admitted_numa__in=_SINGLE)
+    totals = placements.aggregate(unplaced=Count("id", filter=Q(predicted=False)), multi_numa=Count("id", filter=multi))
+    return {"unplaced": totals["unplaced"], "rejected": sum(reasons.values()), "multi_numa": totals["multi_numa"],
+            "mismatch": len(mismatched(session)), "reasons": {str(r or "unknown"): n for r, n in reasons.items()}}

@@ -17,7 +17,7 @@ from django_htmx.http import push_url, reswap, retarget
 from numaweb.access.decorators import requires
 from numaweb.comparisons import charts
 from numaweb.inventory.models import Node
-from numaweb.jobs.models import Job
+from numaweb.jobs.models import Task
 from numaweb.scheduling import outcomes, results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
@@ -83,7 +83,7 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     except outcomes.BadQuery as exc:  # a stale or mistyped link: say so, list every pod
         pod_query, ctx["filter_error"] = outcomes.PodQuery(), str(exc)
     filtered = pod_query.apply(session, session.placements.all())
-    shown = filtered.only("id", "index", "namespace", "job", "task", "pod", "status", "node_name", "cpus",
+    shown = filtered.only("id", "index", "namespace", "job", "task", "pod", "status", "node_id", "node_name", "cpus",
                           "predicted", "admitted", "admitted_numa", "predicted_cpus", "message", "kubelet_reason",
                           "session_id")
     page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
@@ -95,8 +95,7 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     ctx["filter_qs"] = urlencode(pod_query.items())
     ctx["outcome_choices"], ctx["sort_choices"] = outcomes.OUTCOMES, outcomes.SORTS
     ctx["outcome_label"] = outcomes.OUTCOMES.get(pod_query.outcome, "")
-    ctx["node_ids"] = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in={
-        p.node_name for p in page if p.node_name}).values_list("name", "pk"))
+    ctx["node_ids"] = {p.node_name: p.node_id for p in page if p.node_id is not None}
     chosen = None
     if query["pod"] is not None:
         chosen = placements.filter(index=query["pod"]).first()
@@ -140,13 +139,12 @@ def session_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def _pod_request(session: SchedulingSession, placement: Placement) -> list[tuple[str, str]]:
     """(container, "2 CPU · 4Gi memory · 1 nvidia.com/gpu") per container of the pod's task, as its job asks now
     (empty when the job is gone)."""
-    job = Job.objects.filter(cluster_id=session.cluster_id, namespace=placement.namespace,
-                             name=placement.job).first()
-    task = job.tasks.filter(name=placement.task).first() if job is not None else None
-    if task is None:
+    template = Task.objects.filter(job__cluster_id=session.cluster_id, job__namespace=placement.namespace,
+                                   job__name=placement.job, name=placement.task).values_list("template",
+                                                                                             flat=True).first()
+    if template is None:
         return []
     out = []
-    template = task.template or {}
     for kind, containers in (("", template.get("containers") or ()), ("init ", template.get("init_containers") or ())):
         for c in containers:
             parts = []
