@@ -64,7 +64,9 @@ class PodQuery:
                                     ("job", self.job), ("task", self.task), ("sort", self.sort))
                 if v and not (k == "sort" and v == "index")]
 
-    def apply(self, session: SchedulingSession, qs: QuerySet[Placement]) -> QuerySet[Placement]:
+    def apply(self, session: SchedulingSession, qs: QuerySet[Placement],
+              mismatch: list[int] | None = None) -> QuerySet[Placement]:
+        """`qs` filtered and ordered; `mismatch`: `mismatched(session)` when the caller has it already."""
         if self.outcome == "unplaced":
             qs = qs.filter(predicted=False)
         elif self.outcome == "rejected":
@@ -73,7 +75,7 @@ class PodQuery:
             qs = qs.filter(admitted=True, admitted_numa__isnull=False).exclude(admitted_numa=0).exclude(
                 admitted_numa__in=_SINGLE)
         elif self.outcome == "mismatch":
-            qs = qs.filter(index__in=mismatched(session))
+            qs = qs.filter(index__in=mismatched(session) if mismatch is None else mismatch)
         if self.reason:  # the kubelet's reason, or words of the scheduler's message (an unplaced pod's)
             qs = qs.filter(Q(kubelet_reason=self.reason) | Q(message__icontains=self.reason))
         if self.node:
@@ -101,13 +103,14 @@ def mismatched(session: SchedulingSession) -> list[int]:
     return out
 
 
-def counts(session: SchedulingSession) -> dict[str, Any]:
+def counts(session: SchedulingSession, mismatch: list[int] | None = None) -> dict[str, Any]:
     """{"unplaced", "rejected", "multi_numa", "mismatch": n, "reasons": {kubelet reason: n}} for the page's links:
-    three queries, whatever the session's size."""
+    three queries, whatever the session's size (two with `mismatch`, as in `PodQuery.apply`)."""
     placements = session.placements.all()
     reasons = dict(placements.filter(status=PodStatus.REJECTED).values_list("kubelet_reason").annotate(
         n=Count("id")).order_by("kubelet_reason"))
     multi = Q(admitted=True, admitted_numa__isnull=False) & ~Q(admitted_numa=0) & ~Q(admitted_numa__in=_SINGLE)
     totals = placements.aggregate(unplaced=Count("id", filter=Q(predicted=False)), multi_numa=Count("id", filter=multi))
     return {"unplaced": totals["unplaced"], "rejected": sum(reasons.values()), "multi_numa": totals["multi_numa"],
-            "mismatch": len(mismatched(session)), "reasons": {str(r or "unknown"): n for r, n in reasons.items()}}
+            "mismatch": len(mismatched(session) if mismatch is None else mismatch),
+            "reasons": {str(r or "unknown"): n for r, n in reasons.items()}}

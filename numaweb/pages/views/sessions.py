@@ -82,7 +82,8 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
         pod_query = outcomes.PodQuery.parse(request.GET)
     except outcomes.BadQuery as exc:  # a stale or mistyped link: say so, list every pod
         pod_query, ctx["filter_error"] = outcomes.PodQuery(), str(exc)
-    filtered = pod_query.apply(session, session.placements.all())
+    mismatch = outcomes.mismatched(session)  # read once: the counts and a mismatch filter both need it
+    filtered = pod_query.apply(session, session.placements.all(), mismatch)
     shown = filtered.only("id", "index", "namespace", "job", "task", "pod", "status", "node_id", "node_name", "cpus",
                           "predicted", "admitted", "admitted_numa", "predicted_cpus", "message", "kubelet_reason",
                           "session_id")
@@ -91,7 +92,7 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     ctx["differs"] = {p.index for p in page
                       if _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)}
     ctx["pods"] = page
-    ctx["pod_query"], ctx["outcome_counts"] = pod_query, outcomes.counts(session)
+    ctx["pod_query"], ctx["outcome_counts"] = pod_query, outcomes.counts(session, mismatch)
     ctx["filter_qs"] = urlencode(pod_query.items())
     ctx["outcome_choices"], ctx["sort_choices"] = outcomes.OUTCOMES, outcomes.SORTS
     ctx["outcome_label"] = outcomes.OUTCOMES.get(pod_query.outcome, "")
