@@ -184,7 +184,7 @@ def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement
         "omitted": detail.get("groups_omitted") or {},
         "summary_line": tables.summary_line(groups, placement.node_name, placement.reason,
                                             refused=_refusal(placement) if rejected else ""),
-        "rejected": rejected, "refusal": _refusal(placement) if rejected else "",
+        "rejected": rejected,
         "pod_request": _pod_request(session, placement),
         "kubelet": tables.admission_rows(admission) if admission.get("decisions") else None,
         "node_ids_pod": {placement.node_name: placement.node_id} if placement.node_id else {},
