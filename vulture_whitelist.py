@@ -14,5 +14,6 @@ sc = scheduler_core
     sc.not_movable, sc.options_evaluated, sc.peak_rss_mib, sc.pod_meta, sc.pods_multi_numa, sc.pods_per_cpu_s,
     sc.pods_per_s, sc.pods_unplaced, sc.ratio_cpu, sc.ratio_wall, sc.replay_reason, sc.resReserved, sc.rolled_back,
     sc.session_s, sc.shortfall, sc.single_numa, sc.target_pods_now, sc.topologyPolicy, sc.topology_affinity_errors,
-    sc.total_s, sc.us_per_pod_node
+    sc.total_s, sc.us_per_pod_node, sc.pods_rejected, sc.admission_errors_by_reason, sc.pods_unplaced_policy_filter,
+    sc.headroom_admitted, sc.headroom_rejected
 )

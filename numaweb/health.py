@@ -1,7 +1,8 @@
 """What /healthz reports and the pages' banner reads: can the database and the broker be reached, and has a
 worker sent a heartbeat within NUMAWEB_WORKER_TIMEOUT seconds. Each check answers "ok" or "<state>: <detail>";
 anonymous callers see the state only (the detail names internal hosts, ports and folders), signed-in users and
-the log see it whole."""
+the log see it whole. Only the database and the broker decide the web's readiness: the web serves pages (with the
+banner) and queues work while no worker runs, and each worker's own health is probed on it (`check_worker`)."""
 
 from __future__ import annotations
 
@@ -78,15 +79,17 @@ def workers_alive() -> bool:
 
 
 def report(detailed: bool = True) -> tuple[bool, dict[str, Any]]:
-    """(healthy, body) for /healthz; without `detailed`, each failing part says its state only (and the log
-    has the whole text)."""
+    """(ready, body) for /healthz: ready when the database and the broker answer; the workers are reported, and
+    without one alive the status is "degraded" (still ready). Without `detailed`, each failing part says its state
+    only (and the log has the whole text)."""
     db, queue = database(), broker()
     body: dict[str, Any] = {"database": db, "broker": queue,
                             "workers": workers() if db == OK else {"status": "unknown: the database is unreachable"}}
-    healthy = db == OK and queue == OK and body["workers"]["status"] == OK
+    ready = db == OK and queue == OK
     for part, text in (("database", db), ("broker", queue)):
         if text != OK:
             log.warning("health: %s %s", part, text)
             if not detailed:
                 body[part] = text.partition(":")[0]
-    return healthy, {"status": "ok" if healthy else "unavailable", **body}
+    status = "unavailable" if not ready else "ok" if body["workers"]["status"] == OK else "degraded"
+    return ready, {"status": status, **body}

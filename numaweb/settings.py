@@ -377,6 +377,7 @@ NUMAWEB_MAKE_ROOM_TASK_SECONDS = envint("NUMAWEB_MAKE_ROOM_TASK_SECONDS", "120")
 NUMAWEB_MAKE_ROOM_MAX_NODES = envint("NUMAWEB_MAKE_ROOM_MAX_NODES", "20000")
 NUMAWEB_MAKE_ROOM_MAX_PODS = envint("NUMAWEB_MAKE_ROOM_MAX_PODS", "64")
 NUMAWEB_MAKE_ROOM_MAX_MOVES = envint("NUMAWEB_MAKE_ROOM_MAX_MOVES", "16")
+NUMAWEB_MAKE_ROOM_MAX_CHECKS = envint("NUMAWEB_MAKE_ROOM_MAX_CHECKS", "200")  # candidate plans carried out on copies
 NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES = envlist("NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES", "kube-system")
 NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
 
@@ -388,8 +389,8 @@ NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
 # many times; after that it is marked failed, so a session that kills its worker cannot loop forever
 NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 
-# workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
-# pages show a banner when no worker has been seen for this long
+# workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz reports "degraded" (still
+# 200: the web stays ready) and the pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
 # node agents (numaweb-agent): a node whose agent has sent no report for this long is shown stale (its observed
 # allocations and state check may be out of date) on the node page, the cluster map, pod search and the API

@@ -5,18 +5,20 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from . import health
 
 
 @login_not_required
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when the database and broker answer and a worker was seen within NUMAWEB_WORKER_TIMEOUT, else 503;
-    the body names each part: {"status", "database", "broker", "workers": {status, alive, last_seen_seconds}}, with
-    the details of a failure (internal addresses) for signed-in users only. `/healthz?live` checks nothing else:
+    """The web's readiness: 200 when the database and broker answer, else 503 (GET or HEAD). The body names each
+    part: {"status": ok|degraded|unavailable, "database", "broker", "workers": {status, alive, last_seen_seconds}};
+    no live worker makes it "degraded", not 503: the pages still serve (with the banner) and queue work, and a
+    worker's own health is probed on the worker (`manage.py check_worker`). The details of a failure (internal
+    addresses) are for signed-in users only. `/healthz?live` checks nothing else:
     200 once this process serves requests (a liveness probe, which must not restart the web server because the
     database or the workers are away)."""
     if "live" in request.GET:

@@ -33,8 +33,9 @@ class MakeRoomRequestSerializer(serializers.Serializer):
                                                             '"policy": "single-numa-node"}')
     count = serializers.IntegerField(required=False, help_text="pods of the shape, a gang of all of them")
     policy = serializers.CharField(required=False, help_text="the shape's task topology policy")
-    profile = serializers.ChoiceField(choices=["volcano", "aligned", "unaware"], required=False,
-                                      help_text="default aligned")
+    profile = serializers.ChoiceField(choices=["volcano", "aligned", "unaware"], required=False, help_text=(
+        "default: for a job, the profile (and numa-aware weight) of its last session, the one that left it pending "
+        "(the answer's profile_from names it; aligned when it has none); for a shape, aligned"))
     allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
                                                                          "alone cannot make room (default false)")
     protected_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
@@ -69,6 +70,14 @@ class MakeRoomSerializer(serializers.Serializer):
     cluster = serializers.IntegerField()
     job = serializers.IntegerField(allow_null=True)
     target = serializers.CharField()
+    profile = serializers.CharField(help_text="the profile the search used")
+    weight = serializers.IntegerField(help_text="its numa-aware weight")
+    profile_from = serializers.IntegerField(allow_null=True, help_text=(
+        "the job's session whose profile and weight these are (its last, which left it pending); null: the profile "
+        "was asked for, or aligned by default"))
+    profile_source = serializers.CharField(help_text='which profile it used, in words: "asked for", "the job\'s last '
+                                                     'session, the one that left it pending" (profile_from), "the '
+                                                     'default: no session of the job yet"')
     status = serializers.ChoiceField(RoomPlan.Status.choices)
     error = serializers.CharField()
     progress = serializers.DictField()

@@ -550,7 +550,8 @@ class SessionSerializer(CappedLists, ModelSerializer[SchedulingSession]):
         fields = ["id", "url", "results_url", "explanation_url", "cluster", "jobs", "job_count", "profile", "dry_run",
                   "status", "progress_done", "progress_total", "attempts", "runs", "created_at", "started_at",
                   "heartbeat_at", "worker", "finished_at", "engine_ms", "commit_ms", "pods_total", "pods_placed",
-                  "pods_admitted", "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "counts", "timings"]
+                  "pods_admitted", "jobs_total", "jobs_placed", "nodes_total", "error", "weight", "room_check",
+                  "counts", "timings"]
         read_only_fields = [f for f in fields if f not in ("cluster", "jobs", "profile", "dry_run")]
 
     def validate(self, attrs: dict) -> dict:

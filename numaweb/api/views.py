@@ -37,7 +37,7 @@ from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job
 from numaweb.limits import DepthLimitedJSONParser
-from numaweb.scheduling import results
+from numaweb.scheduling import outcomes, results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
@@ -317,12 +317,27 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
 
     @extend_schema(parameters=[
         OpenApiParameter("placed", OpenApiTypes.BOOL, description="only placed (true) or unplaced (false) pods"),
+        OpenApiParameter("outcome", OpenApiTypes.STR, enum=[*outcomes.OUTCOMES], description=(
+            "only the pods with this outcome: unplaced (no node, or rolled back), rejected (placed, refused by the "
+            "kubelet), multi_numa (admitted across NUMA nodes), mismatch (admitted on other CPUs than predicted)")),
+        OpenApiParameter("reason", OpenApiTypes.STR, description=(
+            "only the pods with this kubelet reason (e.g. SMTAlignmentError), or whose message holds these words")),
+        OpenApiParameter("node", OpenApiTypes.STR, description="only the pods placed on this node (its name)"),
+        OpenApiParameter("job", OpenApiTypes.STR, description="only this job's pods: name or namespace/name"),
+        OpenApiParameter("task", OpenApiTypes.STR, description="only this task's pods"),
+        OpenApiParameter("sort", OpenApiTypes.STR, enum=[*outcomes.SORTS, *(f"-{k}" for k in outcomes.SORTS)],
+                         description="order (default index: the scheduling order, which also breaks ties)"),
     ], responses=s.PlacementSerializer(many=True))
     @action(detail=True, methods=["get"], pagination_class=ResultsPagination)
     def results(self, request: Request, pk: str | None = None) -> Response:
-        """Per pod: the node chosen, what it holds, predicted vs admitted, and verdicts per node class."""
+        """Per pod: the node chosen, what it holds, predicted vs admitted, and verdicts per node class; filtered
+        by outcome, kubelet reason, node, job and task, and sorted."""
         session = self.get_object()
-        qs = session.placements.order_by("index")
+        try:
+            query = outcomes.PodQuery.parse(request.query_params)
+        except outcomes.BadQuery as exc:
+            raise ValidationError({exc.field: [exc.reason]}) from exc
+        qs = query.apply(session, session.placements.all())
         placed = _bool_param(request, "placed")
         if placed is not None:
             qs = qs.filter(predicted=placed)

@@ -5,7 +5,8 @@ a <title> so a pointer or a screen reader gets the number.
 
 - `bar_chart(title, bars)`: one horizontal bar per (label, value, series); a metric across variants.
 - `column_chart(title, categories, series)`: grouped vertical columns (e.g. the single-NUMA block
-  histogram: size bins × variants, or NUMA span per pod with one series).
+  histogram: size bins × variants, or NUMA span per pod with one series), each labelled with its value (a
+  bar of 3 among 9,000 is invisible, its number is not).
 - `heat_strip(title, nodes)`: one cell per NUMA node, shaded by the share of its CPUs in use."""
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def bar_chart(title: str, bars: Sequence[tuple[str, float | int | None, int]], w
 def column_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Sequence[int | float], int]],
                  width: int = 560, height: int = 220, x_label: str = "") -> SafeString:
     """Grouped columns: for each category one column per series (label, values by category, index)."""
-    left, right, top, bottom = 40, 8, 8, 34
+    left, right, top, bottom = 40, 8, 16, 34  # room above the tallest column for its value
     plot_w, plot_h = width - left - right, height - top - bottom
     top_value = max((v for _l, values, _s in series for v in values), default=0) or 1
     group = plot_w / max(1, len(categories))
@@ -82,9 +83,12 @@ def column_chart(title: str, categories: Sequence[str], series: Sequence[tuple[s
             h = value / top_value * plot_h
             parts.append(format_html(
                 '<rect class="chart-bar series-{}" data-series="{}" data-category="{}" data-value="{}" x="{}" '
-                'y="{}" width="{}" height="{}"><title>{} · {}: {}</title></rect>',
+                'y="{}" width="{}" height="{}"><title>{} · {}: {}</title></rect>'
+                '<text class="chart-value" data-category="{}" data-series="{}" x="{}" y="{}" '
+                'text-anchor="middle">{}</text>',
                 index % SERIES_CLASSES, index, category, value, _f(x0 + s * col), _f(top + plot_h - h),
-                _f(max(1.0, col - 1)), _f(h), label, category, _num(value)))
+                _f(max(1.0, col - 1)), _f(h), label, category, _num(value),
+                category, index, _f(x0 + s * col + col / 2), _f(top + plot_h - h - 3), _num(value)))
     if x_label:
         parts.append(format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="middle">{}</text>',
                                  left + plot_w / 2, height - 4, x_label))

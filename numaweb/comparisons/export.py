@@ -1,34 +1,85 @@
-"""What a comparison reports, in one place: the metrics in display order with their labels, and the
-comparison as JSON (everything, per-node tables included) or as CSV rows (one row per variant)."""
+"""What a comparison reports, in one place: the metrics in display order with their labels (the kubelet's verdicts
+among them: admitted, refused, refused by reason, headroom net of refusals), the one-line reasons for large gaps
+between variants (`gaps`), and the comparison as JSON (everything, per-node tables included) or as CSV rows (one
+row per variant)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from scheduler_core.scheduler.compare import BLOCK_BINS
 
-from .models import Comparison
+from . import gaps
+from .models import Comparison, ComparisonVariant
 
-#: (key in the variant's metrics, label, True when a larger value is better); display and CSV order
-METRICS: tuple[tuple[str, str, bool | None], ...] = (
-    ("pods_placed", "pods placed", True),
+#: the kubelet's admission errors every comparison lists, refused or not (another reason a variant meets gets its
+#: own row after these); TopologyAffinityError keeps its historical key
+KUBELET_REASONS = ("TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError")
+Metric = tuple[str, str, bool | None]
+
+#: (key in the variant's metrics, label, True when a larger value is better); display and CSV order. "pods placed"
+#: counts pods the kubelet then refuses, so it ranks nothing: admitted does
+METRICS: tuple[Metric, ...] = (
+    ("pods_admitted", "pods admitted by the kubelet", True),
+    ("pods_placed", "pods placed by the scheduler (the kubelet may refuse them)", None),
     ("pods_unplaced", "pods unplaced", False),
+    ("pods_rejected", "pods the kubelet refused (admission errors)", False),
     ("jobs_committed", "gang jobs committed", True),
     ("jobs_rolled_back", "gang jobs rolled back", False),
-    ("topology_affinity_errors", "TopologyAffinityErrors", False),
     ("pods_multi_numa", "pods spanning >1 NUMA node", False),
     ("mean_numa_distance", "mean NUMA distance", False),
     ("cpu_prediction_mismatches", "CPU prediction mismatches", False),
     ("free_single_numa_blocks", "free single-NUMA blocks", True),
-    ("headroom", "headroom (pods of the shape)", True),
+    ("headroom_admitted", "headroom (pods of the shape) the kubelet admits", True),
+    ("headroom_rejected", "headroom (pods of the shape) placed but refused by the kubelet", False),
     ("engine_s", "engine time (s)", None),
 )
+#: exported, not drawn: headroom as the scheduler counts it (refused pods included)
+EXPORT_ONLY = ("headroom",)
 SETTINGS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
             "distance_tie_break")
+
+
+def reason_key(reason: str) -> str:
+    return "topology_affinity_errors" if reason == "TopologyAffinityError" else f"rejected_{reason}"
+
+
+def metric_rows(variants: Iterable[ComparisonVariant]) -> list[Metric]:
+    """METRICS with one row per kubelet reason (KUBELET_REASONS, then any other a variant met) after the refused
+    total."""
+    seen = {r for v in variants for r in (v.metrics.get("admission_errors_by_reason") or {})}
+    reasons = [*KUBELET_REASONS, *sorted(seen - set(KUBELET_REASONS))]
+    at = [k for k, _l, _b in METRICS].index("pods_rejected") + 1
+    return [*METRICS[:at], *((reason_key(r), f"kubelet refused: {r}", False) for r in reasons), *METRICS[at:]]
+
+
+def values(variant: ComparisonVariant) -> dict[str, Any]:
+    """The variant's metrics with the kubelet rows filled in; a variant stored before they were recorded gets
+    what its counts allow (refused in all, TopologyAffinityErrors, headroom's refused) and None for the rest."""
+    m: dict[str, Any] = dict(variant.metrics)
+    if not m:
+        return m
+    by_reason = m.get("admission_errors_by_reason")
+    if by_reason is None:
+        m.setdefault("pods_rejected", m.get("topology_affinity_errors", 0) + m.get("admission_errors", 0))
+    else:
+        for reason in KUBELET_REASONS:
+            m.setdefault(reason_key(reason), 0)
+        for reason, n in by_reason.items():
+            m[reason_key(reason)] = n
+    room = variant.headroom or {}
+    if "headroom_admitted" not in m and room.get("total") is not None:
+        m["headroom_admitted"] = room["total"] - room.get("rejected", 0)
+        m["headroom_rejected"] = room.get("rejected", 0)
+    return m
 
 
 def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
     """The comparison as plain data; `nodes=False` leaves out the per-node tables (large clusters)."""
     variants = []
-    for v in comparison.variants.all():
+    rows = list(comparison.variants.all())
+    for v in rows:
         item = {"index": v.index, "label": v.label, **{k: v.settings.get(k) for k in SETTINGS},
                 "status": v.status, "error": v.error, "progress_done": v.progress_done,
                 "progress_total": v.progress_total, "engine_ms": v.engine_ms, "metrics": v.metrics,
@@ -41,20 +92,26 @@ def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
             "jobs": sorted(j.pk for j in comparison.jobs.all()), "shape": comparison.shape,
             "created_at": comparison.created_at, "finished_at": comparison.finished_at,
             "cluster_changed": bool(comparison.changed_nodes), "changed_nodes": comparison.changed_nodes,
-            "snapshot_nodes": len(comparison.snapshot), "variants": variants}
+            "snapshot_nodes": len(comparison.snapshot), "variants": variants,
+            "gaps": gaps.notes(comparison, rows)}
 
 
 def csv_rows(comparison: Comparison) -> list[list[object]]:
-    """Header, then one row per variant: its settings, status, every metric and the block histogram."""
+    """Header, then one row per variant: its settings, status, every metric (a column per kubelet reason) and the
+    block histogram."""
     bins = [label for label, _lo, _hi in BLOCK_BINS]
-    header: list[object] = ["comparison", "variant", "label", *SETTINGS, "status", "error",
-                            *(k for k, _l, _b in METRICS), *(f"blocks_{b}" for b in bins), "cluster_changed"]
+    variants = list(comparison.variants.all())
+    keys = [k for k, _l, _b in metric_rows(variants)] + list(EXPORT_ONLY)
+    header: list[object] = ["comparison", "variant", "label", *SETTINGS, "status", "error", *keys,
+                            *(f"blocks_{b}" for b in bins), "cluster_changed"]
     rows = [header]
-    for v in comparison.variants.all():
+    for v in variants:
         options = v.settings.get("cpu_manager_options")
-        values = {**v.settings, "cpu_manager_options": "" if options is None else ",".join(options) or "(none)"}
+        settings = {**v.settings, "cpu_manager_options": "" if options is None else ",".join(options) or "(none)"}
+        metrics = values(v)
         hist = v.metrics.get("block_histogram") or {}
-        rows.append([comparison.pk, v.index, v.label, *("" if values.get(k) is None else values[k] for k in SETTINGS),
-                     v.status, v.error, *("" if v.metrics.get(k) is None else v.metrics[k] for k, _l, _b in METRICS),
+        rows.append([comparison.pk, v.index, v.label,
+                     *("" if settings.get(k) is None else settings[k] for k in SETTINGS), v.status, v.error,
+                     *("" if metrics.get(k) is None else metrics[k] for k in keys),
                      *(hist.get(b, "") for b in bins), bool(comparison.changed_nodes)])
     return rows

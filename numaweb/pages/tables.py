@@ -166,9 +166,11 @@ def reasons_of(groups: Sequence[Mapping]) -> list[str]:
     return sorted({g["reason"] for g in groups if g.get("reason")})
 
 
-def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str:
+def summary_line(groups: Sequence[Mapping], placed_on: str, message: str, refused: str = "") -> str:
     """Upstream-style line: the engine's message for an unplaced pod, else where it went and the
-    `0/N nodes are unavailable: ...` line of the nodes that failed (engine's formatter)."""
+    `0/N nodes are unavailable: ...` line of the nodes that failed (engine's formatter). A pod the kubelet
+    `refused` (its reason and message) is not "placed": the line says the scheduler chose the node and the
+    kubelet refused it there."""
     failures: dict[str, int] = {}
     passed = 0
     for g in groups:
@@ -179,7 +181,9 @@ def summary_line(groups: Sequence[Mapping], placed_on: str, message: str) -> str
             passed += int(g.get("node_count") or 0)
     if not placed_on:
         return message or unavailable_message(failures)
-    head = f"placed on {placed_on}; {passed} node{'s' if passed != 1 else ''} fit"
+    fit = f"{passed} node{'s' if passed != 1 else ''} fit"
+    head = (f"the scheduler chose {placed_on}, where the kubelet refused it ({refused}); {fit}" if refused
+            else f"placed on {placed_on}; {fit}")
     return f"{head}; {unavailable_message(failures)}" if failures else head
 
 
@@ -189,8 +193,9 @@ def admission_view(result: AdmitResult) -> dict:
     return admission_rows(result.to_dict())
 
 
-def admission_rows(data: dict) -> dict:
-    """`AdmitResult.to_dict()` (as stored, e.g. a rejected pod's replay) as `admission_view`'s rows."""
+def admission_rows(data: Mapping) -> dict:
+    """`admission_view` from an admission's JSON form (`AdmitResult.to_dict()`, as a session's pod record keeps the
+    chosen node's and a rejected pod keeps its replay)."""
     decisions = []
     for d in data["decisions"]:
         merge = d.get("merge") or {}
@@ -204,5 +209,5 @@ def admission_rows(data: dict) -> dict:
             "admit": merge.get("admit"),
             "policy": merge.get("policy"),
         })
-    return {"admitted": data["admitted"], "error": data["error"], "cpus": data["cpus"],
-            "allocations": data["allocations"], "decisions": decisions}
+    return {"admitted": data.get("admitted"), "error": data.get("error"), "cpus": data.get("cpus"),
+            "allocations": data.get("allocations") or [], "decisions": decisions}

@@ -9,6 +9,21 @@ import shlex
 from .models import RoomPlan
 
 RESULT_FIELDS = ("fits_now", "found", "moves", "evictions", "moved_cpus", "minimal", "lower_bound", "reason", "after")
+#: a search that stopped at a bound (the engine's stats.bound): what raises it
+RAISED_BY = {
+    "time": "NUMAWEB_MAKE_ROOM_SECONDS raises the time limit",
+    "checks": "NUMAWEB_MAKE_ROOM_MAX_CHECKS raises the plans checked",
+    "max_moves": "the max_moves option raises it, up to NUMAWEB_MAKE_ROOM_MAX_MOVES",
+    "node_pods": "a fixed bound of the engine (16 movable pods a node): no setting raises it",
+    "rehoming": "a fixed bound of the engine (2,000 re-admission tries a plan): no setting raises it",
+}
+
+
+def reason(result: dict) -> str | None:
+    """Why there is no plan, and when a bound stopped the search, what raises it."""
+    text = result.get("reason")
+    bound = (result.get("stats") or {}).get("bound")
+    return f"{text}; {RAISED_BY[bound]}" if text and bound in RAISED_BY else text
 
 
 def room_dict(row: RoomPlan, nodes: bool = False) -> dict:
@@ -16,11 +31,14 @@ def room_dict(row: RoomPlan, nodes: bool = False) -> dict:
     result = row.result or {}
     data = {
         "id": row.pk, "cluster": row.cluster_id, "job": row.job_id, "target": row.target_label,
-        "shape": row.shape, "count": row.count or None, "profile": row.profile, "options": row.options,
+        "shape": row.shape, "count": row.count or None, "profile": row.profile,
+        "weight": (row.options or {}).get("weight", 1), "profile_from": (row.options or {}).get("profile_from"),
+        "profile_source": (row.options or {}).get("profile_source", "asked for"),
+        "options": row.options,
         "status": row.status, "error": row.error, "progress": {"done": row.progress_done, "total": row.progress_total},
         "created_at": row.created_at, "started_at": row.started_at, "finished_at": row.finished_at,
         "engine_ms": row.engine_ms, "session": row.session_id,
-        **{k: result.get(k) for k in RESULT_FIELDS},
+        **{k: result.get(k) for k in RESULT_FIELDS}, "reason": reason(result),
         "stats": result.get("stats"),
     }
     if nodes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -32,7 +32,7 @@ from scheduler_core.model.node import Allocation as EngineAllocation
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
 from scheduler_core.scheduler.explain import PodStatus
 from scheduler_core.scheduler.headroom import Shape, ShapeDict
-from scheduler_core.scheduler.profiles import PROFILES
+from scheduler_core.scheduler.profiles import PROFILES, get_profile
 from scheduler_core.scheduler.room import make_room
 from scheduler_core.scheduler.room_moves import RoomPlan as EnginePlan
 from scheduler_core.scheduler.room_moves import Rules, shape_job
@@ -92,6 +92,9 @@ class RoomOptions(TypedDict):
     max_priority: int | None
     pinned: list[str]
     max_moves: int
+    weight: NotRequired[int]  # the numa-aware weight of the profile asked with
+    profile_from: NotRequired[int | None]  # the job's session whose profile it is (None: asked for, or the default)
+    profile_source: NotRequired[str]  # in words: "asked for", "the job's last session, ...", "the default..."
 
 
 class RoomQuestion(TypedDict):
@@ -122,10 +125,25 @@ def parse_request(cluster: Cluster, data: object) -> RoomQuestion:
     if has_job == has_shape:
         raise RoomError("job", 'give either "job" (a pending job\'s id) or "shape" with "count", not both or neither')
     job, shape, count = (_target_job(cluster, data), None, 0) if has_job else (None, *_target_shape(data))
-    profile = data.get("profile") or "aligned"
-    if profile not in PROFILES:
+    profile, weight, session, source = data.get("profile") or "", 1, None, "asked for"
+    if profile and profile not in PROFILES:
         raise RoomError("profile", f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}")
-    return RoomQuestion(cluster=cluster, job=job, shape=shape, count=count, profile=profile, options=_options(data))
+    if not profile:  # in the job's own terms: the profile (and weight) of the session that left it pending
+        last = last_session(job) if job is not None else None
+        if last is not None:
+            profile, weight, session = last.profile, last.weight, last.pk
+            source = "the job's last session, the one that left it pending"
+        else:
+            profile, source = "aligned", "the default: no session of the job yet" if job else "the default"
+    options = _options(data)
+    options["weight"], options["profile_from"], options["profile_source"] = weight, session, source
+    return RoomQuestion(cluster=cluster, job=job, shape=shape, count=count, profile=profile, options=options)
+
+
+def last_session(job: Job) -> SchedulingSession | None:
+    """The job's last finished session that was asked for (not a make-room check): the one that left it pending."""
+    return job.sessions.filter(status=SchedulingSession.DONE, room_check=False).order_by("-id").only(
+        "pk", "profile", "weight").first()
 
 
 def _target_job(cluster: Cluster, data: Mapping[str, object]) -> Job:
@@ -231,8 +249,10 @@ def execute(pk: int) -> RoomPlan:
                       max_priority=options.get("max_priority"),
                       pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
                       allow_evictions=bool(options.get("allow_evictions")))
-        plan = make_room(cluster, job, row.profile, rules, priorities(row.cluster), held,
+        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)), rules,
+                         priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
+                         max_checks=settings.NUMAWEB_MAKE_ROOM_MAX_CHECKS,
                          time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=progress)
         result: dict[str, Any] = {**plan.to_dict(cluster), "nodes": node_grids(cluster, plan)}  # stored as JSON
         engine_ms = (time.perf_counter() - started) * 1000
@@ -265,7 +285,7 @@ def _save_session(row: RoomPlan, plan: EnginePlan, node_ids: Mapping[str, int]) 
     counts = result.counts
     now = timezone.now()
     session = SchedulingSession.objects.create(
-        cluster_id=row.cluster_id, profile=row.profile, dry_run=True, status=SchedulingSession.DONE,
+        cluster_id=row.cluster_id, profile=row.profile, dry_run=True, room_check=True, status=SchedulingSession.DONE,
         started_at=row.started_at or now, finished_at=now, worker=runs.worker_id(), runs=1, attempts=1,
         engine_ms=result.timings["total_s"] * 1000, pods_total=counts["pods"], pods_placed=counts["placed"],
         pods_admitted=counts["admitted"], jobs_total=len(result.jobs), job_count=1 if row.job_id else 0,

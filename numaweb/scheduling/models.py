@@ -73,6 +73,9 @@ class SchedulingSession(models.Model):
     nodes_total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     weight = models.IntegerField(default=1, help_text="numa-aware plugin weight the session scored with")
+    # db_default: rows written without the column (an older process during a rolling upgrade) are not checks
+    room_check = models.BooleanField(default=False, db_default=False, help_text=(
+        "the dry run that verified a make-room plan (not a session anyone asked for)"))
     explain_names = models.PositiveIntegerField(default=10, help_text="node names listed per verdict group")
     explain_groups = models.PositiveIntegerField(default=64, help_text="verdict groups kept per pod")
     counts = models.JSONField(default=dict, blank=True, help_text="the engine's counts (placed, admitted, ...)")

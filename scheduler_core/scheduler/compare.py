@@ -22,6 +22,7 @@ from ..errors import PolicyError, RequestError
 from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
+from ..volcano.numaaware import reason_policy_mismatch
 from .cluster import Cluster
 from .explain import PodStatus, SessionResult
 from .headroom import HeadroomSummary, Shape, headroom
@@ -56,11 +57,15 @@ class Metrics(TypedDict):
     pods_placed: int
     pods_unplaced: int
     pods_admitted: int
+    pods_rejected: int
     jobs: int
     jobs_committed: int
     jobs_rolled_back: int
     topology_affinity_errors: int
     admission_errors: int
+    admission_errors_by_reason: dict[str, int]
+    pods_unplaced_policy_filter: int
+    policy_nodes: dict[str, int]
     pods_multi_numa: int
     mean_numa_distance: float | None
     cpu_prediction_mismatches: int
@@ -68,7 +73,9 @@ class Metrics(TypedDict):
     free_single_numa_blocks: int
     block_histogram: dict[str, int]
     engine_s: float
-    headroom: NotRequired[int]  # run_variant with a shape
+    headroom: NotRequired[int]  # run_variant with a shape: placed by the scheduler, refused ones included
+    headroom_admitted: NotRequired[int]  # ... of which the kubelet admits
+    headroom_rejected: NotRequired[int]  # ... and refuses
 
 
 class VariantResult(TypedDict):
@@ -252,20 +259,45 @@ def node_table(cluster: Cluster) -> list[NodeRow]:
     return out
 
 
+#: the middle of Volcano's "task topology policy[x] is different with node[y]": an unplaced pod's FitErrors message
+#: holding it was turned away by some node for its policy alone
+_POLICY_MISMATCH = reason_policy_mismatch("\0", "\0").split("\0")[1]
+
+
+def policy_nodes(nodes: Iterable[Node]) -> dict[str, int]:
+    """Nodes by the Topology Manager policy Volcano's numa-aware filter compares a task's policy with (static CPU
+    Manager nodes only: on the others a task with a policy never passes)."""
+    out: dict[str, int] = {}
+    for node in nodes:
+        if node.kubelet.cpu_manager_policy == "static":
+            policy = node.kubelet.topology_manager_policy
+            out[policy] = out.get(policy, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def metrics(result: SessionResult, cluster: Cluster, nodes: list[NodeRow] | None = None) -> Metrics:
     """The figures that tell variants apart, from a finished session and the cluster it left:
 
-    pods / pods_placed / pods_unplaced / pods_admitted; jobs_committed and jobs_rolled_back (gangs
-    whose minAvailable was not met, their placements undone); topology_affinity_errors (placed by the
-    scheduler, refused by the kubelet) and other admission_errors; pods_multi_numa (admitted pods
+    pods / pods_placed / pods_unplaced / pods_admitted; pods_rejected (placed by the scheduler, refused by the
+    kubelet) and admission_errors_by_reason (those by the kubelet's reason, e.g. SMTAlignmentError);
+    jobs_committed and jobs_rolled_back (gangs whose minAvailable was not met, their placements undone);
+    topology_affinity_errors and the other admission_errors; pods_unplaced_policy_filter (unplaced pods some node
+    turned away because its Topology Manager policy is not the task's: Volcano's filter); policy_nodes (see
+    `policy_nodes`); pods_multi_numa (admitted pods
     whose CPUs, memory or devices span more than one NUMA node); mean_numa_distance over admitted
     pods that hold NUMA-local resources (None when none do or no machine reports distances);
     cpu_prediction_mismatches; free_cpus, free_single_numa_blocks (NUMA nodes with free CPUs) and
     block_histogram; engine_s (the session's own time)."""
     counts = result.counts
-    spans = distances = 0
+    spans = distances = policy_filtered = 0
     total_distance = 0.0
+    reasons: dict[str, int] = {}
     for record in result.pods:
+        if record.status == PodStatus.REJECTED:
+            reason = record.kubelet_reason or "unknown"
+            reasons[reason] = reasons.get(reason, 0) + 1
+        elif not record.placed and record.message and _POLICY_MISMATCH in record.message:
+            policy_filtered += 1
         mask = record.admitted_numa or 0
         if record.status != PodStatus.ADMITTED or not mask or record.node is None:  # admitted: it has a node
             continue
@@ -279,10 +311,13 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[NodeRow] | None
     committed = sum(1 for j in result.jobs if j["committed"])
     return {
         "pods": counts["pods"], "pods_placed": counts["placed"], "pods_unplaced": counts["unplaced"],
-        "pods_admitted": counts["admitted"], "jobs": len(result.jobs), "jobs_committed": committed,
-        "jobs_rolled_back": len(result.jobs) - committed,
+        "pods_admitted": counts["admitted"],
+        "pods_rejected": counts["topology_affinity_errors"] + counts["admission_errors"], "jobs": len(result.jobs),
+        "jobs_committed": committed, "jobs_rolled_back": len(result.jobs) - committed,
         "topology_affinity_errors": counts["topology_affinity_errors"],
-        "admission_errors": counts["admission_errors"], "pods_multi_numa": spans,
+        "admission_errors": counts["admission_errors"], "admission_errors_by_reason": dict(sorted(reasons.items())),
+        "pods_unplaced_policy_filter": policy_filtered, "policy_nodes": policy_nodes(cluster.nodes.values()),
+        "pods_multi_numa": spans,
         "mean_numa_distance": round(total_distance / distances, 3) if distances else None,
         "cpu_prediction_mismatches": counts["cpu_prediction_mismatches"],
         "free_cpus": sum(f for n in nodes for f, _c in n["numa"]),
@@ -315,8 +350,10 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
             "at_least": room["at_least"], "stopped": room["stopped"], "bound": room["bound"],
             "sessions": room["sessions"], "engine_s": room["engine_s"]}
         out["metrics"]["headroom"] = room["total"]
+        out["metrics"]["headroom_admitted"] = room["total"] - room["rejected"]
+        out["metrics"]["headroom_rejected"] = room["rejected"]
     return out
 
 
 __all__ = ["BLOCK_BINS", "SPAN_BINS", "Shape", "Variant", "block_histogram", "headroom", "metrics", "node_table",
-           "numa_use", "run_variant", "span_histogram"]
+           "numa_use", "policy_nodes", "run_variant", "span_histogram"]

@@ -42,6 +42,7 @@ from itertools import combinations
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod
 from ..model.jobs import Job
+from ..model.node import Node
 from .cluster import Cluster, Request, TallyKey
 from .explain import PodStatus
 from .gc_pause import paused_gc
@@ -444,6 +445,23 @@ class _Found:
         self.gain += max(0, option.gain - before)
 
 
+def never(cluster: Cluster, job: Job, profile: Profile, held: frozenset[str], need: int) -> str:
+    """Why no plan of moves can ever make room ('' when one might): even with every node empty, a session places
+    fewer of the target's pods than it needs. The first pod left out says why, in the scheduler's words (e.g.
+    `0/40 nodes are unavailable: 30 task topology policy[single-numa-node] is different with node[best-effort],
+    10 Insufficient nvidia.com/gpu.`) or the kubelet's."""
+    empty = Cluster(Node(n.name, n.topology, n.kubelet, (), n.numatopology) for n in cluster.nodes.values())
+    result = target_session(empty, replace(job, min_available=1), profile, held, explain=True)
+    admitted = result.counts["admitted"]
+    if admitted >= need:
+        return ""
+    first = next((p for p in result.pods if p.status != PodStatus.ADMITTED), None)
+    why = "" if first is None else first.message or first.kubelet_reason or first.status
+    if admitted == 0:
+        return f"no node can ever take a pod of it, even empty ({why})"
+    return f"even with every node empty only {admitted} of the {need} pods it needs fit ({why})"
+
+
 @paused_gc()
 def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", rules: Rules | None = None,
               priorities: Mapping[str, int] | None = None, held: Collection[str] = (), max_moves: int = 8,
@@ -470,29 +488,60 @@ def make_room(cluster: Cluster, job: Job, profile: str | Profile = "aligned", ru
                 started + time_limit, max_checks, progress)
     placed_now = target_session(cluster.copy(), s.probe, profile, held).counts["admitted"]
     short = s.need - placed_now
+    movable = sum(len(pods) for pods in s.movable.values())
+    impossible = never(cluster, job, profile, held, s.need) if short > 0 else ""
     check = None
     proven, bound = False, (1, 0)
-    if short > 0:
+    if short > 0 and not impossible:
         check, proven, bound = s.search(short, evictions=False)
         if check is None and rules.allow_evictions and proven is False and bound[0] > max_moves and s.complete:
             check, proven, bound = s.search(short, evictions=True)
     proven = proven and s.alike
     stats: RoomStats = {"engine_s": round(time.monotonic() - started, 3), "options_evaluated": s.evaluated,
              "sessions": s.sessions, "checks": s.checks, "target_pods_now": placed_now, "shortfall": max(short, 0),
-             "not_movable": dict(sorted(s.refused.items())), "failed_checks": dict(sorted(s.failures.items()))}
-    lower = s.lower_bound(bound[0]) if short > 0 else 1
+             "movable": movable, "not_movable": dict(sorted(s.refused.items())),
+             "failed_checks": dict(sorted(s.failures.items()))}
+    # never more than the cluster could move: "at least 17 moves" with 2 movable pods helps nobody
+    lower = min(s.lower_bound(bound[0]) if short > 0 else 1, max_moves + 1, movable)
     if check is None:
-        if short <= 0:
+        if impossible:
+            reason, lower = impossible, 0
+        elif short <= 0:
             reason = ("the target's pods fit one node at a time but not together "
                       f"({now.reason}); no plan of moves was searched")
-        elif s.alike and s.complete and bound[0] > max_moves:
-            reason = f"no plan of at most {max_moves} moves makes room"
+        elif s.alike and s.complete and bound[0] > min(max_moves, movable):
+            if movable <= max_moves:  # every set of movable pods was tried
+                reason, lower = (f"moving any of the {movable} movable pods does not make room"
+                                 + _unmovable(s.refused)), 0
+            else:
+                reason, stats["bound"] = f"no plan of at most {max_moves} moves (max_moves) makes room", "max_moves"
         else:
-            reason = "no plan within the bounds (time, checks or size)"
-        return RoomPlan(False, False, lower_bound=min(lower, max_moves + 1), reason=reason, stats=stats)
+            stats["bound"], reason = _bound(s, time_limit, max_checks, max_moves, bound[0])
+        return RoomPlan(False, False, lower_bound=lower, reason=reason, stats=stats)
     moves = [m for m in check.moves if m.to_node is not None]
     evicted = [m for m in check.moves if m.to_node is None]
     return RoomPlan(False, True, moves, evicted, minimal=proven, lower_bound=lower, check=check, stats=stats)
 
 
-__all__ = ["RoomPlan", "make_room"]
+def _unmovable(refused: Mapping[str, int]) -> str:
+    return f" (not movable: {', '.join(f'{n} {why}' for why, n in sorted(refused.items()))})" if refused else ""
+
+
+def _bound(s: _Search, time_limit: float, max_checks: int, max_moves: int, bound: int) -> tuple[str, str]:
+    """(which bound stopped a search that found no plan, the reason naming it): `time` (time_limit), `checks`
+    (max_checks), `rehoming` (a moved pod's re-admission search hit MAX_DESTINATION_TRIES), `node_pods` (a node
+    had more than MAX_NODE_PODS movable pods: only subsets of its smallest were tried) or `max_moves`."""
+    if s.expired():
+        return "time", f"no plan within the time limit of {time_limit:g} s"
+    if s.checks >= max_checks:
+        return "checks", f"no plan within the limit of {max_checks} checked plans"
+    if s.gave_up:
+        return "rehoming", (f"no plan found: re-admitting the moved pods stopped after {MAX_DESTINATION_TRIES} "
+                            "tries on some plans")
+    if s.truncated:
+        return "node_pods", (f"no plan found among the subsets tried: nodes with more than {MAX_NODE_PODS} movable "
+                             "pods offered subsets of their smallest pods only")
+    return "max_moves", f"no plan of at most {max_moves} moves (max_moves) makes room (cheapest left: {bound})"
+
+
+__all__ = ["RoomPlan", "make_room", "never"]

@@ -187,8 +187,10 @@ class RoomStats(TypedDict, total=False):
     checks: int
     target_pods_now: int
     shortfall: int
+    movable: int  # pods the rules let the search move
     not_movable: dict[str, int]
     failed_checks: dict[str, int]
+    bound: str  # no plan: the bound the search stopped at (room._bound)
 
 
 class AfterDict(TypedDict):

@@ -63,6 +63,9 @@ def test_an_admin_site_edit_is_recorded_and_shown_on_the_node_page(make_user, cl
     assert (row.history_type, row.history_source, row.history_username) == ("~", "admin", "root")
     history = admin.get(f"/admin/inventory/cluster/{cluster.pk}/history/").content.decode()
     assert "root" in history and "admin" in history
+    # no template comment leaks into the page (a {# #} comment spans one line only)
+    assert "{#" not in history and "#}" not in history and "{% comment" not in history
+    assert "allows no style attribute" not in history and 'id="change-history"' in history
     node = make_node(cluster, "n1")
     node_page = client.get(reverse("pages:node", args=[node.pk])).content.decode()
     assert 'data-history-source="command"' in node_page  # make_node ran outside any request

@@ -60,6 +60,40 @@ def test_affinity_errors_aligned_none_volcano_some_unaware_more():
     assert errors == {"aligned": 0, "volcano": 1, "unaware": 2}
 
 
+def test_every_kubelet_refusal_is_counted_by_reason_and_headroom_is_net_of_them():
+    """full-pcpus-only on 2-thread cores: a 1-CPU pod is refused with SMTAlignmentError. Volcano (CPU hints only,
+    no CPU Manager options) and unaware place such pods; aligned never does. The by-reason counts add up to the
+    refusals, and headroom splits into what the kubelet admits and what it refuses."""
+    smt = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="single-numa-node",
+                        cpu_manager_options={"full-pcpus-only": "true"})
+    nodes = [Node("c-smt", synthetic(1, 2, 2, 2, memory_per_numa=16 * GiB), smt)]
+    shape = Shape.parse("1", "1Gi", policy="single-numa-node")
+    out = {p: run_variant(nodes, [job(0, 1), job(1, 2), job(2, 1)], Variant(p), shape)["metrics"] for p in PROFILES}
+    for m in out.values():
+        assert sum(m["admission_errors_by_reason"].values()) == m["pods_rejected"] \
+            == m["topology_affinity_errors"] + m["admission_errors"] == m["pods_placed"] - m["pods_admitted"]
+        assert m["headroom_admitted"] + m["headroom_rejected"] == m["headroom"]
+        assert m["policy_nodes"] == {"single-numa-node": 1}
+    assert (out["aligned"]["pods_placed"], out["aligned"]["pods_rejected"]) == (1, 0)  # the 2-CPU pod only
+    assert out["aligned"]["admission_errors_by_reason"] == {} and out["aligned"]["headroom"] == 0
+    for p in ("volcano", "unaware"):  # both 1-CPU pods placed and refused; 4 more "fit", all refused
+        assert (out[p]["pods_placed"], out[p]["pods_admitted"]) == (3, 1)
+        assert out[p]["admission_errors_by_reason"] == {"SMTAlignmentError": 2}
+        assert (out[p]["headroom"], out[p]["headroom_admitted"], out[p]["headroom_rejected"]) == (4, 0, 4)
+
+
+def test_volcanos_policy_filter_is_counted_and_the_nodes_by_policy_reported():
+    """affinity_workload's j5 (best-effort) meets only single-numa-node nodes: Volcano's filter turns it away."""
+    nodes, jobs = affinity_workload()
+    out = {p: run_variant(nodes, jobs, Variant(p))["metrics"] for p in PROFILES}
+    assert out["volcano"]["pods_unplaced_policy_filter"] == 1
+    assert out["aligned"]["pods_unplaced_policy_filter"] == out["unaware"]["pods_unplaced_policy_filter"] == 0
+    assert out["volcano"]["admission_errors_by_reason"] == {"TopologyAffinityError": 1}
+    assert out["unaware"]["admission_errors_by_reason"] == {"TopologyAffinityError": 2}
+    best = run_variant(nodes, jobs, Variant("volcano", topology_manager_policy="best-effort"))["metrics"]
+    assert best["policy_nodes"] == {"best-effort": 2} and out["volcano"]["policy_nodes"] == {"single-numa-node": 2}
+
+
 def test_run_variant_leaves_the_snapshot_alone_and_reports_the_metrics():
     nodes, jobs = affinity_workload()
     before = [(n.name, n.free_cpus, len(n.allocations), n.kubelet) for n in nodes]

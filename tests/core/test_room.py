@@ -4,6 +4,7 @@ may not move."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 
 import pytest
@@ -20,7 +21,7 @@ from scheduler_core.model.topology import synthetic
 from scheduler_core.scheduler.cluster import Cluster
 from scheduler_core.scheduler.room import make_room
 from scheduler_core.scheduler.room_moves import Rules, order_moves, put_on, running_pods, take_off
-from scheduler_core.scheduler.session import run_session
+from scheduler_core.scheduler.session import gang_minimum, run_session
 
 from .room_clusters import GiB, fragmented, gang
 
@@ -111,7 +112,18 @@ def test_fewest_moves_equal_an_exhaustive_search(instance):
     expected = exhaustive(cluster, job, rules, 2)
     if expected is None:
         assert not plan.found
-        assert plan.lower_bound == 3 and "at most 2 moves" in plan.reason
+        movable = [p for p in running_pods(cluster) if rules.refusal(p, {q.uid for _t, q in job.pods()}) is None]
+        assert plan.stats["movable"] == len(movable) and plan.lower_bound <= len(movable)
+        if plan.reason.startswith(("no node can ever take", "even with every node empty")):
+            empty = Cluster(Node(n.name, n.topology, n.kubelet) for n in nodes)  # every node empty: still too few
+            fits = run_session(empty, [replace(job, min_available=1)], profile="aligned").counts["admitted"]
+            assert fits < gang_minimum(job) and (fits == 0) == plan.reason.startswith("no node") and \
+                plan.lower_bound == 0
+        elif len(movable) <= 2:  # every set of movable pods was tried: none makes room, however many moves
+            assert plan.reason.startswith(f"moving any of the {len(movable)} movable pods does not make room")
+            assert plan.lower_bound == 0
+        else:
+            assert plan.lower_bound == 3 and "at most 2 moves" in plan.reason
         return
     assert plan.found and plan.minimal
     assert (len(plan.moves), plan.moved_cpus) == expected

@@ -204,3 +204,66 @@ def test_headroom_cut_short_by_a_bound_reads_at_least_naming_it(client, demo, mo
     html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
     row = html[html.index("headroom (pods of the shape)"):]
     assert f"<td>{variant.metrics['headroom']}</td>" in row[:row.index("</tr>")] and "at least" not in row[:200]
+
+
+def test_every_kubelet_verdict_is_counted_and_large_gaps_are_explained(client, monkeypatch):
+    """One single-numa-node node with full-pcpus-only on 2-thread cores, three best-effort nodes; two 1-CPU jobs
+    with the single-numa-node task policy. Volcano sends both to the one node of their policy, where the kubelet
+    refuses them (SMTAlignmentError); aligned never places what the kubelet refuses. The table, the charts and the
+    CSV count the refusals by reason, "pods placed" ranks nothing, headroom is net of refusals, and the page says
+    why Volcano's headroom is a fifth of aligned's (its task-policy = node-policy filter: 1 node of 4)."""
+    import csv
+    import io
+
+    from numaweb.inventory.models import Cluster
+    from tests.web.helpers import make_job, make_node
+
+    cluster = Cluster.objects.create(name="smt")
+    make_node(cluster, "snn", (1, 2, 2, 2), "single-numa-node", cpu_manager_options={"full-pcpus-only": "true"})
+    for i in range(3):
+        make_node(cluster, f"be-{i}", (1, 2, 4, 1), "best-effort")
+    make_job("one-a", cpus="1", policy="single-numa-node")
+    make_job("one-b", cpus="1", policy="single-numa-node")
+    monkeypatch.setattr(services, "enqueue", lambda ids: None)
+    client.post(reverse("comparisons:start"), form_data(cluster, cpu="2", memory="1Gi", policy="single-numa-node"))
+    comparison = Comparison.objects.get()
+    run_all(comparison)
+    volcano, aligned, unaware = comparison.variants.all()
+    assert volcano.metrics["admission_errors_by_reason"] == {"SMTAlignmentError": 2}
+    assert (volcano.metrics["pods_placed"], volcano.metrics["pods_admitted"]) == (2, 0)
+    assert (aligned.metrics["pods_admitted"], aligned.metrics["pods_rejected"]) == (2, 0)
+    # snn takes 3 pods of 2 CPUs, each best-effort node 4 (aligned's two 1-CPU pods leave them 11)
+    assert (aligned.metrics["headroom_admitted"], volcano.metrics["headroom_admitted"]) == (15, 3)
+
+    html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
+
+    def row(key: str) -> list[str]:
+        start = html.index(f'data-metric-row="{key}"')
+        return [a.split("<")[0] for a in html[start:html.index("</tr>", start)].split("<td>")[1:]]
+
+    assert row("pods_rejected") == ["2", "0", str(unaware.metrics["pods_rejected"])]
+    assert row("rejected_SMTAlignmentError")[:2] == ["2", "0"]
+    assert row("topology_affinity_errors")[:2] == ["0", "0"]
+    assert row("rejected_UnexpectedAdmissionError")[:2] == ["0", "0"]
+    assert row("pods_admitted")[:2] == ["0", "2"]
+    assert row("headroom_admitted")[:2] == ["3", "15"]
+    # the charts: admitted ranks, placed carries no "more is better"; one chart per kubelet reason
+    assert [int(b["data-value"]) for b in _chart(html, "rejected_SMTAlignmentError")][:2] == [2, 0]
+    placed = html[html.index('data-metric="pods_placed"'):]
+    assert "more is better" not in placed[:placed.index("</figcaption>")]
+    admitted = html[html.index('data-metric="pods_admitted"'):]
+    assert "more is better" in admitted[:admitted.index("</figcaption>")]
+    # why the gaps: the refusals by reason, and Volcano's filter with the count of nodes of the shape's policy
+    notes = html[html.index('class="gap-notes"'):html.index("</ul>", html.index('class="gap-notes"'))]
+    assert "1. volcano: the kubelet refuses 2 of the 2 pods it placed (2 SMTAlignmentError" in notes
+    assert "1. volcano: headroom 3 against 15 for 2. aligned" in notes
+    assert "that same Topology Manager policy, 1 of 4 nodes" in notes
+    assert 'data-gap-variant="1"' not in notes  # aligned: nothing to explain
+
+    rows = list(csv.DictReader(io.StringIO(client.get(
+        reverse("api:comparison-export", args=[comparison.pk]) + "?format=csv").content.decode())))
+    assert [r["rejected_SMTAlignmentError"] for r in rows][:2] == ["2", "0"]
+    assert [(r["pods_admitted"], r["pods_rejected"], r["headroom_admitted"], r["headroom_rejected"])
+            for r in rows][:2] == [("0", "2", "3", "0"), ("2", "0", "15", "0")]
+    data = client.get(reverse("api:comparison-export", args=[comparison.pk]) + "?format=json").json()
+    assert [g["metric"] for g in data["gaps"] if g["variant"] == 0][:2] == ["pods_rejected", "headroom_admitted"]

@@ -1,4 +1,5 @@
-"""/healthz, worker heartbeats and the database-driven queue (housekeeping), and the logs an operator reads."""
+"""/healthz (the web's readiness, which no worker outage takes away), worker heartbeats and the database-driven
+queue (housekeeping), and the logs an operator reads."""
 
 from __future__ import annotations
 
@@ -42,28 +43,53 @@ def heartbeat(name: str = "w1@host", age: float = 0.0) -> WorkerHeartbeat:
     return WorkerHeartbeat.objects.create(name=name, host="host", pid=1, started_at=seen, seen_at=seen)
 
 
-def test_healthz_503_without_a_worker_then_200_once_one_beats(client, db, queue, settings):
+def test_healthz_ready_without_a_worker_reports_the_workers_in_its_body(client, anon_client, db, queue, settings):
+    """The web's readiness probe: no live worker is "degraded" in the body, never 503 (a worker outage must not take
+    the web out of service: its pages say so with the banner, and it still queues work)."""
     settings.NUMAWEB_WORKER_TIMEOUT = 5
     r = client.get("/healthz")
-    assert r.status_code == 503
+    assert r.status_code == 200, r.content
     # the liveness probe asks only whether this process serves requests
     assert client.get("/healthz?live").status_code == 200 and client.get("/healthz?live").json() == {"status": "ok"}
     body = r.json()
-    assert body["status"] == "unavailable" and body["database"] == "ok" and body["broker"] == "ok"
+    assert body["status"] == "degraded" and body["database"] == "ok" and body["broker"] == "ok"
     assert body["workers"] == {"status": "no worker seen for 5 s", "alive": 0, "last_seen_seconds": None,
                                "timeout": 5}
     old = heartbeat("old@host", age=6)
-    assert client.get("/healthz").status_code == 503  # seen, but longer ago than the timeout
+    r = client.get("/healthz")  # seen, but longer ago than the timeout
+    assert r.status_code == 200 and r.json()["status"] == "degraded" and r.json()["workers"]["alive"] == 0
     heartbeats.beat("new@host")
     r = client.get("/healthz")
     assert r.status_code == 200, r.content
+    assert r.json()["status"] == "ok"
     assert r.json()["workers"]["alive"] == 1 and r.json()["workers"]["status"] == "ok"
     assert r.headers["Cache-Control"].startswith("max-age=0")
     heartbeats.forget("new@host")
-    assert client.get("/healthz").status_code == 503
-    assert client.get("/healthz").json()["workers"]["last_seen_seconds"] >= 6
+    r = client.get("/healthz")
+    assert r.status_code == 200 and r.json()["status"] == "degraded"
+    assert r.json()["workers"]["last_seen_seconds"] >= 6
+    # HEAD is answered as GET (load balancers probe with it), with no body; other methods are refused
+    head = anon_client.head("/healthz")
+    assert head.status_code == 200 and head.content == b"" and head["Content-Type"] == "application/json"
     old.delete()
     assert client.post("/healthz").status_code == 405
+
+
+def test_with_no_worker_alive_the_web_stays_ready_and_pages_carry_the_banner(client, anon_client, db, queue):
+    """Every worker stopped: readiness 200 (anonymous, as the probes ask), and the pages are served with the banner
+    saying no worker runs."""
+    from numaweb.inventory.demo import build_demo
+
+    build_demo("demo")
+    assert not WorkerHeartbeat.objects.exists()
+    probe = anon_client.get("/healthz")
+    assert probe.status_code == 200 and probe.json()["status"] == "degraded"
+    assert probe.json()["workers"]["alive"] == 0
+    assert anon_client.head("/healthz").status_code == 200
+    for url in ("/", "/jobs/", "/sessions/", "/comparisons/"):
+        page = client.get(url)
+        assert page.status_code == 200, url
+        assert 'id="no-worker"' in page.content.decode(), url
 
 
 def test_healthz_503_names_an_unreachable_broker(client, anon_client, db, caplog):

@@ -58,11 +58,17 @@ def server(tmp_path_factory):
     for entry in ROOT.iterdir():  # the repository's files, without the outputs of the examples landing in it
         if entry.name not in (".venv", ".git", "var"):
             (work / entry.name).symlink_to(entry)
+    (work / ".venv").symlink_to(Path(sys.prefix))  # the environment ./dev made (the one running these tests)
     port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    # a fresh shell: the project's environment is not on PATH, so a block reaches it as the README says
+    # (`. .venv/bin/activate`), or fails with "No module named 'django'" as a newcomer's would
+    venv_bin = Path(sys.executable).parent.resolve()
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != venv_bin]
+    env = {k: v for k, v in env.items() if k != "VIRTUAL_ENV"}
     env.update(NUMAWEB_DATA_DIR=str(folder / "data"), WEB_CONCURRENCY="1", PYTHONUNBUFFERED="1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+               PATH=os.pathsep.join(path))
     log = folder / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
@@ -99,6 +105,13 @@ def is_api(code: str) -> bool:
     return "$API/sessions/" in code
 
 
+def test_a_fresh_shell_needs_the_environment_the_readme_names(server):
+    """Without `. .venv/bin/activate` the commands fail as the issue found them; with it they run."""
+    plain = run_block(server, "python manage.py check_worker --help")
+    assert plain.returncode != 0 and ("No module named 'django'" in plain.stderr or "not found" in plain.stderr)
+    assert run_block(server, ". .venv/bin/activate\npython manage.py check_worker --help").returncode == 0
+
+
 @pytest.mark.parametrize(("line", "code"), [(line, code) for line, code, skip in blocks("sh")
                                             if skip is None and not is_api(code)],
                          ids=lambda v: f"line-{v}" if isinstance(v, int) else None)
@@ -115,7 +128,9 @@ def test_api_examples_reach_every_step(server):
     assert done.returncode == 0, f"README line {line}:\n{done.stderr}"
     explanation = json.loads((server["cwd"] / "session.json").read_text())
     assert explanation["schema"] == "numaweb.session/1", list(explanation)
-    assert "comparison,variant,label" in done.stdout  # the CSV header
+    header = done.stdout.index("comparison,variant,label")  # the CSV, exported once every variant is done
+    rows = done.stdout[header:].splitlines()[1:5]
+    assert len(rows) == 4 and all(",done,," in row for row in rows), rows
     assert '"name":"node-9"' in done.stdout.replace(" ", "")
 
 

@@ -1,16 +1,30 @@
 """Small display filters for the pages."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from django import template
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from numaweb.links import id_link
 from numaweb.scheduling.store import mask_of
 from scheduler_core.model.bitmask import bits_of
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.quantity import format_bytes
 
 register = template.Library()
+
+
+@register.filter
+def node_link(name: str | None, ids: Mapping[str, int] | None) -> str:
+    """A node's name as a link to its page (`ids`: name → id in the cluster); the bare name when not known."""
+    if not name:
+        return ""
+    pk = (ids or {}).get(name)
+    if pk is None:
+        return name
+    head, tail = id_link("pages:node")
+    return format_html('<a class="node-link" href="{}{}{}">{}</a>', head, pk, tail, name)
 
 
 @register.filter

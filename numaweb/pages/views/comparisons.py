@@ -4,6 +4,8 @@ heat strip of NUMA use per variant."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
 from django.forms import BaseFormSet
 from django.http import HttpRequest, HttpResponse
@@ -13,8 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from numaweb.access.decorators import requires
-from numaweb.comparisons import charts, services
-from numaweb.comparisons.export import METRICS
+from numaweb.comparisons import charts, gaps, services
+from numaweb.comparisons.export import Metric, metric_rows, values
 from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.inventory.models import Cluster
 from numaweb.worker.runs import BrokerUnavailable
@@ -52,38 +54,41 @@ def start(request: HtmxHttpRequest) -> HttpResponse:
     return HttpResponseClientRedirect(url, status=204) if request.htmx else redirect(url)
 
 
-def _metric_charts(variants: list) -> list[dict]:
+def _metric_charts(rows: list[Metric], variants: list, shown: dict[int, dict[str, Any]]) -> list[dict]:
     out = []
-    for key, label, better in METRICS:
-        values = [v.metrics.get(key) for v in variants]
-        if all(value is None for value in values):
+    for key, label, better in rows:
+        numbers = [shown[v.index].get(key) for v in variants]
+        if all(value is None for value in numbers):
             continue
         hint = {True: "more is better", False: "fewer is better", None: ""}[better]
         out.append({"key": key, "label": label, "hint": hint,
-                    "svg": charts.bar_chart(label, [(f"{v.index + 1}. {v.label}", v.metrics.get(key), v.index)
+                    "svg": charts.bar_chart(label, [(f"{v.index + 1}. {v.label}", shown[v.index].get(key), v.index)
                                                     for v in variants])})
     return out
 
 
-def _cell(variant: ComparisonVariant, key: str) -> object:
+def _cell(variant: ComparisonVariant, shown: dict[str, Any], key: str) -> object:
     """A metric as the table shows it: headroom cut short by a bound (NUMAWEB_HEADROOM_MAX_PODS or
     NUMAWEB_HEADROOM_SECONDS) reads "at least N", naming the bound."""
-    value = variant.metrics.get(key)
+    value = shown.get(key)
     room = variant.headroom or {}
-    if key == "headroom" and value is not None and room.get("at_least"):
+    if key == "headroom_admitted" and value is not None and room.get("at_least"):
         return f"at least {value} ({room.get('stopped') or 'bounded'})"
     return value
 
 
 def _context(comparison: Comparison) -> dict:
     variants = list(comparison.variants.all())
-    ctx: dict = {"comparison": comparison, "variants": variants, "poll": POLL,
-                 "status": comparison.status, "metrics": METRICS}
+    ctx: dict = {"comparison": comparison, "variants": variants, "poll": POLL, "status": comparison.status}
     done = [v for v in variants if v.status == Comparison.DONE]
     if not done:
         return ctx
-    ctx["rows"] = [(label, better, [_cell(v, key) for v in variants]) for key, label, better in METRICS]
-    ctx["charts"] = _metric_charts(done)
+    rows = metric_rows(variants)
+    shown = {v.index: values(v) for v in variants}
+    ctx["rows"] = [(key, label, better, [_cell(v, shown[v.index], key) for v in variants])
+                   for key, label, better in rows]
+    ctx["gaps"] = gaps.notes(comparison, variants)
+    ctx["charts"] = _metric_charts(rows, done, shown)
     bins = [label for label, _lo, _hi in BLOCK_BINS]
     ctx["histogram"] = charts.column_chart(
         "free single-NUMA blocks by size (free CPUs on one NUMA node)", bins,

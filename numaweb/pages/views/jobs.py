@@ -138,8 +138,10 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     for a in held:
         by_pod.setdefault(a.pod, []).append(a)
     latest = {}
+    # the job's own sessions only: a make-room plan's verifying dry run is not where its pods went
     for p in Placement.objects.filter(session__cluster=job.cluster_id, namespace=job.namespace, job=job.name,
-                                      pod__in=[n for _t, n in uids.values()]).order_by("session_id"):
+                                      pod__in=[n for _t, n in uids.values()],
+                                      session__room_check=False).order_by("session_id"):
         latest[p.pod] = p
     states: dict[int, grid.NodeState] = {}
     pods = []

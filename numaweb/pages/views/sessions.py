@@ -1,10 +1,13 @@
-"""Sessions: start one, watch its progress, then read its pods, each pod's verdicts per node (the hint
-table) and its NUMA span chart."""
+"""Sessions: start one, watch its progress, then read its pods (filtered and sorted by outcome, kubelet reason,
+node, job and task, with counts that link to each list), each pod's verdicts per node (the hint table), what the
+kubelet said of it, and the NUMA span chart."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -14,12 +17,14 @@ from django_htmx.http import push_url, reswap, retarget
 from numaweb.access.decorators import requires
 from numaweb.comparisons import charts
 from numaweb.inventory.models import Node
-from numaweb.scheduling import results
+from numaweb.jobs.models import Task
+from numaweb.scheduling import outcomes, results
 from numaweb.scheduling import services as scheduling
-from numaweb.scheduling.models import Placement, SchedulingSession
+from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
 from numaweb.scheduling.store import mask_of
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.quantity import format_bytes
 from scheduler_core.scheduler.compare import span_histogram
 
 from .. import grid, session_rows, tables
@@ -73,20 +78,34 @@ def _session_context(request: HtmxHttpRequest, session: SchedulingSession, error
     query = HintTableForm(request.GET).values()
     placements = session.placements.order_by("index")
     ctx["span_chart"] = _span_chart(session)
-    shown = placements.only("id", "index", "job", "task", "pod", "node_name", "cpus", "predicted", "admitted",
-                            "admitted_numa", "predicted_cpus", "message", "kubelet_reason", "session_id")
+    try:
+        pod_query = outcomes.PodQuery.parse(request.GET)
+    except outcomes.BadQuery as exc:  # a stale or mistyped link: say so, list every pod
+        pod_query, ctx["filter_error"] = outcomes.PodQuery(), str(exc)
+    mismatch = outcomes.mismatched(session)  # read once: the counts and a mismatch filter both need it
+    filtered = pod_query.apply(session, session.placements.all(), mismatch)
+    shown = filtered.only("id", "index", "namespace", "job", "task", "pod", "status", "node_id", "node_name", "cpus",
+                          "predicted", "admitted", "admitted_numa", "predicted_cpus", "message", "kubelet_reason",
+                          "session_id")
     page = Paginator(shown, PODS_PER_PAGE).get_page(query["pods_page"])
     # the scheduler predicted other CPUs than the kubelet pinned: a badge on the row
     ctx["differs"] = {p.index for p in page
                       if _prediction_differs(p.predicted_cpus and str(CPUSet(int(p.predicted_cpus, 16))), p)}
     ctx["pods"] = page
+    ctx["pod_query"], ctx["outcome_counts"] = pod_query, outcomes.counts(session, mismatch)
+    ctx["filter_qs"] = urlencode(pod_query.items())
+    ctx["outcome_choices"], ctx["sort_choices"] = outcomes.OUTCOMES, outcomes.SORTS
+    ctx["outcome_label"] = outcomes.OUTCOMES.get(pod_query.outcome, "")
+    ctx["node_ids"] = {p.node_name: p.node_id for p in page if p.node_id is not None}
     chosen = None
     if query["pod"] is not None:
         chosen = placements.filter(index=query["pod"]).first()
+    if chosen is None and pod_query.active:  # the first pod of the filtered list
+        chosen = filtered.first()
     if chosen is None:  # default: the first pod that was not admitted, else the first pod
         chosen = placements.exclude(admitted=True).first() or placements.first()
     if chosen is not None:
-        ctx.update(_pod_context(request, session, chosen))
+        ctx.update(_pod_context(request, session, chosen, page=True))
     return ctx
 
 
@@ -118,7 +137,33 @@ def session_progress(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/_session.html", _session_context(request, session))
 
 
-def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement) -> dict:
+def _pod_request(session: SchedulingSession, placement: Placement) -> list[tuple[str, str]]:
+    """(container, "2 CPU · 4Gi memory · 1 nvidia.com/gpu") per container of the pod's task, as its job asks now
+    (empty when the job is gone)."""
+    template = Task.objects.filter(job__cluster_id=session.cluster_id, job__namespace=placement.namespace,
+                                   job__name=placement.job, name=placement.task).values_list("template",
+                                                                                             flat=True).first()
+    if template is None:
+        return []
+    out = []
+    for kind, containers in (("", template.get("containers") or ()), ("init ", template.get("init_containers") or ())):
+        for c in containers:
+            parts = []
+            for resource, amount in sorted((c.get("requests") or {}).items(), key=lambda r: (r[0] != "cpu", r[0])):
+                if resource == "cpu":
+                    parts.append(f"{amount // 1000 if amount % 1000 == 0 else f'{amount}m'} CPU")
+                elif resource == "memory" or resource.startswith("hugepages-"):
+                    parts.append(f"{format_bytes(amount)} {resource}")
+                else:
+                    parts.append(f"{amount} {resource}")
+            out.append((f"{kind}{c.get('name', '')}", " · ".join(parts) or "nothing (BestEffort)"))
+    return out
+
+
+def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement,
+                 page: bool = False) -> dict:
+    """The pod panel. `page`: inside the session page, whose `reason` and `sort` filter the pod list, not the hint
+    table (the hint table's own requests carry its parameters)."""
     detail = results.pod_records(session, [placement])[0]
     predicted = detail.get("predicted") or {}
     node_grid = None
@@ -128,6 +173,8 @@ def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement
             state = grid.node_state(node)
             node_grid = grid.render_grid(state, CPUSet.parse(placement.cpus or "").mask, grid_id="pod-grid")
     groups = detail.get("groups") or []
+    admission = detail.get("admission") or {}
+    rejected = placement.status == PodStatus.REJECTED
     ctx = {
         "placement": placement, "detail": detail, "predicted_cpus": predicted.get("cpus") or "",
         "predicted_order_dependent": bool(predicted.get("order_dependent")),
@@ -135,14 +182,29 @@ def _pod_context(request: HtmxHttpRequest, session: SchedulingSession, placement
         "predicted_numa": predicted.get("numa") or [], "admitted_numa": detail.get("admitted_numa") or [],
         "node_grid": node_grid, "outcomes": detail.get("outcomes") or {},
         "omitted": detail.get("groups_omitted") or {},
-        "summary_line": tables.summary_line(groups, placement.node_name, placement.reason),
+        "summary_line": tables.summary_line(groups, placement.node_name, placement.reason,
+                                            refused=_refusal(placement) if rejected else ""),
+        "rejected": rejected,
+        "pod_request": _pod_request(session, placement),
+        "kubelet": tables.admission_rows(admission) if admission.get("decisions") else None,
+        "node_ids_pod": {placement.node_name: placement.node_id} if placement.node_id else {},
     }
-    ctx.update(_hint_context(request, session, placement, groups))
+    params: QueryDict = request.GET
+    if page:
+        params = request.GET.copy()
+        for name in ("reason", "sort"):
+            params.pop(name, None)
+    ctx.update(_hint_context(params, session, placement, groups))
     return ctx
 
 
-def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placement: Placement, groups: list) -> dict:
-    query = HintTableForm(request.GET).values()
+def _refusal(placement: Placement) -> str:
+    """The kubelet's verdict on a pod it refused: `SMTAlignmentError: requested 1 cpus not multiple ...`."""
+    return ": ".join(t for t in (placement.kubelet_reason, placement.message) if t) or "refused"
+
+
+def _hint_context(params: QueryDict, session: SchedulingSession, placement: Placement, groups: list) -> dict:
+    query = HintTableForm(params).values()
     show, reason, sort, size, expand = (query[k] for k in ("show", "reason", "sort", "size", "expand"))
     picked = tables.filter_groups(tables.expand_groups(groups) if expand else groups, show, reason)
     picked = tables.sort_groups(picked, sort)
@@ -150,15 +212,17 @@ def _hint_context(request: HtmxHttpRequest, session: SchedulingSession, placemen
         picked.sort(key=lambda g: placement.node_name not in (g.get("nodes") or ()))
     page = Paginator(picked, size).get_page(query["page"])
     verdicts = results.verdicts(session, {g["verdict"] for g in page})  # every group names its verdict
-    names = {g["nodes"][0] for g in page if g.get("nodes")}
-    widths = dict(Node.objects.filter(cluster_id=session.cluster_id, name__in=names)
-                  .values_list("name", "num_numa_nodes"))
+    listed = {n for g in page for n in g.get("nodes") or ()}  # every name shown links to its node's page
+    known = Node.objects.filter(cluster_id=session.cluster_id, name__in=listed).values_list("name", "pk",
+                                                                                          "num_numa_nodes")
+    node_ids = {name: pk for name, pk, _w in known}
+    widths = {name: width for name, _pk, width in known}
     rows = [tables.build_row(g, verdicts.get(g["verdict"]),
                              widths.get((g.get("nodes") or [""])[0]), placement.node_name) for g in page]
     every = len(tables.expand_groups(groups)) if expand else len(groups)  # rows before the filter, same mode
     return {"rows": rows, "rows_page": page, "show": show, "reason": reason, "sort": sort, "sorts": tables.SORTS,
             "size": size, "rows_total": len(picked), "rows_every": every, "reasons": tables.reasons_of(groups),
-            "expand": expand,
+            "expand": expand, "hint_node_ids": node_ids,
             "hints_url": reverse("pages:session-hints", args=[session.pk, placement.index])}
 
 
@@ -180,7 +244,7 @@ def session_hints(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse
     session = get_object_or_404(SchedulingSession, pk=pk)
     placement = get_object_or_404(Placement, session=session, index=index)
     groups = results.pod_records(session, [placement])[0]["groups"]
-    ctx = {"session": session, "placement": placement, **_hint_context(request, session, placement, groups)}
+    ctx = {"session": session, "placement": placement, **_hint_context(request.GET, session, placement, groups)}
     return render(request, "pages/_hint_table.html", ctx)
 
 

@@ -34,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--memory", help="its memory request, e.g. 32Gi")
         parser.add_argument("--count", type=int, help="pods of the shape (a gang of all of them)")
         parser.add_argument("--policy", help="the shape's task topology policy, e.g. single-numa-node")
-        parser.add_argument("--profile", default="aligned")
+        parser.add_argument("--profile", default=None, help="default: a job's last session's (the one that left it "
+                                                               "pending), else aligned")
         parser.add_argument("--allow-evictions", action="store_true")
         parser.add_argument("--protect", action="append", default=None, help="protected namespace (repeatable)")
         parser.add_argument("--max-priority", type=int, help="pods at or above this priority never move")
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         cluster = Cluster.objects.filter(name=o["cluster"]).first()
         if cluster is None:
             raise CommandError(f"--cluster: no cluster {o['cluster']!r}")
-        data: dict = {"profile": o["profile"], "allow_evictions": o["allow_evictions"], "pinned": o["pin"]}
+        data: dict = {"profile": o["profile"] or "", "allow_evictions": o["allow_evictions"], "pinned": o["pin"]}
         if o["protect"] is not None:
             data["protected_namespaces"] = o["protect"]
         for key in ("max_priority", "max_moves"):
@@ -92,12 +93,15 @@ class Command(BaseCommand):
 
     def _print(self, row: RoomPlan, data: dict) -> None:
         w = self.stdout.write
+        weight = f", weight {data['weight']}" if data["weight"] != 1 else ""
+        session = f" #{data['profile_from']}" if data["profile_from"] else ""
+        w(f"make room {row.pk}: profile {data['profile']}{weight} ({data['profile_source']}{session})")
         if data["fits_now"]:
             w(f"make room {row.pk}: {row.target_label} fits now; nothing to move")
             return
         if not data["found"]:
-            w(f"make room {row.pk}: no plan for {row.target_label}: {data['reason']} "
-              f"(any plan needs at least {data['lower_bound']} moves)")
+            bound = f" (any plan needs at least {data['lower_bound']} moves)" if data["lower_bound"] else ""
+            w(f"make room {row.pk}: no plan for {row.target_label}: {data['reason']}{bound}")
             return
         proof = "proven the fewest" if data["minimal"] else f"not proven the fewest (at least {data['lower_bound']})"
         w(f"make room {row.pk}: {row.target_label} fits after {len(data['moves'])} moves "
