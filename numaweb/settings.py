@@ -12,6 +12,7 @@ Every variable is listed, with its default, in `.env.example`.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 import sys
@@ -385,8 +386,15 @@ NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long
 NUMAWEB_WORKER_TIMEOUT = envint("NUMAWEB_WORKER_TIMEOUT", "30")
-# /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
+# /metrics (Prometheus): a scrape sends "Authorization: Bearer <this>", or comes from an address or network of the
+# allow-list (comma-separated, e.g. 10.0.0.0/8,127.0.0.1); with neither, nobody may scrape (numaweb.metrics)
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
+NUMAWEB_METRICS_ALLOWED_IPS = envlist("NUMAWEB_METRICS_ALLOWED_IPS", "")
+for _entry in NUMAWEB_METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_entry, strict=False)
+    except ValueError:
+        raise ValueError(f"NUMAWEB_METRICS_ALLOWED_IPS: {_entry!r} is not an address or network") from None
 # a session still pending this long after it was (last) queued is queued again by a worker's periodic check, so a
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)
