@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from numaweb import limits
 from numaweb.comparisons import services
 from numaweb.comparisons.export import comparison_dict, csv_rows
 from numaweb.comparisons.models import Comparison
@@ -40,10 +41,10 @@ class CreateComparisonSerializer(serializers.Serializer):
                                               help_text="jobs of the cluster to place; omitted or empty: the "
                                                         "jobs a session would take (every job of the cluster "
                                                         "with a pod left to place)")
-    variants = serializers.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
+    variants = limits.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
                                                '"topology_manager_policy", "topology_manager_scope", '
                                                '"cpu_manager_options": {...}, "weight", "distance_tie_break"}')
-    shape = serializers.JSONField(required=False, allow_null=True,
+    shape = limits.JSONField(required=False, allow_null=True,
                                   help_text='pod shape for headroom: {"cpu": "4", "memory": "8Gi", '
                                             '"devices": {"nvidia.com/gpu": 1}, "policy": "single-numa-node"}')
 

@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import APIException
 
+from numaweb import limits
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import (
     CPU_MANAGER_CHOICES,
@@ -104,7 +105,7 @@ class ClusterSerializer(ModelSerializer[Cluster]):
 
 
 @extend_schema_field(JSON_OBJECT)
-class ObjectField(serializers.JSONField):
+class ObjectField(limits.JSONField):
     """A JSON object (dict); other JSON values are refused with a clear message."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -311,7 +312,7 @@ class StateCheckUploadSerializer(serializers.Serializer):
     kubelet_config = serializers.FileField(required=False,
                                            help_text="a planned /var/lib/kubelet/config.yaml (KubeletConfiguration): "
                                                      "would the kubelet start with it? (default: the node's settings)")
-    planned_settings = serializers.JSONField(
+    planned_settings = limits.JSONField(
         required=False, binary=True,
         help_text='planned node settings by their API names, over the file\'s or the node\'s: e.g. '
                   '{"reserved_cpus": "0-1", "cpu_manager_policy": "static"}')
