@@ -209,12 +209,19 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 # true: anonymous visitors may read pages and the API (a demo site); writes still need a role
 NUMAWEB_PUBLIC_READ = envbool("NUMAWEB_PUBLIC_READ", "false")
-# failed logins (login page, admin, /api/auth-token/): after AXES_FAILURE_LIMIT failures the account and the
-# client address are each locked out for NUMAWEB_LOGIN_LOCKOUT_MINUTES; `manage.py axes_reset` unlocks
+# failed logins (login page, admin, /api/auth-token/): after AXES_FAILURE_LIMIT failures for one name from one
+# address that pair, and after NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address (any names) that address,
+# are locked out for NUMAWEB_LOGIN_LOCKOUT_MINUTES (numaweb.access.lockout); API tokens are never affected;
+# `manage.py axes_reset` unlocks
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = envint("NUMAWEB_LOGIN_FAILURE_LIMIT", "5")
 AXES_COOLOFF_TIME = timedelta(minutes=envint("NUMAWEB_LOGIN_LOCKOUT_MINUTES", "15"))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "numaweb.access.lockout.LockoutHandler"
+NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT = envint("NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT", "30")
+# API tokens are refused this many days after they were made (0: never) and deleted when their user's password
+# changes (numaweb.access.tokens)
+NUMAWEB_TOKEN_LIFETIME_DAYS = envint("NUMAWEB_TOKEN_LIFETIME_DAYS", "90")
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
@@ -304,7 +311,7 @@ else:
 # -- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "numaweb.access.drf.LockoutAwareTokenAuthentication",
+        "numaweb.access.tokens.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],

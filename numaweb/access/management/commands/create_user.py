@@ -11,9 +11,9 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
 from numaweb.access.roles import ROLES, set_role
+from numaweb.access.tokens import current_token
 from numaweb.commands import require_migrated_database
 
 
@@ -44,5 +44,5 @@ class Command(BaseCommand):
                 user.set_unusable_password()
             user.save()
             set_role(user, role)
-            token, _ = Token.objects.get_or_create(user=user)
+            token = current_token(user)
         self.stdout.write(f"{'created' if created else 'updated'} {name} ({role}); API token: {token.key}")

@@ -36,9 +36,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from numaweb import metrics_store
+from numaweb.access.tokens import current_token
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Cluster
 from numaweb.worker import heartbeats, housekeeping
@@ -254,7 +254,7 @@ class Command(BaseCommand):
             if not os.environ.get("NUMAWEB_ADMIN_PASSWORD"):
                 secret_file.write_text(password)
                 secret_file.chmod(0o600)
-        token, _ = Token.objects.get_or_create(user=user)
+        token = current_token(user)
         if secret_file.exists():
             login = f"admin / {secret_file.read_text().strip()} (kept in {secret_file})"
         else:
