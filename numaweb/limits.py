@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from csp.utils import build_policy
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -28,6 +29,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+
+
+def security_headers() -> list[tuple[str, str]]:
+    """The headers every answer carries (README "Headers"), for refusals made before the middleware that adds them
+    runs: here and in numaweb.asgi, which answers before Django."""
+    headers = [("Content-Security-Policy", build_policy()), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "same-origin"), ("X-Frame-Options", "DENY")]
+    if settings.SECURE_HSTS_SECONDS:
+        headers.append(("Strict-Transport-Security", f"max-age={settings.SECURE_HSTS_SECONDS}"))
+    return headers
 
 
 def too_large_message(length: int, limit: int) -> str:
@@ -56,8 +67,12 @@ class RequestSizeLimit:
 
 def _refuse(request: HttpRequest, status: int, message: str) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": message}, status=status)
-    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+        response: HttpResponse = JsonResponse({"detail": message}, status=status)
+    else:
+        response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    for name, value in security_headers():
+        response[name] = value
+    return response
 
 
 def too_deep_message(limit: int) -> str:

@@ -360,7 +360,10 @@ SPECTACULAR_SETTINGS = {
 # (numaweb.limits.RequestSizeLimit); the engine reads topology files of at most 16 MiB in any case
 NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(16 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
-FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# a request body (and an uploaded file) past this many bytes is spooled to a temporary file, not held in memory;
+# the whole body must arrive within NUMAWEB_BODY_SECONDS, else 408 (numaweb.asgi)
+FILE_UPLOAD_MAX_MEMORY_SIZE = envint("NUMAWEB_BODY_MEMORY_BYTES", str(256 * 1024))
+NUMAWEB_BODY_SECONDS = envint("NUMAWEB_BODY_SECONDS", "60")
 # a JSON body nested deeper than this is a 400 naming the limit (numaweb.limits)
 NUMAWEB_MAX_JSON_DEPTH = envint("NUMAWEB_MAX_JSON_DEPTH", "64")
 # jobs: replicas of one task, pods of one job, pods one session schedules
