@@ -374,6 +374,8 @@ NUMAWEB_MAX_PODS_PER_SESSION = envint("NUMAWEB_MAX_PODS_PER_SESSION", "100000")
 # sessions and starts none after this many seconds; past either the answer says "at least N"
 NUMAWEB_HEADROOM_MAX_PODS = envint("NUMAWEB_HEADROOM_MAX_PODS", "10000")
 NUMAWEB_HEADROOM_SECONDS = envint("NUMAWEB_HEADROOM_SECONDS", "10")
+# headroom questions answered at once by one web process; one more answers 429 (numaweb.comparisons.gate)
+NUMAWEB_HEADROOM_CONCURRENCY = envint("NUMAWEB_HEADROOM_CONCURRENCY", "1")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 # Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
 # and what may never move whatever a request says (protected namespaces: the default; pinned: always)
