@@ -3,6 +3,8 @@ map and the snapshot import."""
 
 from __future__ import annotations
 
+import re
+
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.forms import Form
@@ -124,7 +126,10 @@ def node_kubelet_config(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     if request.method == "GET":
         response = HttpResponse(kubelet_config.export(node), content_type="application/yaml")
-        response["Content-Disposition"] = f'attachment; filename="{node.name}-config.yaml"'
+        # a header cannot carry a newline (BadHeaderError, a 500) and a quote would end the name: names come from
+        # admins and snapshot imports, so the file is named from the safe characters of the node's
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", node.name).strip("._") or f"node-{node.pk}"
+        response["Content-Disposition"] = f'attachment; filename="{safe}-config.yaml"'
         return response
     form = KubeletConfigForm(request.POST, request.FILES)
     if form.is_valid():
