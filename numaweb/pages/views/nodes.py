@@ -157,9 +157,17 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
         token = form.cleaned_data["upload"] if not form.cleaned_data.get("file") else ""
-        data = uploads.read(token) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
-        if token and data is None:
-            form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
+        # what the preview was, and what a confirmation must be: this user, this cluster, these options
+        bound = {"user": request.user.pk, "cluster": form.cleaned_data["cluster"],
+                 "prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"]}
+        try:
+            data = uploads.read(token, bound) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        except uploads.NotThePreview as exc:
+            form.add_error(None, str(exc))
+            data = None
+        else:
+            if token and data is None:
+                form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
         if data is not None:
             flags = {"prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"],
                      "dry_run": not token}
@@ -176,7 +184,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
                 if token:
                     uploads.forget(token)
                 else:
-                    ctx["upload"] = uploads.keep(data)
+                    ctx["upload"] = uploads.keep(data, bound)
     return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 
