@@ -30,7 +30,7 @@ errorlog = "-"
 control_socket_disable = True
 
 # read once per master (gunicorn reads this file again on SIGHUP: the folder it took is kept)
-if Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")).name != f"{metrics_store.PREFIX}{os.getpid()}":
+if Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")).name != metrics_store.folder_name(os.getpid()):
     _metrics = metrics_store.claim(metrics_store.base_folder(), os.getpid())
     if _metrics is None:
         os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)

@@ -2,9 +2,10 @@
 server so that two servers in one checkout never wipe each other's, and stale ones removed at start-up.
 
 Every gunicorn master (numaweb/gunicorn_conf.py, so `./dev run`, compose and Kubernetes alike) takes
-`<base>/server-<its pid>`, base being PROMETHEUS_MULTIPROC_DIR or `<data folder>/metrics`, and hands it to its
-workers. Before that it removes the folders of servers that no longer run and any loose file an older version left
-in the base: a crashed server's metrics cannot accumulate. `manage.py serve` sweeps first of all, before it
+`<base>/server-<host>-<its pid>`, base being PROMETHEUS_MULTIPROC_DIR or `<data folder>/metrics`, and hands it to
+its workers. Before that it removes the folders of this host's servers that no longer run (another host's, on a
+shared volume, it cannot judge and leaves) and any loose file an older version left in the base: a crashed
+server's metrics cannot accumulate. `manage.py serve` sweeps first of all, before it
 migrates, so a disk that metrics once filled is given back before anything needs it. The files themselves are
 bounded because every label comes from a closed set (numaweb.metrics). prometheus_client writes them through
 memory maps, and a write to a map on a full disk kills the process (SIGBUS): with less than MIN_FREE_BYTES free
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -39,14 +41,19 @@ def _running(pid: int) -> bool:
     return True
 
 
+def folder_name(pid: int) -> str:
+    return f"{PREFIX}{socket.gethostname()}-{pid}"
+
+
 def sweep(base: Path) -> None:
-    """Remove what no running server uses: folders of servers whose process is gone, loose files."""
+    """Remove what no running server uses: folders of this host's servers whose process is gone, loose files."""
     if not base.is_dir():
         return
+    host = socket.gethostname()
     for entry in base.iterdir():
         if entry.is_dir() and entry.name.startswith(PREFIX):
-            pid = entry.name.removeprefix(PREFIX)
-            if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
+            owner, _, pid = entry.name.removeprefix(PREFIX).rpartition("-")
+            if owner != host or (pid.isdigit() and int(pid) != os.getpid() and _running(int(pid))):
                 continue
             shutil.rmtree(entry, ignore_errors=True)
         elif entry.is_file():
@@ -63,7 +70,7 @@ def claim(base: Path, pid: int) -> Path | None:
             print(f"numaweb: less than {MIN_FREE_BYTES >> 20} MiB free under {base}: request metrics are kept per "
                   "process in memory until the server is started with more room", file=sys.stderr)
             return None
-        folder = base / f"{PREFIX}{pid}"
+        folder = base / folder_name(pid)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
     except OSError as exc:

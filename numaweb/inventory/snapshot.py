@@ -9,7 +9,9 @@ again changes nothing; the returned report says what changed and every disagreem
 An import cannot destroy by accident: a snapshot that lists no node (an empty file, `items: []`, only
 pods) is refused unless `allow_empty`; nodes the snapshot no longer lists are only reported, and
 flagged `removed_at` (their replayed pods released) only with `prune`; `dry_run` computes the same
-report and rolls everything back."""
+report from reads alone: no transaction, no lock, no write (on SQLite, whose transactions take the write lock
+at BEGIN, a preview held every other writer back for as long as it took), so what it reports is the cluster
+as it was read, node by node."""
 
 from __future__ import annotations
 
@@ -119,6 +121,7 @@ class _Import:
     inserts: list[tuple[Node, Allocation]] = field(default_factory=list)
     new_rows: list[tuple[Node, list[Allocation]]] = field(default_factory=list)
     topologies: dict[int, dict[str, Any]] = field(default_factory=dict)  # one shape's Topology serialised once
+    write: bool = True  # False: a dry run, which reads only
 
 
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
@@ -134,36 +137,49 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
                           nodes_removed=[], nodes_missing=[], nodes_returned=[], allocations_replayed=0,
                           allocations_dropped=0, allocations_changed=[], scheduled_dropped=[], disagreements=[],
                           jobs_added=[], jobs_updated=[], jobs_kept=[], notes=list(snap.notes))
+    if dry_run:  # the preview: reads only, outside any transaction (no write lock, no row lock)
+        return _run(cluster, snap, report, prune, progress, write=False)[0]
     with transaction.atomic():
-        run = _start(cluster, snap, report)
-        for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
-            _import_node(run, name, snode)
-        _leave_unlisted(run, prune)
-        _write_allocations(run)
-        _import_jobs(cluster, snap, report)
-        job_services.link_allocations(cluster)
-        report["notes"].extend(_copies(cluster, run.running))
-        summary: dict[str, Any] = dict(report)
-        summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
-                                  or report["jobs_added"] or report["jobs_updated"])
-        if dry_run:
-            transaction.set_rollback(True)  # the preview: everything above is undone
-        else:
-            Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=run.now,
-                                                         last_import=summary)
+        summary, now = _run(cluster, snap, report, prune, progress, write=True)
+        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
     return summary
 
 
-def _start(cluster: Cluster, snap: Snapshot, report: ImportReport) -> _Import:
-    """Lock the cluster and hold its nodes (in id order, as every allocation writer does) until the end."""
-    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
-    existing = {n.name: n for n in services.hold_nodes(
-        Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values()}
+def _run(cluster: Cluster, snap: Snapshot, report: ImportReport, prune: bool, progress: bool,
+         write: bool) -> tuple[dict[str, Any], datetime]:
+    """The import's steps, writing only when `write`; the summary and the import's time."""
+    run = _start(cluster, snap, report, write)
+    for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
+        _import_node(run, name, snode)
+    _leave_unlisted(run, prune)
+    _write_allocations(run)
+    _import_jobs(cluster, snap, report, write)
+    if write:
+        job_services.link_allocations(cluster)
+    if cluster.pk is not None:
+        report["notes"].extend(_copies(cluster, run.running))
+    summary: dict[str, Any] = dict(report)
+    summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
+                              or report["jobs_added"] or report["jobs_updated"])
+    return summary, run.now
+
+
+def _start(cluster: Cluster, snap: Snapshot, report: ImportReport, write: bool) -> _Import:
+    """Lock the cluster and hold its nodes (in id order, as every allocation writer does) until the end; a dry
+    run only reads them (a cluster not created yet, which a preview may name, has none)."""
+    running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
+    if cluster.pk is None:
+        return _Import(cluster, snap, report, timezone.now(), {}, {}, running, write=write)
+    if write:
+        Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+        nodes = list(services.hold_nodes(Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values())
+    else:
+        nodes = list(Node.objects.filter(cluster=cluster).order_by("pk"))
+    existing = {n.name: n for n in nodes}
     allocs: dict[int, list[Allocation]] = {}
     for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
         allocs.setdefault(a.node_id, []).append(a)
-    running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
-    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running)
+    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running, write=write)
 
 
 def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
@@ -200,9 +216,10 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
         report["nodes_unchanged"] += 1
         return
     report["nodes_updated"][name] = changed
-    row.imported_at = run.now
-    row.generation = F("generation") + 1
-    row.save()
+    if run.write:
+        row.imported_at = run.now
+        row.generation = F("generation") + 1
+        row.save()
     if allocs_changed:
         kept_ids = {a.pk for a in kept}
         run.drop.extend(a.pk for a in old if a.pk not in kept_ids)
@@ -276,7 +293,9 @@ def _leave_unlisted(run: _Import, prune: bool) -> None:
     if gone and not prune:
         report["nodes_missing"] = sorted(n.name for n in gone)
     elif gone:
-        Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=run.now, generation=F("generation") + 1)
+        if run.write:
+            Node.objects.filter(pk__in=[n.pk for n in gone]).update(removed_at=run.now,
+                                                                     generation=F("generation") + 1)
         report["nodes_removed"] = sorted(n.name for n in gone)
     for name, n in run.existing.items():
         if name in run.snap.nodes:
@@ -293,6 +312,8 @@ def _write_allocations(run: _Import) -> None:
     """Every dropped allocation released, then the new nodes inserted and every replayed allocation with
     them."""
     run.report["allocations_dropped"] = len(run.drop)
+    if not run.write:
+        return
     if run.drop:
         services.release(Allocation.objects.filter(pk__in=run.drop))
     if run.new_rows:
@@ -320,14 +341,15 @@ def _copies(cluster: Cluster, running: set[str]) -> list[str]:
             for name, found in sorted(others.items())]
 
 
-def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport) -> None:
+def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport, write: bool) -> None:
     """Pending work, as jobs of `cluster`: a new job is added; a pending one whose manifest changed is
-    replaced; one that a session already scheduled is kept as it is."""
+    replaced; one that a session already scheduled is kept as it is (reported only, unless `write`)."""
     for job in snap.jobs:
         key = (job.namespace, job.name)
         manifest = snap.manifests[key]
         job_services.check_policy_cpus(job)
-        row = Job.objects.filter(cluster=cluster, namespace=job.namespace, name=job.name).first()
+        row = None if cluster.pk is None else Job.objects.filter(cluster=cluster, namespace=job.namespace,
+                                                                 name=job.name).first()
         label = f"{job.namespace}/{job.name}"
         if row is not None and row.manifest == manifest and row.source_format == "snapshot":
             continue
@@ -335,8 +357,10 @@ def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport) -> None
             if row.status != Job.PENDING:
                 report["jobs_kept"].append(label)
                 continue
-            row.delete()
+            if write:
+                row.delete()
             report["jobs_updated"].append(label)
         else:
             report["jobs_added"].append(label)
-        job_services.save_job(job, cluster, manifest, "snapshot")
+        if write:
+            job_services.save_job(job, cluster, manifest, "snapshot")

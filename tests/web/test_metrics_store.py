@@ -29,15 +29,18 @@ def test_sweep_removes_gone_servers_and_loose_files_and_keeps_running_ones(tmp_p
     base = tmp_path / "metrics"
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        (base / f"server-{running.pid}").mkdir(parents=True)
-        (base / f"server-{running.pid}" / "histogram_1.db").write_bytes(b"x" * 100)
-        gone = base / f"server-{_dead_pid()}"
+        live = base / metrics_store.folder_name(running.pid)
+        live.mkdir(parents=True)
+        (live / "histogram_1.db").write_bytes(b"x" * 100)
+        gone = base / metrics_store.folder_name(_dead_pid())
         gone.mkdir()
         (gone / "histogram_2.db").write_bytes(b"x" * 1_000_000)
+        elsewhere = base / "server-another-host-1"  # on a shared volume: not ours to judge
+        elsewhere.mkdir()
         (base / "histogram_3.db").write_bytes(b"left by an older version")
         metrics_store.sweep(base)
-        assert sorted(p.name for p in base.iterdir()) == [f"server-{running.pid}"]
-        assert (base / f"server-{running.pid}" / "histogram_1.db").exists()
+        assert sorted(p.name for p in base.iterdir()) == sorted([live.name, elsewhere.name])
+        assert (live / "histogram_1.db").exists()
     finally:
         running.kill()
         running.wait()
@@ -46,7 +49,7 @@ def test_sweep_removes_gone_servers_and_loose_files_and_keeps_running_ones(tmp_p
 def test_claim_makes_an_empty_folder_of_its_own_or_none_on_a_full_disk(tmp_path, monkeypatch):
     base = tmp_path / "metrics"
     folder = metrics_store.claim(base, os.getpid())
-    assert folder == base / f"server-{os.getpid()}" and folder.is_dir() and not any(folder.iterdir())
+    assert folder == base / metrics_store.folder_name(os.getpid()) and folder.is_dir() and not any(folder.iterdir())
 
     class Full:
         free = metrics_store.MIN_FREE_BYTES - 1
@@ -82,7 +85,7 @@ def test_two_servers_in_one_checkout_keep_their_metrics_and_made_up_methods_stay
     assert done.returncode == 0, done.stdout + done.stderr
     metrics = tmp_path / "data" / "metrics"
     metrics.mkdir(parents=True)
-    (metrics / "server-999999999").mkdir()  # a server that is gone
+    (metrics / metrics_store.folder_name(999_999_999)).mkdir()  # a server that is gone
     with contextlib.ExitStack() as stack:
         first = stack.enter_context(product_web_server(env, tmp_path / "web-1.log"))
         _methods(first, 3000)

@@ -171,13 +171,16 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
         if data is not None:
             flags = {"prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"],
                      "dry_run": not token}
+            name = form.cleaned_data["cluster"]
             try:
-                with transaction.atomic():
-                    cluster, _ = Cluster.objects.get_or_create(name=form.cleaned_data["cluster"])
+                if flags["dry_run"]:  # reads only, no lock; a new cluster too is only created on confirmation
+                    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
                     ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
-                    ctx["cluster"] = cluster
-                    if flags["dry_run"]:
-                        transaction.set_rollback(True)  # a new cluster too is only created on confirmation
+                else:
+                    with transaction.atomic():
+                        cluster, _ = Cluster.objects.get_or_create(name=name)
+                        ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
+                ctx["cluster"] = cluster
             except (EngineError, snapshot.EmptySnapshot) as exc:
                 form.add_error("file", str(exc))
             else:
