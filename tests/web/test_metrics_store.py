@@ -13,6 +13,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
+from django.core.management import CommandError
+
 from numaweb import metrics_store
 from tests.servers import product_web_server
 
@@ -100,3 +103,25 @@ def test_two_servers_in_one_checkout_keep_their_metrics_and_made_up_methods_stay
         assert float(line.rsplit(" ", 1)[1]) >= 3000, line  # the second server's start wiped nothing
         assert counted in before.decode()
         assert counted not in _scrape(second).decode()  # and it counts only its own
+
+
+def test_dev_run_sweeps_before_it_migrates(tmp_path, monkeypatch):
+    """`./dev run` (manage.py serve) on a disk a crashed server's metrics filled: migrate failed first and the
+    folder was only emptied after it. Now the sweep comes before anything writes."""
+    from numaweb.scheduling.management.commands import serve
+
+    base = tmp_path / "metrics"
+    gone = base / metrics_store.folder_name(_dead_pid())
+    gone.mkdir(parents=True)
+    (gone / "histogram_1.db").write_bytes(b"x" * 1_000_000)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(base))
+    seen = []
+
+    def migrate(name, *args, **kwargs):
+        seen.append((name, gone.exists()))
+        raise CommandError("stop here")
+
+    monkeypatch.setattr(serve, "call_command", migrate)
+    with pytest.raises(CommandError):
+        serve.Command().handle(addrport="127.0.0.1:8999", no_worker=True, no_demo=True)
+    assert seen == [("migrate", False)]
