@@ -66,11 +66,11 @@ class BodyDeadline:
     async def receive(self) -> Mapping[str, Any]:
         if self._complete:
             return await self._receive()
-        loop = asyncio.get_running_loop()
         if self._deadline is None:
-            self._deadline = loop.time() + self._seconds
+            self._deadline = asyncio.get_running_loop().time() + self._seconds
         try:
-            message = await asyncio.wait_for(self._receive(), max(0.0, self._deadline - loop.time()))
+            async with asyncio.timeout_at(self._deadline):  # no task per message, unlike wait_for
+                message = await self._receive()
         except TimeoutError:
             self.late = True
             return {"type": "http.disconnect"}
