@@ -65,7 +65,9 @@ def embedded_server(data_dir: Path, port: int | None = None, timeout: float = 90
     SIGINT, like Ctrl-C."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(NUMAWEB_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1", **(settings or {}))
+    # /metrics answers only its token or an allow-list: this harness scrapes from the machine itself
+    env.update(NUMAWEB_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1", NUMAWEB_METRICS_ALLOWED_IPS="127.0.0.1",
+               **(settings or {}))
     log_path = data_dir / "serve.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:

@@ -9,17 +9,36 @@ server 500 MB (the WSGI input stream never yields more than Content-Length, so t
 
 JSON bodies nest at most NUMAWEB_MAX_JSON_DEPTH levels (DepthLimitedJSONParser, every JSON endpoint of the API):
 Python's decoder recurses once per level, so a body nested 100,000 deep was a RecursionError (500); now it is a
-400 naming the limit, whether the decoder gives up first or the parsed value is merely deeper than the limit."""
+400 naming the limit, whether the decoder gives up first or the parsed value is merely deeper than the limit.
+JSON sent as a form field (a multipart upload's `planned_settings`, a page's reserved memory) is held to the same
+depth, and a number of more digits than Python reads is a 400 on that field too (JSONField, FormJSONField)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from csp.utils import build_policy
+from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.forms.fields import InvalidJSONInput, JSONString
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+
+
+def security_headers() -> list[tuple[str, str]]:
+    """The headers every answer carries (README "Headers"), for refusals made before the middleware that adds them
+    runs: here and in numaweb.asgi, which answers before Django."""
+    headers = [("Content-Security-Policy", build_policy()), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "same-origin"), ("X-Frame-Options", "DENY")]
+    if settings.SECURE_HSTS_SECONDS:
+        headers.append(("Strict-Transport-Security", f"max-age={settings.SECURE_HSTS_SECONDS}"))
+    return headers
 
 
 def too_large_message(length: int, limit: int) -> str:
@@ -48,8 +67,12 @@ class RequestSizeLimit:
 
 def _refuse(request: HttpRequest, status: int, message: str) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": message}, status=status)
-    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+        response: HttpResponse = JsonResponse({"detail": message}, status=status)
+    else:
+        response = HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    for name, value in security_headers():
+        response[name] = value
+    return response
 
 
 def too_deep_message(limit: int) -> str:
@@ -84,3 +107,58 @@ class DepthLimitedJSONParser(JSONParser):
         if deeper_than(data, limit):
             raise ParseError(too_deep_message(limit))
         return data
+
+
+def load_json_field(text: str | bytes) -> Any:
+    """A form field's JSON text, parsed with the body's bounds; ValueError with the reason (invalid JSON, nested
+    deeper than NUMAWEB_MAX_JSON_DEPTH, a number of too many digits) for the field's error."""
+    limit = settings.NUMAWEB_MAX_JSON_DEPTH
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {limit} levels (NUMAWEB_MAX_JSON_DEPTH)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise ValueError(f"a number has more than {sys.get_int_max_str_digits()} digits") from None
+        raise
+    if deeper_than(value, limit):
+        raise ValueError(f"nested deeper than {limit} levels (NUMAWEB_MAX_JSON_DEPTH)")
+    return value
+
+
+class JSONField(serializers.JSONField):
+    """DRF's JSONField whose text (a form or multipart field, or `binary`) is read by load_json_field: nesting
+    and huge numbers are a 400 on the field, not a RecursionError or ValueError (500)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if self.binary or getattr(data, "is_json_string", False):
+            try:
+                return load_json_field(data)
+            except (TypeError, ValueError) as exc:
+                raise serializers.ValidationError(str(exc)) from None
+        return super().to_internal_value(data)
+
+
+class FormJSONField(forms.JSONField):
+    """Django's form JSONField, read by load_json_field (Django's catches only syntax errors, in both places it
+    parses: the value, and the text shown again with the form's errors)."""
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled or value in self.empty_values or not isinstance(value, str) or isinstance(
+                value, JSONString):
+            return super().to_python(value)
+        try:
+            converted = load_json_field(value)
+        except ValueError as exc:
+            raise ValidationError(str(exc), code="invalid") from None
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            return load_json_field(data)
+        except ValueError:
+            return InvalidJSONInput(data)

@@ -1,24 +1,29 @@
 """Prometheus metrics at /metrics (prometheus_client's text format).
 
-- `numaweb_request_seconds{view, method}`: request latency by view (URL name), a histogram kept by
-  `RequestTimer` in each web process;
+- `numaweb_request_seconds{view, method, status}`: request latency by view (URL name), method and status code, a
+  histogram kept by `RequestTimer` in each web process. Every label comes from a closed set, so no request can
+  add label sets without end (3,000 made-up methods once grew a scrape to megabytes): a method HTTP does not
+  define is `other`, a path no view has `unresolved`, a status code outside HTTP's list `other`;
 - read from the database at each scrape (the database is the queue's source of truth, and web and workers
   share nothing else): sessions by status, the queue's depth (pending sessions and comparison variants),
   live workers and the age of the newest heartbeat, engine seconds and pods placed per session (by profile),
   comparison variants by status and profile.
 
-Access: with `NUMAWEB_METRICS_TOKEN` set, a scrape must send `Authorization: Bearer <token>`; without it,
-only requests from the machine itself (127.0.0.1, ::1) are answered. Several gunicorn processes each keep
-their own histogram: set `PROMETHEUS_MULTIPROC_DIR` (an empty folder, the same for all of them) and a scrape
-sums them (prometheus_client's multiprocess mode)."""
+Access: a scrape sending `Authorization: Bearer <NUMAWEB_METRICS_TOKEN>`, or coming from an address or network
+listed in `NUMAWEB_METRICS_ALLOWED_IPS` (the client address as numaweb.access.clients reads it); nothing else,
+not even this machine (behind a local reverse proxy every request comes from 127.0.0.1). Several gunicorn
+processes each keep their own histogram in their server's folder (numaweb.metrics_store) and a scrape sums
+them (prometheus_client's multiprocess mode)."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from http import HTTPStatus
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
@@ -32,20 +37,25 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from numaweb.access.clients import client_ip
 from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.scheduling.fleet import FleetCollector
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.models import WorkerHeartbeat
 
-REQUEST_SECONDS = Histogram("numaweb_request_seconds", "Time to answer a request, by view (URL name) and method",
-                            ["view", "method"],
+REQUEST_SECONDS = Histogram("numaweb_request_seconds",
+                            "Time to answer a request, by view (URL name), method and status code",
+                            ["view", "method", "status"],
                             buckets=(.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10))
-LOCAL = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+#: the methods HTTP defines (RFC 9110, PATCH); any other is labelled OTHER
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"))
+STATUSES = frozenset(str(int(code)) for code in HTTPStatus)
+OTHER = "other"
 
 
 class RequestTimer:
     """Middleware: times every request into REQUEST_SECONDS, labelled by the view that answered it
-    (`static` for static files, `unresolved` for a path no view has)."""
+    (`static` for static files, `unresolved` for a path no view has), its method and its status code."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -58,7 +68,10 @@ class RequestTimer:
             view = match.view_name or match._func_path
         else:
             view = "static" if request.path.startswith(settings.STATIC_URL) else "unresolved"
-        REQUEST_SECONDS.labels(view, request.method).observe(time.perf_counter() - start)
+        method = request.method if request.method in METHODS else OTHER
+        status = str(response.status_code)
+        REQUEST_SECONDS.labels(view, method, status if status in STATUSES else OTHER).observe(
+            time.perf_counter() - start)
         return response
 
 
@@ -117,20 +130,31 @@ class DatabaseCollector(Collector):
 
 
 def _allowed(request: HttpRequest) -> HttpResponse | None:
-    """None when the scrape may proceed, else the refusal."""
+    """None when the scrape may proceed (its bearer token, or an allowed address), else the refusal."""
     token = settings.NUMAWEB_METRICS_TOKEN
-    if token:
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            response = HttpResponse("a bearer token is required (NUMAWEB_METRICS_TOKEN)\n", status=401,
-                                    content_type="text/plain")
-            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
-            return response
+    given = request.headers.get("Authorization", "")
+    if token and hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         return None
-    if request.META.get("REMOTE_ADDR") not in LOCAL:
-        return HttpResponse("metrics are served to this machine only unless NUMAWEB_METRICS_TOKEN is set\n",
-                            status=403, content_type="text/plain")
-    return None
+    if _listed(client_ip(request), settings.NUMAWEB_METRICS_ALLOWED_IPS):
+        return None
+    if token:
+        response = HttpResponse("a bearer token is required (NUMAWEB_METRICS_TOKEN)\n", status=401,
+                                content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse("metrics are served only with NUMAWEB_METRICS_TOKEN or to NUMAWEB_METRICS_ALLOWED_IPS: "
+                        "set one of them\n", status=403, content_type="text/plain")
+
+
+def _listed(address: str, allowed: list[str]) -> bool:
+    """`address` is one of `allowed` or in one of its networks (a malformed address is in none)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return any(ip in ipaddress.ip_network(entry, strict=False) for entry in allowed)
 
 
 @login_not_required

@@ -12,6 +12,7 @@ Every variable is listed, with its default, in `.env.example`.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 import sys
@@ -208,12 +209,19 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 # true: anonymous visitors may read pages and the API (a demo site); writes still need a role
 NUMAWEB_PUBLIC_READ = envbool("NUMAWEB_PUBLIC_READ", "false")
-# failed logins (login page, admin, /api/auth-token/): after AXES_FAILURE_LIMIT failures the account and the
-# client address are each locked out for NUMAWEB_LOGIN_LOCKOUT_MINUTES; `manage.py axes_reset` unlocks
+# failed logins (login page, admin, /api/auth-token/): after AXES_FAILURE_LIMIT failures for one name from one
+# address that pair, and after NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address (any names) that address,
+# are locked out for NUMAWEB_LOGIN_LOCKOUT_MINUTES (numaweb.access.lockout); API tokens are never affected;
+# `manage.py axes_reset` unlocks
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = envint("NUMAWEB_LOGIN_FAILURE_LIMIT", "5")
 AXES_COOLOFF_TIME = timedelta(minutes=envint("NUMAWEB_LOGIN_LOCKOUT_MINUTES", "15"))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "numaweb.access.lockout.LockoutHandler"
+NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT = envint("NUMAWEB_LOGIN_ADDRESS_FAILURE_LIMIT", "30")
+# API tokens are refused this many days after they were made (0: never) and deleted when their user's password
+# changes (numaweb.access.tokens)
+NUMAWEB_TOKEN_LIFETIME_DAYS = envint("NUMAWEB_TOKEN_LIFETIME_DAYS", "90")
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
@@ -303,7 +311,7 @@ else:
 # -- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "numaweb.access.drf.LockoutAwareTokenAuthentication",
+        "numaweb.access.tokens.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["numaweb.access.drf.RolePermission"],
@@ -352,7 +360,10 @@ SPECTACULAR_SETTINGS = {
 # (numaweb.limits.RequestSizeLimit); the engine reads topology files of at most 16 MiB in any case
 NUMAWEB_MAX_UPLOAD_BYTES = envint("NUMAWEB_MAX_UPLOAD_BYTES", str(16 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
-FILE_UPLOAD_MAX_MEMORY_SIZE = NUMAWEB_MAX_UPLOAD_BYTES
+# a request body (and an uploaded file) past this many bytes is spooled to a temporary file, not held in memory;
+# the whole body must arrive within NUMAWEB_BODY_SECONDS, else 408 (numaweb.asgi)
+FILE_UPLOAD_MAX_MEMORY_SIZE = envint("NUMAWEB_BODY_MEMORY_BYTES", str(256 * 1024))
+NUMAWEB_BODY_SECONDS = envint("NUMAWEB_BODY_SECONDS", "60")
 # a JSON body nested deeper than this is a 400 naming the limit (numaweb.limits)
 NUMAWEB_MAX_JSON_DEPTH = envint("NUMAWEB_MAX_JSON_DEPTH", "64")
 # jobs: replicas of one task, pods of one job, pods one session schedules
@@ -369,6 +380,8 @@ NUMAWEB_MAX_STATE_CONTAINERS = envint("NUMAWEB_MAX_STATE_CONTAINERS", "5000")
 # sessions and starts none after this many seconds; past either the answer says "at least N"
 NUMAWEB_HEADROOM_MAX_PODS = envint("NUMAWEB_HEADROOM_MAX_PODS", "10000")
 NUMAWEB_HEADROOM_SECONDS = envint("NUMAWEB_HEADROOM_SECONDS", "10")
+# headroom questions answered at once by one web process; one more answers 429 (numaweb.comparisons.gate)
+NUMAWEB_HEADROOM_CONCURRENCY = envint("NUMAWEB_HEADROOM_CONCURRENCY", "1")
 # a session that loses the optimistic-concurrency race retries this many times against fresh state
 # Make room (docs/MAKE_ROOM.md): the search's own time, the worker task's hard limit, the sizes answered,
 # and what may never move whatever a request says (protected namespaces: the default; pinned: always)
@@ -398,8 +411,15 @@ NUMAWEB_AGENT_STALE_SECONDS = envint("NUMAWEB_AGENT_STALE_SECONDS", "300")
 # a node's report sooner than this many seconds after its last one is refused (429 with Retry-After): an agent
 # in a loop, or two agents claiming one node (the agents' own interval is 60 s)
 NUMAWEB_AGENT_MIN_INTERVAL = envint("NUMAWEB_AGENT_MIN_INTERVAL", "5")
-# /metrics (Prometheus): scrapes must send "Authorization: Bearer <this>"; empty: only this machine may scrape
+# /metrics (Prometheus): a scrape sends "Authorization: Bearer <this>", or comes from an address or network of the
+# allow-list (comma-separated, e.g. 10.0.0.0/8,127.0.0.1); with neither, nobody may scrape (numaweb.metrics)
 NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
+NUMAWEB_METRICS_ALLOWED_IPS = envlist("NUMAWEB_METRICS_ALLOWED_IPS", "")
+for _entry in NUMAWEB_METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_entry, strict=False)
+    except ValueError:
+        raise ValueError(f"NUMAWEB_METRICS_ALLOWED_IPS: {_entry!r} is not an address or network") from None
 # the fleet figures of /metrics (numaweb/scheduling/fleet.py): stranded capacity is measured for the commonest
 # shapes of each cluster's pending pods (at most this many) plus these ("cpu[,memory][,resource=count...]"
 # separated by ";"), per node pool (at most this many per cluster; the smallest fold into "other")

@@ -9,9 +9,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from numaweb.pages import urls as pages
 from numaweb.pages.views import dashboard
 
-from . import metrics, views
+from . import faults, metrics, views
 
 handler404 = views.not_found
+handler500 = faults.server_error
 
 urlpatterns = [
     path("", dashboard.dashboard, name="home"),

@@ -14,18 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-from django.db.models import Model, Sum
-from django.utils import timezone
-from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from django.db.models import Model
 from rest_framework.permissions import DjangoModelPermissions
 
 from .roles import READ_METHODS, may
 
 if TYPE_CHECKING:  # DRF imports this module from its settings while rest_framework.views is still loading
-    from django.contrib.auth.base_user import AbstractBaseUser
-    from rest_framework.authtoken.models import Token
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
@@ -62,26 +56,3 @@ def _model(view: APIView) -> type[Model] | None:
         except AssertionError:  # a generic view without a queryset
             return None
     return getattr(queryset, "model", None)
-
-
-def locked_out(username: str) -> bool:
-    """The account has as many failed logins within the lock-out time as django-axes locks at (counted as axes
-    counts them: its attempt rows for that name, whatever the address)."""
-    from axes.models import AccessAttempt
-
-    since = timezone.now() - settings.AXES_COOLOFF_TIME
-    failures = AccessAttempt.objects.filter(username=username, attempt_time__gte=since).aggregate(
-        n=Sum("failures_since_start"))["n"] or 0
-    return failures >= settings.AXES_FAILURE_LIMIT
-
-
-class LockoutAwareTokenAuthentication(TokenAuthentication):
-    """DRF's token scheme, refusing (401) the tokens of an account locked out for failed logins until it is
-    unlocked: a guessed password must not be worked around by a token obtained earlier."""
-
-    def authenticate_credentials(self, key: str) -> tuple[AbstractBaseUser, Token]:
-        user, token = super().authenticate_credentials(key)
-        if locked_out(user.get_username()):
-            raise AuthenticationFailed("this account is locked out after too many failed logins; its tokens work "
-                                       "again once it is unlocked (manage.py axes_reset_username)")
-        return user, token

@@ -20,9 +20,11 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from numaweb import limits
 from numaweb.api.caps import CappedLists
 from numaweb.comparisons import services
 from numaweb.comparisons.export import comparison_dict, csv_rows
+from numaweb.comparisons.gate import Busy, headroom_slot
 from numaweb.comparisons.models import Comparison
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
@@ -42,10 +44,10 @@ class CreateComparisonSerializer(CappedLists, serializers.Serializer):
                                               help_text="jobs of the cluster to place; omitted or empty: the "
                                                         "jobs a session would take (every job of the cluster "
                                                         "with a pod left to place)")
-    variants = serializers.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
+    variants = limits.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
                                                '"topology_manager_policy", "topology_manager_scope", '
                                                '"cpu_manager_options": {...}, "weight", "distance_tie_break"}')
-    shape = serializers.JSONField(required=False, allow_null=True,
+    shape = limits.JSONField(required=False, allow_null=True,
                                   help_text='pod shape for headroom: {"cpu": "4", "memory": "8Gi", '
                                             '"devices": {"nvidia.com/gpu": 1}, "policy": "single-numa-node"}')
 
@@ -200,12 +202,19 @@ class HeadroomView(APIView):
         OpenApiParameter("profile", OpenApiTypes.STR, enum=list(PROFILES), description="default aligned"),
     ], responses={200: inline_serializer("Headroom", {
         "total": serializers.IntegerField(), "rejected": serializers.IntegerField(),
-        "nodes": serializers.ListField(child=serializers.DictField())}), 400: OpenApiResponse(OpenApiTypes.OBJECT)})
+        "nodes": serializers.ListField(child=serializers.DictField())}), 400: OpenApiResponse(OpenApiTypes.OBJECT),
+        429: OpenApiResponse(inline_serializer("HeadroomBusy", {"detail": serializers.CharField()}),
+                             description="this web process answers NUMAWEB_HEADROOM_CONCURRENCY headroom questions "
+                                         "at a time; `Retry-After` says when to ask again")})
     def get(self, request: Request, pk: int) -> Response:
         cluster = get_object_or_404(Cluster, pk=pk)
         shape, profile = parse_headroom_query(request.query_params)
         try:
-            room = services.cluster_headroom(cluster, shape, profile)
+            with headroom_slot():
+                room = services.cluster_headroom(cluster, shape, profile)
+        except Busy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(exc.retry_after)})
         except EngineError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response({"cluster": cluster.pk, **room})

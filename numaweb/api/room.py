@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from numaweb import limits
 from numaweb.inventory.models import Cluster
 from numaweb.room import services, tasks
 from numaweb.room.export import kubectl_script, plan_json, room_dict
@@ -29,7 +30,7 @@ class MakeRoomRequestSerializer(serializers.Serializer):
     """The question (documentation; checked by room.services.parse_request, which names the field)."""
 
     job = serializers.IntegerField(required=False, help_text="a pending job's id (or shape + count)")
-    shape = serializers.JSONField(required=False, help_text='{"cpu": "16", "memory": "32Gi", "devices": {...}, '
+    shape = limits.JSONField(required=False, help_text='{"cpu": "16", "memory": "32Gi", "devices": {...}, '
                                                             '"policy": "single-numa-node"}')
     count = serializers.IntegerField(required=False, help_text="pods of the shape, a gang of all of them")
     policy = serializers.CharField(required=False, help_text="the shape's task topology policy")

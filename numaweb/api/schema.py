@@ -68,6 +68,6 @@ def document_statuses(result: dict[str, Any], generator: SchemaGenerator, reques
                 response = responses.setdefault(code, {"description": description})
                 response.setdefault("content", {"application/json": {
                     "schema": {"$ref": f"#/components/schemas/{component}"}}})
-                if code == "429":
-                    response.setdefault("headers", RETRY_AFTER)
+            if "429" in responses:  # the framework's, or one a view declares (headroom's busy answer)
+                responses["429"].setdefault("headers", RETRY_AFTER)
     return result

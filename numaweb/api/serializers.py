@@ -17,6 +17,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.settings import api_settings
 
+from numaweb import limits
 from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
@@ -110,7 +111,7 @@ class ClusterSerializer(ModelSerializer[Cluster]):
 
 
 @extend_schema_field(JSON_OBJECT)
-class ObjectField(serializers.JSONField):
+class ObjectField(limits.JSONField):
     """A JSON object (dict); other JSON values are refused with a clear message."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -333,7 +334,7 @@ class StateCheckUploadSerializer(serializers.Serializer):
     kubelet_config = serializers.FileField(required=False,
                                            help_text="a planned /var/lib/kubelet/config.yaml (KubeletConfiguration): "
                                                      "would the kubelet start with it? (default: the node's settings)")
-    planned_settings = serializers.JSONField(
+    planned_settings = limits.JSONField(
         required=False, binary=True,
         help_text='planned node settings by their API names, over the file\'s or the node\'s: e.g. '
                   '{"reserved_cpus": "0-1", "cpu_manager_policy": "static"}')

@@ -1,5 +1,6 @@
 """The token endpoint: DRF's, throttled per client address and answering 429 once django-axes has locked
-the account or the client out."""
+the name at this address, or the address, out; it hands out the user's current token, a new one once the last
+has expired (numaweb.access.tokens)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from numaweb.access.throttles import TokenRateThrottle
+from numaweb.access.tokens import current_token
 from numaweb.limits import DepthLimitedJSONParser
 
-LOCKED_OUT = "too many failed logins: this account or client is locked out for a while (an admin can unlock it)"
+LOCKED_OUT = ("too many failed logins: this name from this address, or this address, is locked out for a while "
+              "(an admin can unlock it)")
 
 
 class ObtainToken(ObtainAuthToken):
@@ -25,9 +28,11 @@ class ObtainToken(ObtainAuthToken):
 
     @extend_schema(auth=[], responses={200: inline_serializer("Token", {"token": serializers.CharField()})})
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
         try:
-            return super().post(request, *args, **kwargs)
+            serializer.is_valid(raise_exception=True)
         except ValidationError:
             if getattr(request, "axes_locked_out", False):
                 return Response({"detail": LOCKED_OUT}, status=status.HTTP_429_TOO_MANY_REQUESTS)
             raise
+        return Response({"token": current_token(serializer.validated_data["user"]).key})

@@ -52,14 +52,15 @@ def node_class(snode: SnapshotNode) -> str:
 
 
 def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode],
-          rows: Mapping[str, Node]) -> RejectedReport:
+          rows: Mapping[str, Node], write: bool = True) -> RejectedReport:
     """Explain and remedy the snapshot's rejected pods on `engines` (every listed node's state after the
-    import) and write their rows; `rows` are the node rows by name."""
+    import) and write their rows (a dry run, `write` False, only reports what it would write); `rows` are the
+    node rows by name."""
     started = time.monotonic()
     pods = snap.rejected()
     # the remedies depend on every node: a pod is computed again when it or any listed node changed
     state = hashlib.sha256(repr(sorted((name, row.generation) for name, row in rows.items())).encode())
-    existing = {(r.namespace, r.name): r for r in RejectedPod.objects.filter(cluster=cluster)}
+    existing = {(r.namespace, r.name): r for r in RejectedPod.objects.filter(cluster=cluster)} if cluster.pk else {}
     digests = {(p.namespace, p.name): _digest(state.copy(), p) for p in pods}
     todo = [p for p in pods if (row := existing.get((p.namespace, p.name))) is None
             or row.digest != digests[(p.namespace, p.name)]]
@@ -96,11 +97,11 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode],
                 setattr(row, f, values[f])
             changed.append(row)
             report["updated"].append(label)
-    RejectedPod.objects.bulk_create(new, batch_size=500)
-    RejectedPod.objects.bulk_update(changed, list(_COMPARED), batch_size=500)
-    if existing:
+    if write:
+        RejectedPod.objects.bulk_create(new, batch_size=500)
+        RejectedPod.objects.bulk_update(changed, list(_COMPARED), batch_size=500)
         RejectedPod.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
-        report["removed"] = sorted(f"{ns}/{name}" for ns, name in existing)
+    report["removed"] = sorted(f"{ns}/{name}" for ns, name in existing)
     report["seconds"] = round(time.monotonic() - started, 3)
     return report
 

@@ -10,7 +10,9 @@ again changes nothing; the returned report says what changed and every disagreem
 An import cannot destroy by accident: a snapshot that lists no node (an empty file, `items: []`, only
 pods) is refused unless `allow_empty`; nodes the snapshot no longer lists are only reported, and
 flagged `removed_at` (their replayed pods released) only with `prune`; `dry_run` computes the same
-report and rolls everything back."""
+report from reads alone: no transaction, no lock, no write (on SQLite, whose transactions take the write lock
+at BEGIN, a preview held every other writer back for as long as it took), so what it reports is the cluster
+as it was read, node by node."""
 
 from __future__ import annotations
 
@@ -122,6 +124,7 @@ class _Import:
     topologies: dict[int, dict[str, Any]] = field(default_factory=dict)  # one shape's Topology serialised once
     reported: set[int] = field(default_factory=set)  # ids of the nodes a node agent reports (its truth wins)
     engines: dict[str, EngineNode] = field(default_factory=dict)  # each listed node as the import leaves it
+    write: bool = True  # False: a dry run, which reads only
 
 
 def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False, allow_empty: bool = False,
@@ -137,42 +140,58 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
                           nodes_removed=[], nodes_missing=[], nodes_returned=[], allocations_replayed=0,
                           allocations_dropped=0, allocations_changed=[], scheduled_dropped=[], disagreements=[],
                           jobs_added=[], jobs_updated=[], jobs_kept=[], rejected_pods=None, notes=list(snap.notes))
+    if dry_run:  # the preview: reads only, outside any transaction (no write lock, no row lock)
+        return _run(cluster, snap, report, prune, progress, write=False)[0]
     with transaction.atomic():
-        run = _start(cluster, snap, report)
-        for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
-            _import_node(run, name, snode)
-        _leave_unlisted(run, prune)
-        _write_allocations(run)
-        report["rejected_pods"] = rejected.store(cluster, snap, run.engines, {
-            n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines)).only("pk", "name",
-                                                                                          "generation")})
-        _import_jobs(cluster, snap, report)
-        job_services.link_allocations(cluster)
-        report["notes"].extend(_copies(cluster, run.running))
-        summary: dict[str, Any] = dict(report)
-        gone = report["rejected_pods"]
-        summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
-                                  or report["jobs_added"] or report["jobs_updated"]
-                                  or (gone and (gone["added"] or gone["updated"] or gone["removed"])))
-        if dry_run:
-            transaction.set_rollback(True)  # the preview: everything above is undone
-        else:
-            Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=run.now,
-                                                         last_import=summary)
+        summary, now = _run(cluster, snap, report, prune, progress, write=True)
+        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
     return summary
 
 
-def _start(cluster: Cluster, snap: Snapshot, report: ImportReport) -> _Import:
-    """Lock the cluster and hold its nodes (in id order, as every allocation writer does) until the end."""
-    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
-    existing = {n.name: n for n in services.hold_nodes(
-        Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values()}
+def _run(cluster: Cluster, snap: Snapshot, report: ImportReport, prune: bool, progress: bool,
+         write: bool) -> tuple[dict[str, Any], datetime]:
+    """The import's steps, writing only when `write`; the summary and the import's time."""
+    run = _start(cluster, snap, report, write)
+    for name, snode in bar_over(snap.nodes.items(), len(snap.nodes), "nodes", progress):
+        _import_node(run, name, snode)
+    _leave_unlisted(run, prune)
+    _write_allocations(run)
+    if write:  # the rows as written (their generations), else as they would be
+        rows = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines))
+                .only("pk", "name", "generation")}
+    else:
+        rows = {**run.existing, **{row.name: row for row, _replayed in run.new_rows}}
+    report["rejected_pods"] = rejected.store(cluster, snap, run.engines, rows, write=write)
+    _import_jobs(cluster, snap, report, write)
+    if write:
+        job_services.link_allocations(cluster)
+    if cluster.pk is not None:
+        report["notes"].extend(_copies(cluster, run.running))
+    summary: dict[str, Any] = dict(report)
+    gone = report["rejected_pods"]
+    summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
+                              or report["jobs_added"] or report["jobs_updated"]
+                              or (gone and (gone["added"] or gone["updated"] or gone["removed"])))
+    return summary, run.now
+
+
+def _start(cluster: Cluster, snap: Snapshot, report: ImportReport, write: bool) -> _Import:
+    """Lock the cluster and hold its nodes (in id order, as every allocation writer does) until the end; a dry
+    run only reads them (a cluster not created yet, which a preview may name, has none)."""
+    running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
+    if cluster.pk is None:
+        return _Import(cluster, snap, report, timezone.now(), {}, {}, running, write=write)
+    if write:
+        Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+        nodes = list(services.hold_nodes(Node.objects.filter(cluster=cluster).values_list("pk", flat=True)).values())
+    else:
+        nodes = list(Node.objects.filter(cluster=cluster).order_by("pk"))
+    existing = {n.name: n for n in nodes}
     allocs: dict[int, list[Allocation]] = {}
     for a in Allocation.objects.filter(node__cluster=cluster).order_by("id"):
         allocs.setdefault(a.node_id, []).append(a)
-    running = {f"{p.namespace}/{p.name}" for p in snap.pods if p.phase == "Running" and p.node in snap.nodes}
     reported = set(NodeReport.objects.filter(node__cluster=cluster).values_list("node_id", flat=True))
-    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running, reported=reported)
+    return _Import(cluster, snap, report, timezone.now(), existing, allocs, running, write=write, reported=reported)
 
 
 def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
@@ -188,7 +207,7 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
     # replay the node's running pods, in creation order, on a node without allocations; on a node an agent
     # reports, on its topology beside what the kubelet holds, and only the pods the kubelet does not hold
     observed = [a for a in old if a.origin == Allocation.OBSERVED] if row.pk in run.reported else []
-    _name_observed(row, observed)
+    _name_observed(row, observed, run.write)
     engine = EngineNode(name, services.topology_of(row) if row.pk in run.reported else snode.topology,
                         services.kubelet_of(row), [services.allocation_to_engine(a) for a in observed])
     replayed = _replay(run, name, engine, {a.pod for a in observed})
@@ -214,8 +233,9 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
         report["nodes_unchanged"] += 1
         return
     report["nodes_updated"][name] = changed
-    row.imported_at = run.now
-    row.save()  # its generation advances
+    if run.write:
+        row.imported_at = run.now
+        row.save()  # its generation advances
     if allocs_changed:
         kept_ids = {a.pk for a in kept}
         run.drop.extend(a.pk for a in old if a.pk not in kept_ids)
@@ -243,14 +263,15 @@ def _describe(run: _Import, row: Node, snode: SnapshotNode) -> None:
         row.snapshot["pods"] = dict(sorted(pod_names.items()))
 
 
-def _name_observed(row: Node, observed: list[Allocation]) -> None:
+def _name_observed(row: Node, observed: list[Allocation], write: bool) -> None:
     """Observed allocations the kubelet knows by pod UID take the name the snapshot gives that UID (their job
-    is linked at the end of the import, as every allocation's)."""
+    is linked at the end of the import, as every allocation's; a dry run renames them in memory only)."""
     names = (row.snapshot or {}).get("pods") or {}
     for a in observed:
         if a.pod in names:
             a.pod = names[a.pod]
-            Allocation.objects.filter(pk=a.pk).update(pod=a.pod)
+            if write:
+                Allocation.objects.filter(pk=a.pk).update(pod=a.pod)
 
 
 def _replay(run: _Import, name: str, engine: EngineNode, observed: set[str]) -> list[Allocation]:
@@ -303,7 +324,8 @@ def _leave_unlisted(run: _Import, prune: bool) -> None:
     if gone and not prune:
         report["nodes_missing"] = sorted(n.name for n in gone)
     elif gone:
-        Node.objects.filter(pk__in=[n.pk for n in gone]).advance(removed_at=run.now)
+        if run.write:
+            Node.objects.filter(pk__in=[n.pk for n in gone]).advance(removed_at=run.now)
         report["nodes_removed"] = sorted(n.name for n in gone)
     for name, n in run.existing.items():
         if name in run.snap.nodes:
@@ -320,6 +342,8 @@ def _write_allocations(run: _Import) -> None:
     """Every dropped allocation released, then the new nodes inserted and every replayed allocation with
     them."""
     run.report["allocations_dropped"] = len(run.drop)
+    if not run.write:
+        return
     if run.drop:
         services.release(Allocation.objects.filter(pk__in=run.drop))
     if run.new_rows:
@@ -347,14 +371,15 @@ def _copies(cluster: Cluster, running: set[str]) -> list[str]:
             for name, found in sorted(others.items())]
 
 
-def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport) -> None:
+def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport, write: bool) -> None:
     """Pending work, as jobs of `cluster`: a new job is added; a pending one whose manifest changed is
-    replaced; one that a session already scheduled is kept as it is."""
+    replaced; one that a session already scheduled is kept as it is (reported only, unless `write`)."""
     for job in snap.jobs:
         key = (job.namespace, job.name)
         manifest = snap.manifests[key]
         job_services.check_policy_cpus(job)
-        row = Job.objects.filter(cluster=cluster, namespace=job.namespace, name=job.name).first()
+        row = None if cluster.pk is None else Job.objects.filter(cluster=cluster, namespace=job.namespace,
+                                                                 name=job.name).first()
         label = f"{job.namespace}/{job.name}"
         if row is not None and row.manifest == manifest and row.source_format == "snapshot":
             continue
@@ -362,8 +387,10 @@ def _import_jobs(cluster: Cluster, snap: Snapshot, report: ImportReport) -> None
             if row.status != Job.PENDING:
                 report["jobs_kept"].append(label)
                 continue
-            row.delete()
+            if write:
+                row.delete()
             report["jobs_updated"].append(label)
         else:
             report["jobs_added"].append(label)
-        job_services.save_job(job, cluster, manifest, "snapshot")
+        if write:
+            job_services.save_job(job, cluster, manifest, "snapshot")

@@ -18,6 +18,7 @@ from numaweb.jobs import bounds, submission
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import ClusterJobsMixin
 from numaweb.jobs.models import Job
+from numaweb.limits import FormJSONField
 from numaweb.scheduling.models import SchedulingSession
 from scheduler_core.errors import EngineError
 
@@ -249,7 +250,7 @@ class StateCheckForm(forms.Form):
                                                choices=[("", "(unchanged)"), *TOPOLOGY_SCOPE_CHOICES])
     memory_manager_policy = forms.ChoiceField(label="planned Memory Manager policy", required=False,
                                               choices=[("", "(unchanged)"), *MEMORY_MANAGER_CHOICES])
-    reserved_memory = forms.JSONField(label="planned reserved memory", required=False,
+    reserved_memory = FormJSONField(label="planned reserved memory", required=False,
                                       help_text='per NUMA node, bytes: {"0": {"memory": 1073741824}} (optional)')
 
     PLANNED = ("cpu_manager_policy", "reserved_cpus", "topology_manager_policy", "topology_manager_scope",

@@ -6,10 +6,11 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import FormatError
+from ..errors import EngineError, FormatError
 from . import _fast_yaml
 
 if TYPE_CHECKING:
@@ -52,6 +53,14 @@ def get_list(obj: JSONObject, key: str, where: str) -> list[object]:
     return as_list(obj.get(key), f"{where}.{key}")
 
 
+def too_many_digits(exc: ValueError, what: str) -> FormatError | None:
+    """Python's refusal to read an integer of more digits than `sys.get_int_max_str_digits()` (a guard against
+    quadratic conversions) as a FormatError naming `what`; None for any other ValueError."""
+    if "integer string conversion" not in str(exc):
+        return None
+    return FormatError(f"{what}: a number has more than {sys.get_int_max_str_digits()} digits")
+
+
 def _parse_json(text: str, what: str) -> object:
     """`json.loads` whose failures are FormatErrors with the line and column of a syntax error."""
     try:
@@ -60,6 +69,8 @@ def _parse_json(text: str, what: str) -> object:
         raise FormatError(f"{what}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise FormatError(f"{what}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise (too_many_digits(exc, what) or exc) from None
     return value
 
 
@@ -81,6 +92,15 @@ def load_documents(text: str, name: str, max_nodes: int = MAX_YAML_NODES) -> lis
 def load_yaml_documents(text: str, name: str = "YAML", max_nodes: int = MAX_YAML_NODES) -> list[object]:
     """All documents of a YAML stream via the safe loader, each refused before it is constructed
     when its node graph would expand beyond `max_nodes` (aliases counted at full size: YAML bombs)."""
+    try:
+        return _load_yaml_documents(text, name, max_nodes)
+    except EngineError:
+        raise
+    except ValueError as exc:  # either reader building an int of too many digits
+        raise (too_many_digits(exc, name) or exc) from None
+
+
+def _load_yaml_documents(text: str, name: str, max_nodes: int) -> list[object]:
     import yaml
 
     try:

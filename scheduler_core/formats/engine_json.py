@@ -10,6 +10,7 @@ from ..errors import EngineError, FormatError
 from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation, Node
 from ..model.topology import Topology
+from ._documents import too_many_digits
 from ._draft import Loaded
 
 
@@ -20,6 +21,8 @@ def load(text: str, fmt: str = "engine-json") -> Loaded:
         raise FormatError(f"engine JSON: invalid at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise FormatError("engine JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise (too_many_digits(exc, "engine JSON") or exc) from None
     if not isinstance(data, dict):
         raise FormatError("engine JSON: must be an object")
     try:

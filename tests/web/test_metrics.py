@@ -22,7 +22,8 @@ def _samples(text: str) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-def test_metrics_tell_sessions_queue_workers_engine_time_and_comparisons(client):
+def test_metrics_tell_sessions_queue_workers_engine_time_and_comparisons(client, settings):
+    settings.NUMAWEB_METRICS_ALLOWED_IPS = ["127.0.0.1"]
     demo = build_demo("demo")
     done = services.start_session(demo, "volcano", True, list(Job.objects.all()))
     services.execute_session(done.pk)
@@ -31,7 +32,7 @@ def test_metrics_tell_sessions_queue_workers_engine_time_and_comparisons(client)
     WorkerHeartbeat.objects.create(name="w@h", host="h", pid=1, started_at=timezone.now(),
                                    seen_at=timezone.now() - timezone.timedelta(seconds=4))
     client.get("/")
-    response = Client().get("/metrics")  # no login: the address decides
+    response = Client().get("/metrics")  # no login: the allow-list decides
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     got = _samples(response.content.decode())
     done.refresh_from_db()
@@ -45,7 +46,7 @@ def test_metrics_tell_sessions_queue_workers_engine_time_and_comparisons(client)
     assert got["numaweb_session_engine_seconds_sum", (("profile", "volcano"),)] == pytest.approx(done.engine_ms / 1000)
     assert got["numaweb_session_pods_placed_total", (("profile", "volcano"),)] == done.pods_placed > 0
     assert got["numaweb_comparison_variants", (("profile", "unaware"), ("status", "pending"))] == 1
-    dashboard = ("numaweb_request_seconds_count", (("method", "GET"), ("view", "home")))
+    dashboard = ("numaweb_request_seconds_count", (("method", "GET"), ("status", "200"), ("view", "home")))
     assert got[dashboard] >= 1
 
 
@@ -60,3 +61,54 @@ def test_metrics_need_the_bearer_token_when_one_is_set(db, settings):
     ok = remote.get("/metrics", headers={"Authorization": "Bearer s3cret-token"})
     assert ok.status_code == 200 and "numaweb_sessions" in ok.content.decode()
     assert SchedulingSession.objects.count() == 0
+
+
+def test_no_request_can_add_label_sets_made_up_methods_and_paths_fold_into_one(db, settings):
+    """Issue 37 row 1: 3,000 made-up methods on made-up paths were 3,000 label sets (a 45.9 MB scrape at 14 KB a
+    method); now they are method `other`, view `unresolved`, and the scrape stays small."""
+    settings.NUMAWEB_METRICS_ALLOWED_IPS = ["127.0.0.1"]
+    anonymous = Client()
+    for i in range(3000):
+        anonymous.generic(f"M{i:05d}" + "X" * 200, f"/made-up-{i}/")
+    anonymous.get("/nowhere/")
+    body = Client().get("/metrics").content.decode()
+    assert len(body.encode()) < 100_000, len(body.encode())
+    got = _samples(body)
+    assert got["numaweb_request_seconds_count", (("method", "other"), ("status", "404"), ("view", "unresolved"))] \
+        >= 3000
+    assert got["numaweb_request_seconds_count", (("method", "GET"), ("status", "404"), ("view", "unresolved"))] >= 1
+    methods = {dict(labels)["method"] for name, labels in got if name == "numaweb_request_seconds_count"}
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "other"}
+
+
+def test_this_machine_is_not_trusted_by_itself_only_the_token_or_the_allow_list(db, settings):
+    """Issue 37 row 12: behind a local reverse proxy every request comes from 127.0.0.1, so that address alone
+    opens nothing; an explicit allow-list (addresses or networks) or the token does."""
+    assert Client().get("/metrics").status_code == 403
+    assert Client(REMOTE_ADDR="::1").get("/metrics").status_code == 403
+    settings.NUMAWEB_METRICS_ALLOWED_IPS = ["10.0.0.0/8", "192.0.2.7"]
+    assert Client(REMOTE_ADDR="10.200.3.4").get("/metrics").status_code == 200
+    assert Client(REMOTE_ADDR="192.0.2.7").get("/metrics").status_code == 200
+    assert Client(REMOTE_ADDR="192.0.2.8").get("/metrics").status_code == 403
+    assert Client().get("/metrics").status_code == 403
+    # the client address is the one throttles use: a forged X-Forwarded-For is not believed
+    forged = Client(REMOTE_ADDR="203.0.113.5", HTTP_X_FORWARDED_FOR="10.0.0.1")
+    assert forged.get("/metrics").status_code == 403
+    settings.NUMAWEB_TRUSTED_PROXIES = 1
+    assert forged.get("/metrics").status_code == 200
+    settings.NUMAWEB_METRICS_TOKEN = "s3cret-token"
+    assert Client(REMOTE_ADDR="10.1.1.1").get("/metrics").status_code == 200  # listed: no token needed
+    assert Client(REMOTE_ADDR="203.0.113.9").get(
+        "/metrics", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+
+
+def test_a_bad_allow_list_entry_stops_the_settings_naming_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "numaweb.settings", "NUMAWEB_DATA_DIR": str(tmp_path),
+           "NUMAWEB_METRICS_ALLOWED_IPS": "10.0.0.0/8,not-an-address"}
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode != 0 and "NUMAWEB_METRICS_ALLOWED_IPS: 'not-an-address'" in done.stderr

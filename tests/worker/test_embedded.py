@@ -49,10 +49,12 @@ def test_serve_runs_demo_sessions_on_the_file_system_queue(tmp_path):
         assert by_job["numa-test"]["node_name"] == "node-1"  # seed 001, example 1
         assert by_job["vj-test"]["node_name"] == "node-3"  # seed 001, example 2
         assert one_run(api, demo["id"], 0) < 30
-        # /metrics (open to this machine) sums every gunicorn process's latencies and reads the database
+        # /metrics (allowed to this machine by the harness) sums every gunicorn process's latencies and reads the
+        # database
         metrics = urllib.request.urlopen(api.base + "/metrics", timeout=10).read().decode()
         assert re.search(r'numaweb_sessions\{status="done"\} [1-9]', metrics)
-        assert re.search(r'numaweb_request_seconds_count\{method="GET",view="api:session-detail"\} [1-9]', metrics)
+        assert re.search(r'numaweb_request_seconds_count\{method="GET",status="200",view="api:session-detail"\} [1-9]',
+                         metrics)
         worker = facts["worker_pid"]
         assert _alive(worker)
     deadline = time.monotonic() + 20

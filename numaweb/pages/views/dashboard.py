@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from numaweb.access.decorators import requires
 from numaweb.comparisons import services as comparison_services
+from numaweb.comparisons.gate import Busy, headroom_slot
 from numaweb.inventory import rejected
 from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Cluster, Node, NodeReport
@@ -64,11 +65,21 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
            "policies": sorted(policies.items()),
            "headroom": room, "headroom_form": room_form, "strip_legend": usage.LEGEND}
     if request.htmx and request.htmx.target == "node-list":
-        return render(request, "pages/_node_list.html", ctx)
+        return _busy(render(request, "pages/_node_list.html", ctx), room, swap=True)
     ctx["sessions"] = SchedulingSession.objects.select_related("cluster").order_by("-id")[:10]
     ctx["clusters"] = Cluster.objects.order_by("name").only("pk", "name")
     ctx["node_count"] = len(keys) if not filters else Node.objects.count()
-    return render(request, "home.html", ctx)
+    return _busy(render(request, "home.html", ctx), room)
+
+
+def _busy(response: HttpResponse, room: dict | None, swap: bool = False) -> HttpResponse:
+    """A page whose headroom question found every slot taken (numaweb.comparisons.gate): 429 with Retry-After,
+    the box saying so; an htmx swap keeps 200 (htmx swaps no 4xx) so the message shows where it was asked."""
+    if room and "busy" in room:
+        response["Retry-After"] = str(room["busy"])
+        if not swap:
+            response.status_code = 429
+    return response
 
 
 def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, HeadroomForm]:
@@ -83,7 +94,12 @@ def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, Head
     clusters = {row.cluster_id: row.cluster for row in rows}
     for cluster in sorted(clusters.values(), key=lambda c: c.name):
         try:
-            result = comparison_services.cluster_headroom(cluster, shape, profile)
+            with headroom_slot():
+                result = comparison_services.cluster_headroom(cluster, shape, profile)
+        except Busy as exc:
+            form.add_error(None, str(exc))
+            room["busy"] = exc.retry_after
+            break
         except EngineError as exc:
             form.add_error(None, f"cluster {cluster.name}: {exc}")
             continue

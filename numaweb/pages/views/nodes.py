@@ -3,6 +3,8 @@ map and the snapshot import."""
 
 from __future__ import annotations
 
+import re
+
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.forms import Form
@@ -127,7 +129,10 @@ def node_kubelet_config(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     if request.method == "GET":
         response = HttpResponse(kubelet_config.export(node), content_type="application/yaml")
-        response["Content-Disposition"] = f'attachment; filename="{node.name}-config.yaml"'
+        # a header cannot carry a newline (BadHeaderError, a 500) and a quote would end the name: names come from
+        # admins and snapshot imports, so the file is named from the safe characters of the node's
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", node.name).strip("._") or f"node-{node.pk}"
+        response["Content-Disposition"] = f'attachment; filename="{safe}-config.yaml"'
         return response
     form = KubeletConfigForm(request.POST, request.FILES)
     if form.is_valid():
@@ -155,26 +160,37 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
         token = form.cleaned_data["upload"] if not form.cleaned_data.get("file") else ""
-        data = uploads.read(token) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
-        if token and data is None:
-            form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
+        # what the preview was, and what a confirmation must be: this user, this cluster, these options
+        bound = {"user": request.user.pk, "cluster": form.cleaned_data["cluster"],
+                 "prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"]}
+        try:
+            data = uploads.read(token, bound) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        except uploads.NotThePreview as exc:
+            form.add_error(None, str(exc))
+            data = None
+        else:
+            if token and data is None:
+                form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
         if data is not None:
             flags = {"prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"],
                      "dry_run": not token}
+            name = form.cleaned_data["cluster"]
             try:
-                with transaction.atomic():
-                    cluster, _ = Cluster.objects.get_or_create(name=form.cleaned_data["cluster"])
+                if flags["dry_run"]:  # reads only, no lock; a new cluster too is only created on confirmation
+                    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
                     ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
-                    ctx["cluster"] = cluster
-                    if flags["dry_run"]:
-                        transaction.set_rollback(True)  # a new cluster too is only created on confirmation
+                else:
+                    with transaction.atomic():
+                        cluster, _ = Cluster.objects.get_or_create(name=name)
+                        ctx["report"] = snapshot.import_snapshot(cluster, data, **flags)
+                ctx["cluster"] = cluster
             except (EngineError, snapshot.EmptySnapshot) as exc:
                 form.add_error("file", str(exc))
             else:
                 if token:
                     uploads.forget(token)
                 else:
-                    ctx["upload"] = uploads.keep(data)
+                    ctx["upload"] = uploads.keep(data, bound)
     return render(request, "pages/cluster_import.html", ctx, status=400 if form.errors else 200)
 
 

@@ -13,9 +13,9 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
 from numaweb.access.roles import AGENT, ALL_ROLES, set_role
+from numaweb.access.tokens import current_token
 from numaweb.commands import require_migrated_database
 from numaweb.inventory.models import AgentBinding, Cluster
 
@@ -55,7 +55,7 @@ class Command(BaseCommand):
                 AgentBinding.objects.filter(user=user).delete()
             else:
                 AgentBinding.objects.update_or_create(user=user, defaults={"cluster": bound})
-            token, _ = Token.objects.get_or_create(user=user)
+            token = current_token(user)
         what = f"{role} of cluster {bound.name}" if bound is not None else role
         self.stdout.write(f"{'created' if created else 'updated'} {name} ({what}); API token: {token.key}")
 

@@ -71,13 +71,15 @@ class Command(BaseCommand):
         if path.stat().st_size > MAX_SNAPSHOT_BYTES:
             raise CommandError(f"{file}: larger than the {MAX_SNAPSHOT_BYTES >> 20} MiB limit")
         start = time.perf_counter()
+        flags = {"prune": prune, "allow_empty": allow_empty, "dry_run": dry_run, "progress": True}
         try:
-            with transaction.atomic():  # a new cluster is only kept if its import succeeds (and not on a dry run)
-                target, _ = Cluster.objects.get_or_create(name=cluster)
-                report = snapshot.import_snapshot(target, path.read_bytes(), prune=prune, allow_empty=allow_empty,
-                                                  dry_run=dry_run, progress=True)
-                if dry_run:
-                    transaction.set_rollback(True)
+            if dry_run:  # reads only, no lock; a new cluster is not created
+                target = Cluster.objects.filter(name=cluster).first() or Cluster(name=cluster)
+                report = snapshot.import_snapshot(target, path.read_bytes(), **flags)
+            else:
+                with transaction.atomic():  # a new cluster is only kept if its import succeeds
+                    target, _ = Cluster.objects.get_or_create(name=cluster)
+                    report = snapshot.import_snapshot(target, path.read_bytes(), **flags)
         except (EngineError, snapshot.EmptySnapshot) as exc:
             raise CommandError(f"{file}: {engine_message(exc)}") from exc
         for line in report_lines(report):

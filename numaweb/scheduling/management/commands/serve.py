@@ -23,7 +23,6 @@ import hashlib
 import logging
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -37,8 +36,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
+from numaweb import metrics_store
+from numaweb.access.tokens import current_token
 from numaweb.inventory.demo import build_demo
 from numaweb.inventory.models import Cluster
 from numaweb.worker import heartbeats, housekeeping
@@ -139,6 +139,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, addrport: str, no_worker: bool, no_demo: bool, **options: Any) -> None:
         bind = parse_addrport(addrport)
+        # metrics of servers that are gone (numaweb.metrics_store): first, so a disk they filled is free to migrate
+        metrics_store.sweep(metrics_store.base_folder())
         call_command("migrate", interactive=False, verbosity=0)
         collect_static()
         if not no_demo and not Cluster.objects.exists():
@@ -153,7 +155,7 @@ class Command(BaseCommand):
         # Ctrl-C and SIGTERM (docker stop, systemd, kill) end the loop below, which stops both children
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        web = subprocess.Popen(web_command(bind), env=self._web_env())
+        web = subprocess.Popen(web_command(bind), env=os.environ.copy())
         self.stdout.write(f"web server (gunicorn) pid {web.pid} at http://{bind}/")
         self.worker: subprocess.Popen | None = None
         try:
@@ -165,18 +167,6 @@ class Command(BaseCommand):
             _stop(self.worker)
         if code:
             raise CommandError(f"the web server exited with code {code}", returncode=code)
-
-    @staticmethod
-    def _web_env() -> dict[str, str]:
-        """The web server's environment: its processes share one metrics folder, emptied now, so /metrics sums
-        their request latencies (prometheus_client's multiprocess mode; numaweb.metrics)."""
-        env = os.environ.copy()
-        if not env.get("PROMETHEUS_MULTIPROC_DIR"):
-            folder = Path(settings.DATA_DIR) / "metrics"
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
-        return env
 
     def _start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(worker_command(), env=os.environ.copy())
@@ -264,7 +254,7 @@ class Command(BaseCommand):
             if not os.environ.get("NUMAWEB_ADMIN_PASSWORD"):
                 secret_file.write_text(password)
                 secret_file.chmod(0o600)
-        token, _ = Token.objects.get_or_create(user=user)
+        token = current_token(user)
         if secret_file.exists():
             login = f"admin / {secret_file.read_text().strip()} (kept in {secret_file})"
         else:
