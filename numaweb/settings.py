@@ -378,9 +378,14 @@ NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown
 # failed ("worker lost") and can be re-run; a worker process found dead on this host counts as lost at once
 NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
-# a session whose worker died is re-run automatically (message re-delivered) until it has been started this
-# many times; after that it is marked failed, so a session that kills its worker cannot loop forever
-NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
+# a run (session, comparison variant, make-room question) whose worker died is run again automatically until it
+# has been started this many times; after that it is failed naming this setting, so a run that kills its worker
+# cannot loop forever. NUMAWEB_SESSION_MAX_RUNS, its name when only sessions had a cap, is still read.
+_MAX_RUNS_NAME = "NUMAWEB_SESSION_MAX_RUNS" if "NUMAWEB_RUN_MAX_RUNS" not in os.environ and \
+    "NUMAWEB_SESSION_MAX_RUNS" in os.environ else "NUMAWEB_RUN_MAX_RUNS"
+NUMAWEB_RUN_MAX_RUNS = envint(_MAX_RUNS_NAME, "3")
+if NUMAWEB_RUN_MAX_RUNS < 1:
+    raise ValueError(f"{_MAX_RUNS_NAME}={NUMAWEB_RUN_MAX_RUNS} must be at least 1")
 
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz answers 503 and the
 # pages show a banner when no worker has been seen for this long

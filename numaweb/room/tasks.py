@@ -4,16 +4,14 @@ are ids only; the work and its bookkeeping live in services."""
 from celery import shared_task
 from django.conf import settings
 
-from numaweb.worker import runs
-
 from . import services
 from .models import RoomPlan
 
 
-# The search stops itself after NUMAWEB_MAKE_ROOM_SECONDS; the task's own limits (from settings) end a
-# run that hangs anyway. acks_late + reject_on_worker_lost: a worker that dies mid-question puts the
-# message back and the question runs again from scratch (it writes only its own row and, at the end,
-# its verifying session).
+# The search stops itself after NUMAWEB_MAKE_ROOM_SECONDS; the task's own limits (from settings, the same the
+# run kind words its failures with: services.QuestionRuns) end a run that hangs anyway. acks_late +
+# reject_on_worker_lost: a worker that dies mid-question puts the message back and the question runs again from
+# scratch, up to NUMAWEB_RUN_MAX_RUNS starts (it writes only its own row and, at the end, its verifying session).
 @shared_task(name="numaweb.run_make_room", acks_late=True, reject_on_worker_lost=True,
              soft_time_limit=settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS,
              time_limit=settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30)
@@ -26,5 +24,5 @@ def start(fields: services.RoomQuestion) -> RoomPlan:
     """Record the question (fields from services.parse_request) and queue it once committed. A broker
     that cannot be reached marks it failed and raises BrokerUnavailable (with `session_id` = its id)."""
     row = RoomPlan.objects.create(**fields)
-    runs.queue(lambda: services.QUESTIONS.send([row.pk]), lambda exc: services.mark_failed(row.pk, str(exc)), row.pk)
+    services.QUESTIONS.queue([row.pk], row.pk)
     return row
