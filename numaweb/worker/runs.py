@@ -397,8 +397,7 @@ class Kind:
             if requeue:
                 outcome.update(status=PENDING, finished_at=None)
         elif not again and row.runs >= self.max_runs() and not reason.startswith("stopped at the hard time limit"):
-            outcome["error"] = (f"{reason}; not run again automatically: started {row.runs} times, the cap "
-                                f"(NUMAWEB_RUN_MAX_RUNS = {self.max_runs()})")
+            outcome["error"] = f"{reason}; not run again: started {row.runs} times (NUMAWEB_RUN_MAX_RUNS)"
         with transaction.atomic():
             if not self.model._default_manager.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
                 return ""
