@@ -396,6 +396,12 @@ NUMAWEB_METRICS_TOKEN = os.environ.get("NUMAWEB_METRICS_TOKEN", "")
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)
 NUMAWEB_REQUEUE_SECONDS = envint("NUMAWEB_REQUEUE_SECONDS", "60")
+# a worker one of whose received tasks waited this long while a pool process was free, nothing starting or ending
+# meanwhile, has a wedged pool: it ends itself to be replaced, and its runs are queued again (numaweb.worker.stall)
+NUMAWEB_WORKER_STALL_SECONDS = envint("NUMAWEB_WORKER_STALL_SECONDS", "20")
+# while a session or a make-room question waits for a worker, comparison variants run on at most this many worker
+# processes at once; the others step back (sent again a moment later), so one comparison cannot hold every worker
+NUMAWEB_VARIANT_SHARE = envint("NUMAWEB_VARIANT_SHARE", "1")
 
 # -- logs: everything on stderr, plain lines or one JSON object a line ----------------------------------------
 NUMAWEB_LOG_FORMAT = os.environ.get("NUMAWEB_LOG_FORMAT", "plain").strip().lower()

@@ -140,6 +140,7 @@ class VariantRuns(runs.Kind):
     task = "numaweb.run_comparison_variant"
     related = ("comparison__cluster",)
     progress_interval = PROGRESS_INTERVAL
+    steps_back = True  # NUMAWEB_VARIANT_SHARE: sessions and make-room questions first
 
     def __init__(self) -> None:
         self.known_errors = (EngineError, ComparisonError)

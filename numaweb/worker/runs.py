@@ -51,6 +51,7 @@ from .models import RunStatus
 log = logging.getLogger("numaweb.worker")
 
 PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
+STEP_BACK_SECONDS = 2.0  # a run that steps back (Kind.busy) is sent again to run this much later
 
 
 class BrokerUnavailable(RuntimeError):
@@ -151,11 +152,11 @@ def _load_tasks() -> None:
         _tasks_loaded = True
 
 
-def send(task: str, ids: Sequence[int]) -> None:
-    """One message per id to the task named `task` (a group when several: the workers run them in parallel).
-    Raises BrokerUnavailable when the broker cannot be reached."""
+def send(task: str, ids: Sequence[int], countdown: float | None = None) -> None:
+    """One message per id to the task named `task` (a group when several: the workers run them in parallel), to be
+    run `countdown` s from now (None: at once). Raises BrokerUnavailable when the broker cannot be reached."""
     _load_tasks()  # by name: a registered task honours eager mode, an unknown one goes to the broker
-    signatures = [app.signature(task, args=(pk,)) for pk in ids]
+    signatures = [app.signature(task, args=(pk,), countdown=countdown) for pk in ids]
     try:
         if len(signatures) == 1:
             signatures[0].apply_async()
@@ -253,6 +254,7 @@ class Kind:
     related: tuple[str, ...] = ()  # loaded with the row for `consume`
     known_errors: tuple[type[BaseException], ...] = ()  # failures told by their message alone
     progress_interval = 0.5  # seconds between progress writes
+    steps_back = False  # runs of this kind step back while another kind's wait (`busy`)
 
     def stale_seconds(self) -> float | None:
         """How long the row's own heartbeat may be silent (None: it has none)."""
@@ -300,6 +302,26 @@ class Kind:
             for row in self.model._default_manager.filter(pk__in=ids):
                 self.close(row)
 
+    # -- sharing the workers --------------------------------------------------------------------------------
+    def busy(self) -> bool:
+        """For a kind that steps back (comparison variants): True while a run of a kind that does not (a session,
+        a make-room question) waits and NUMAWEB_VARIANT_SHARE runs of this kind already run. Many variants then
+        cannot hold every worker process while a one-pod session waits behind them."""
+        if not self.steps_back or app.conf.task_always_eager:  # eager: the caller runs it now, there is no queue
+            return False
+        if self.model._default_manager.filter(status=RUNNING).count() < settings.NUMAWEB_VARIANT_SHARE:
+            return False
+        return any(kind.model._default_manager.filter(status=PENDING).exists()
+                   for kind in KINDS.values() if not kind.steps_back)
+
+    def step_back(self, pk: int) -> None:
+        """Send the row again, to run STEP_BACK_SECONDS from now (it stays pending; its worker process is free at
+        once for the run that waits)."""
+        self.model._default_manager.filter(pk=pk).update(**{self.queued_field: timezone.now()})
+        send(self.task, [pk], countdown=STEP_BACK_SECONDS)
+        log.info("%s %s steps back: others wait and %s of its kind run (NUMAWEB_VARIANT_SHARE)", self.name, pk,
+                 settings.NUMAWEB_VARIANT_SHARE)
+
     # -- running ---------------------------------------------------------------------------------------------
     def progress(self, run: Run, also: Callable[[int, int], None] | None = None) -> Progress:
         """The run's progress callback: done/total (and the heartbeat) while it owns the row; TimeLimit past the
@@ -339,6 +361,9 @@ class Kind:
                 self.expire(row, requeue=True)
                 return rows.get(pk=pk)
             log.warning("%s %s: %s; running it again from scratch", self.name, pk, reason)
+        elif self.busy():
+            self.step_back(pk)
+            return row
         fields: dict[str, Any] = {self.beat_field: timezone.now()} if self.beat_field else {}
         run = claim(self.model, pk, {"status": row.status, "worker": row.worker, "started_at": row.started_at,
                                      "runs": row.runs}, runs=row.runs + 1, **fields)

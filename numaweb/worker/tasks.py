@@ -1,5 +1,6 @@
 """The ping task and the worker's start and stop: a worker that is ready to consume starts its housekeeping
-thread; one that stops ends it and deletes its heartbeat, so /healthz tells at once."""
+thread and its pool's stall watch (numaweb.worker.stall); one that stops ends them and deletes its heartbeat, so
+/healthz tells at once."""
 
 import logging
 import os
@@ -9,6 +10,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from .housekeeping import Housekeeping
 from .runs import worker_id
+from .stall import Watch
 
 log = logging.getLogger("numaweb.worker")
 
@@ -20,6 +22,7 @@ def ping() -> str:
 
 
 _housekeeping: list[Housekeeping] = []  # the running Housekeeping thread of this worker process, if any
+_watches: list[Watch] = []  # and its pool's stall watch
 
 
 @worker_ready.connect
@@ -31,10 +34,16 @@ def _worker_started(sender: object = None, **_kwargs: object) -> None:
     thread = Housekeeping(name)
     thread.start()
     _housekeeping.append(thread)
+    if type(pool).__module__.endswith(".prefork"):
+        watch = Watch(name, getattr(pool, "limit", None) or 1)
+        watch.start()
+        _watches.append(watch)
 
 
 @worker_shutdown.connect
 def _worker_stopping(**_kwargs: object) -> None:
+    while _watches:
+        _watches.pop().stop()
     while _housekeeping:
         thread = _housekeeping.pop()
         try:
