@@ -373,6 +373,9 @@ NUMAWEB_MAKE_ROOM_MAX_PODS = envint("NUMAWEB_MAKE_ROOM_MAX_PODS", "64")
 NUMAWEB_MAKE_ROOM_MAX_MOVES = envint("NUMAWEB_MAKE_ROOM_MAX_MOVES", "16")
 NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES = envlist("NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES", "kube-system")
 NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
+# questions waiting or being answered at once, per user and per cluster: one more is refused (429) until one ends
+NUMAWEB_MAKE_ROOM_QUEUED_PER_USER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_USER", "4")
+NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER", "12")
 
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown

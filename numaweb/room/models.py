@@ -4,6 +4,7 @@ verified plan (`result`) and the dry-run session that verified it (`session`).""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from numaweb.inventory.models import Cluster
@@ -29,6 +30,8 @@ class RoomPlan(Run):
     result = models.JSONField(null=True, blank=True, help_text="the plan (room.RoomPlan.to_dict) and node grids")
     session = models.ForeignKey(SchedulingSession, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="room_plans", help_text="the dry run that verified the plan")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+", help_text="who asked (NUMAWEB_MAKE_ROOM_QUEUED_PER_USER)")
 
     class Meta:
         ordering = ["-id"]

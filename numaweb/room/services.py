@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from numaweb.comparisons.services import ComparisonError, parse_shape
@@ -78,6 +79,33 @@ def _int(data: Mapping[str, object], field: str, low: int, high: int | None) -> 
         raise RoomError(field, f"must be from {low} to {high}, not {number}" if high is not None
                         else f"must be at least {low}, not {number}")
     return number
+
+
+class TooManyQuestions(RuntimeError):
+    """A user or a cluster has as many questions waiting or being answered as allowed; `setting` names the limit,
+    `retry_after` says when one more may fit (seconds)."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.retry_after = max(1, settings.NUMAWEB_MAKE_ROOM_SECONDS)
+
+
+def check_queue(cluster: Cluster, user: User | None) -> None:
+    """TooManyQuestions when `user` (None: not counted) has NUMAWEB_MAKE_ROOM_QUEUED_PER_USER questions waiting or
+    being answered, or `cluster` NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER: each holds a worker process for up to
+    NUMAWEB_MAKE_ROOM_SECONDS, and an unbounded queue of them made everyone's sessions wait."""
+    open_rows = RoomPlan.objects.filter(status__in=(RoomPlan.PENDING, RoomPlan.RUNNING))
+    limit = settings.NUMAWEB_MAKE_ROOM_QUEUED_PER_USER
+    if user is not None and open_rows.filter(requested_by=user).count() >= limit:
+        raise TooManyQuestions(f"you have {limit} make-room questions waiting or being answered, the most allowed "
+                               "(NUMAWEB_MAKE_ROOM_QUEUED_PER_USER); ask again when one is answered",
+                               "NUMAWEB_MAKE_ROOM_QUEUED_PER_USER")
+    limit = settings.NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER
+    if open_rows.filter(cluster=cluster).count() >= limit:
+        raise TooManyQuestions(f"cluster {cluster.name} has {limit} make-room questions waiting or being answered, the "
+                               "most allowed (NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER); ask again when one is answered",
+                               "NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER")
 
 
 class RoomOptions(TypedDict):

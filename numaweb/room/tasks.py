@@ -3,6 +3,10 @@ are ids only; the work and its bookkeeping live in services."""
 
 from celery import shared_task
 from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from numaweb.inventory.models import Cluster
 
 from . import services
 from .models import RoomPlan
@@ -20,9 +24,15 @@ def run_make_room(pk: int) -> str:
     return services.execute(pk).status
 
 
-def start(fields: services.RoomQuestion) -> RoomPlan:
-    """Record the question (fields from services.parse_request) and queue it once committed. A broker
-    that cannot be reached marks it failed and raises BrokerUnavailable (with `session_id` = its id)."""
-    row = RoomPlan.objects.create(**fields)
+def start(fields: services.RoomQuestion, user: object = None) -> RoomPlan:
+    """Record the question (fields from services.parse_request), asked by `user`, and queue it once committed.
+    services.TooManyQuestions when the user or the cluster already has as many questions waiting or being answered
+    as allowed (nothing recorded). A broker that cannot be reached marks it failed and raises BrokerUnavailable
+    (with `session_id` = its id)."""
+    asker = user if isinstance(user, User) else None  # anonymous or a command: not counted per user
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=fields["cluster"].pk).exists()  # askers of a cluster take turns
+        services.check_queue(fields["cluster"], asker)
+        row = RoomPlan.objects.create(**fields, requested_by=asker)
     services.QUESTIONS.queue([row.pk], row.pk)
     return row

@@ -75,7 +75,7 @@ class Command(BaseCommand):
                 return
         except services.RoomError as exc:
             raise CommandError(f"--{exc.field.replace('_', '-')}: {exc}") from None
-        except BrokerUnavailable as exc:
+        except (BrokerUnavailable, services.TooManyQuestions) as exc:
             raise CommandError(str(exc)) from None
         row = RoomPlan.objects.create(**fields)
         row = services.execute(row.pk)
