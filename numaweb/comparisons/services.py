@@ -36,7 +36,6 @@ from .models import Comparison, ComparisonVariant
 log = logging.getLogger("numaweb.comparisons")
 
 MAX_VARIANTS = 8
-PROGRESS_INTERVAL = 0.5
 
 
 class ComparisonError(ValueError):
@@ -139,7 +138,6 @@ class VariantRuns(runs.Kind):
     model = ComparisonVariant
     task = "numaweb.run_comparison_variant"
     related = ("comparison__cluster",)
-    progress_interval = PROGRESS_INTERVAL
     steps_back = True  # NUMAWEB_VARIANT_SHARE: sessions and make-room questions first
 
     def __init__(self) -> None:

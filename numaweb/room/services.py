@@ -43,7 +43,6 @@ log = logging.getLogger("numaweb.room")
 
 FIELDS = ("job", "shape", "count", "policy", "profile", "allow_evictions", "protected_namespaces", "max_priority",
           "pinned", "max_moves")
-PROGRESS_INTERVAL = 0.5
 
 
 class RoomError(ValueError):
@@ -230,7 +229,6 @@ class QuestionRuns(runs.Kind):
     model = RoomPlan
     task = "numaweb.run_make_room"
     related = ("cluster", "job")
-    progress_interval = PROGRESS_INTERVAL
 
     def __init__(self) -> None:
         self.known_errors = (EngineError,)

@@ -129,7 +129,7 @@ def create_session(cluster: Cluster, profile: str, dry_run: bool, jobs: list[Job
 
 def rerun_session(session: SchedulingSession) -> SchedulingSession:
     """Queue a failed (or never-started) session again; its earlier attempt wrote nothing. A running
-    session whose worker is lost (see `lost_reason`) is first marked failed with that reason."""
+    session whose worker is lost (runs.Kind.lost_reason) is first marked failed with that reason."""
     session.refresh_from_db()
     if session.status == SchedulingSession.RUNNING and not expire_if_lost(session):
         age = (timezone.now() - (session.heartbeat_at or session.started_at or session.updated_at)).total_seconds()
@@ -148,12 +148,6 @@ def rerun_session(session: SchedulingSession) -> SchedulingSession:
 
 
 # -- lost workers ----------------------------------------------------------------------------------
-def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
-    """Why a running session's worker counts as lost ("" when it may still be working on it): runs.lost_reason,
-    with the session's heartbeat older than NUMAWEB_SESSION_STALE_SECONDS as a third sign."""
-    return SESSIONS.lost_reason(session, now)
-
-
 def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:
     """Mark a running session whose worker is lost as failed, with the reason; True when it did. The
     update is conditional on the row being unchanged, so a heartbeat or commit that lands first wins."""

@@ -171,3 +171,32 @@ def test_a_lost_session_at_the_cap_is_not_sent_again_by_a_watcher(api, cluster3,
     body = api.get(f"/api/sessions/{session.pk}/").json()
     assert body["status"] == "failed" and body["error"].endswith("started 2 times (NUMAWEB_RUN_MAX_RUNS)")
     assert sent == {}
+
+
+def test_comparisons_left_open_by_the_old_housekeeping_are_closed_by_the_migration(transactional_db):
+    """comparisons.0004: a comparison whose variants had all ended without closing it (the old housekeeping failed
+    its last variant and left it "running") gets its last variant's end; one still running is left alone."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("comparisons", "0003_variant_run_columns")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    from numaweb.inventory.models import Cluster  # migrated to its latest: only the comparisons app went back
+
+    cluster = apps.get_model("inventory", "Cluster").objects.get(pk=Cluster.objects.create(name="old").pk)
+    comparison, variant = apps.get_model("comparisons", "Comparison"), apps.get_model("comparisons",
+                                                                                       "ComparisonVariant")
+    ended = timezone.now() - timedelta(days=3)
+    stuck, running = comparison.objects.create(cluster=cluster), comparison.objects.create(cluster=cluster)
+    variant.objects.create(comparison=stuck, index=0, profile="volcano", status="done", finished_at=ended)
+    variant.objects.create(comparison=stuck, index=1, profile="aligned", status="failed", error="worker lost: x",
+                           finished_at=ended)
+    variant.objects.create(comparison=running, index=0, profile="volcano", status="running")
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    assert Comparison.objects.get(pk=stuck.pk).finished_at == ended
+    assert Comparison.objects.get(pk=stuck.pk).status == "failed"
+    assert Comparison.objects.get(pk=running.pk).finished_at is None
