@@ -200,3 +200,22 @@ def test_comparisons_left_open_by_the_old_housekeeping_are_closed_by_the_migrati
     assert Comparison.objects.get(pk=stuck.pk).finished_at == ended
     assert Comparison.objects.get(pk=stuck.pk).status == "failed"
     assert Comparison.objects.get(pk=running.pk).finished_at is None
+
+
+def _max_runs(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
+    from pathlib import Path
+
+    code = "import django; django.setup(); from django.conf import settings; print(settings.NUMAWEB_RUN_MAX_RUNS)"
+    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], text=True,
+                          capture_output=True, timeout=60,
+                          env={"NUMAWEB_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "numaweb.settings",
+                               "PATH": "/usr/bin:/bin", **env})
+
+
+def test_the_cap_has_one_setting_for_every_kind_and_its_old_name_still_works(tmp_path):
+    assert _max_runs(tmp_path).stdout.strip() == "3"
+    assert _max_runs(tmp_path, NUMAWEB_SESSION_MAX_RUNS="5").stdout.strip() == "5"  # documented before: still read
+    assert _max_runs(tmp_path, NUMAWEB_SESSION_MAX_RUNS="5", NUMAWEB_RUN_MAX_RUNS="2").stdout.strip() == "2"
+    bad = _max_runs(tmp_path, NUMAWEB_SESSION_MAX_RUNS="many")
+    assert bad.returncode != 0 and "NUMAWEB_SESSION_MAX_RUNS='many' is not an integer" in bad.stderr
+    assert "NUMAWEB_RUN_MAX_RUNS=0 must be at least 1" in _max_runs(tmp_path, NUMAWEB_RUN_MAX_RUNS="0").stderr

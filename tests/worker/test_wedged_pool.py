@@ -112,3 +112,19 @@ def test_one_pool_process_killed_under_serve_the_next_session_is_done_within_60_
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait()
+
+
+def test_compose_and_kubernetes_replace_a_worker_that_ends_itself():
+    """The wedged worker exits (code 70): compose's restart policy starts it again, Kubernetes restarts the
+    container of its Deployment, and both probe it with check_worker, which fails once its heartbeat is gone."""
+    import yaml
+
+    from tests.deploy import resolved_compose
+
+    worker = resolved_compose()["services"]["worker"]
+    assert worker["restart"] == "unless-stopped" and "check_worker" in worker["healthcheck"]["test"]
+    deployment = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "base" / "worker.yaml").read_text())
+    assert deployment["kind"] == "Deployment"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod.get("restartPolicy", "Always") == "Always"
+    assert "check_worker" in pod["containers"][0]["livenessProbe"]["exec"]["command"]
