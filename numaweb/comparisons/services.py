@@ -137,11 +137,9 @@ class VariantRuns(runs.Kind):
     name = "comparison variants"
     model = ComparisonVariant
     task = "numaweb.run_comparison_variant"
+    known_errors = (EngineError, ComparisonError)
     related = ("comparison__cluster",)
     steps_back = True  # NUMAWEB_VARIANT_SHARE: sessions and make-room questions first
-
-    def __init__(self) -> None:
-        self.known_errors = (EngineError, ComparisonError)
 
     def consume(self, row: ComparisonVariant, run: runs.Run, progress: runs.Progress) -> dict[str, Any]:
         comparison = row.comparison

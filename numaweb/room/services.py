@@ -228,10 +228,8 @@ class QuestionRuns(runs.Kind):
     name = "make-room questions"
     model = RoomPlan
     task = "numaweb.run_make_room"
+    known_errors = (EngineError,)
     related = ("cluster", "job")
-
-    def __init__(self) -> None:
-        self.known_errors = (EngineError,)
 
     def soft_limit(self) -> tuple[float, str]:
         return settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS, "NUMAWEB_MAKE_ROOM_TASK_SECONDS"

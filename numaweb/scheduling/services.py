@@ -70,11 +70,9 @@ class SessionRuns(runs.Kind):
     task = "numaweb.run_scheduling_session"
     queued_field = "updated_at"
     beat_field = "heartbeat_at"
+    known_errors = (EngineError, StaleNodes)
     related = ("cluster",)
     progress_interval = PROGRESS_INTERVAL
-
-    def __init__(self) -> None:
-        self.known_errors = (EngineError, StaleNodes)
 
     def stale_seconds(self) -> float:
         return float(settings.NUMAWEB_SESSION_STALE_SECONDS)

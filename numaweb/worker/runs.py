@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -242,7 +243,7 @@ class Progress:
 
 
 # -- the lifecycle -----------------------------------------------------------------------------------------
-class Kind:
+class Kind(ABC):
     """A kind of run, as its app declares it (a subclass, registered for every worker's housekeeping). The
     class attributes say what it is; `consume` (and `close`, for rows with a parent) is all it writes."""
 
@@ -274,14 +275,15 @@ class Kind:
         return int(settings.NUMAWEB_RUN_MAX_RUNS)
 
     # -- what a kind writes ----------------------------------------------------------------------------------
+    @abstractmethod
     def consume(self, row: Any, run: Run, progress: Progress) -> dict[str, Any] | None:
         """Compute the row's answer: the outcome's fields for the base to write (`finish`), or None when the kind
         wrote its outcome itself (in a transaction that checked `run.owns()` first)."""
-        raise NotImplementedError
 
     def close(self, row: Any) -> None:
         """Close the row's parent if this was its last run; called inside the transaction that wrote the row's end
         (done, failed, lost past the cap, broker down). No parent: nothing."""
+        return None
 
     # -- sending ---------------------------------------------------------------------------------------------
     def send(self, ids: Sequence[int]) -> None:
