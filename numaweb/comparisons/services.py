@@ -11,7 +11,6 @@ the generations once more; nodes that changed meanwhile are listed on the compar
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -32,8 +31,6 @@ from scheduler_core.scheduler.compare import Variant, run_variant
 from scheduler_core.scheduler.headroom import Headroom, Shape, headroom
 
 from .models import Comparison, ComparisonVariant
-
-log = logging.getLogger("numaweb.comparisons")
 
 MAX_VARIANTS = 8
 
