@@ -134,6 +134,7 @@ class VariantRuns(runs.Kind):
     name = "comparison variants"
     model = ComparisonVariant
     task = "numaweb.run_comparison_variant"
+    log_key = "variant"
     known_errors = (EngineError, ComparisonError)
     related = ("comparison__cluster",)
     steps_back = True  # NUMAWEB_VARIANT_SHARE: sessions and make-room questions first

@@ -228,6 +228,7 @@ class QuestionRuns(runs.Kind):
     name = "make-room questions"
     model = RoomPlan
     task = "numaweb.run_make_room"
+    log_key = "make_room"
     known_errors = (EngineError,)
     related = ("cluster", "job")
 

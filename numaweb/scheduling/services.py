@@ -70,6 +70,7 @@ class SessionRuns(runs.Kind):
     task = "numaweb.run_scheduling_session"
     queued_field = "updated_at"
     beat_field = "heartbeat_at"
+    log_key = "session"
     known_errors = (EngineError, StaleNodes)
     related = ("cluster",)
     progress_interval = PROGRESS_INTERVAL
