@@ -248,7 +248,7 @@ class Kind(ABC):
     class attributes say what it is; `consume` (and `close`, for rows with a parent) is all it writes."""
 
     name: str  # plural, for logs: "sessions"
-    log_key = "run"  # the field naming the row's id in JSON log lines ("session" for sessions)
+    log_key = "id"  # the field naming the row's id in JSON log lines ("session" for sessions)
     model: type[Any]  # a numaweb.worker.models.Run
     task: str  # the Celery task's name, called with the row's id
     queued_field = "queued_at"  # when a pending row was last queued
@@ -384,7 +384,7 @@ class Kind(ABC):
             reason = self.failure(exc)
             ms = (time.perf_counter() - started) * 1000
             log.exception("%s %s failed after %.0f ms: %s", self.name, pk, ms, reason,
-                          extra={self.log_key: pk, "attempt": row.runs, "ms": ms})
+                          extra={self.log_key: pk, "run": row.runs, "ms": ms})
             outcome = {"status": FAILED, "error": reason}
         if outcome is not None:
             try:
