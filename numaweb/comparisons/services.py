@@ -179,13 +179,6 @@ def enqueue(variant_ids: Sequence[int]) -> None:
     VARIANTS.send(variant_ids)
 
 
-def requeue_pending(older_than: float) -> list[int]:
-    """The workers' housekeeping for variants (runs.Kind.recover): a lost message or a lost worker only delays
-    a comparison, unless the hard time limit or NUMAWEB_RUN_MAX_RUNS ended the variant: that one fails, naming
-    why, and when it was the last the comparison closes."""
-    return VARIANTS.recover(older_than)
-
-
 def execute_variant(variant_id: int) -> ComparisonVariant:
     """Run one variant now (in a worker): `VARIANTS.execute` (numaweb.worker.runs.Kind.execute). It writes only
     its own row, and closes the comparison when it is the last."""
