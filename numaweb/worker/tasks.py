@@ -6,7 +6,7 @@ import logging
 import os
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from .housekeeping import Housekeeping
 from .runs import worker_id
@@ -40,10 +40,16 @@ def _worker_started(sender: object = None, **_kwargs: object) -> None:
         _watches.append(watch)
 
 
-@worker_shutdown.connect
-def _worker_stopping(**_kwargs: object) -> None:
+@worker_shutting_down.connect
+def _worker_asked_to_stop(**_kwargs: object) -> None:
+    """A warm shutdown lets running tasks end while it starts no new ones: not a wedged pool."""
     while _watches:
         _watches.pop().stop()
+
+
+@worker_shutdown.connect
+def _worker_stopping(**_kwargs: object) -> None:
+    _worker_asked_to_stop()
     while _housekeeping:
         thread = _housekeeping.pop()
         try:

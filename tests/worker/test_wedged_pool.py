@@ -128,3 +128,37 @@ def test_compose_and_kubernetes_replace_a_worker_that_ends_itself():
     pod = deployment["spec"]["template"]["spec"]
     assert pod.get("restartPolicy", "Always") == "Always"
     assert "check_worker" in pod["containers"][0]["livenessProbe"]["exec"]["command"]
+
+
+def test_the_watch_counts_only_a_task_waiting_with_a_process_free_and_nothing_moving(monkeypatch):
+    """The decision alone, on Celery's record of this worker's tasks: waiting behind busy processes is not wedged;
+    a task that started or ended resets the count."""
+    from celery.worker import state
+
+    from numaweb.worker.stall import Watch
+
+    class Request:
+        def __init__(self, id: str) -> None:
+            self.id = id
+
+    a, b, c = Request("a"), Request("b"), Request("c")
+    active: set[Request] = set()
+    reserved: set[Request] = set()
+    monkeypatch.setattr(state, "active_requests", active)
+    monkeypatch.setattr(state, "reserved_requests", reserved)
+    monkeypatch.setattr(state, "all_total_count", [0])
+    watch = Watch("w@h", concurrency=2)
+    assert watch.stalled(0.0) == 0  # nothing to take
+    reserved.add(a)
+    # a waits, two processes free, nothing moves: counted from the last look at which nothing waited
+    assert watch.stalled(1.0) == 1 and watch.stalled(11.0) == 11
+    active.add(a)
+    state.all_total_count[0] += 1
+    assert watch.stalled(12.0) == 0  # a started
+    reserved.update((b, c))
+    active.add(b)
+    state.all_total_count[0] += 1
+    assert watch.stalled(13.0) == 0 and watch.stalled(100.0) == 0  # c waits behind two busy processes: fine
+    active.discard(a)
+    reserved.discard(a)  # a ended: a process is free for c
+    assert watch.stalled(101.0) == 0 and watch.stalled(131.0) == 30
