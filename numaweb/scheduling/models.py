@@ -49,6 +49,7 @@ class SchedulingSession(Run):
                                   help_text="jobs to schedule; empty at creation means every pending job")
     profile = models.CharField(max_length=16, choices=PROFILE_CHOICES, default="volcano")
     dry_run = models.BooleanField(default=False, help_text="compute placements without allocating")
+    runs = models.PositiveIntegerField(default=0, help_text="times the session was started")  # its words since 0001
     attempts = models.PositiveIntegerField(default=0, help_text="commit attempts (retries after a lost race)")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
