@@ -86,7 +86,7 @@ def main() -> int:
 
         cluster = Cluster.objects.get(name="large")
         if args.serve_worker:
-            from numaweb.scheduling.management.commands.serve import worker_command
+            from numaweb.worker.supervisor import worker_command
 
             log = open(data / "worker.log", "wb")  # noqa: SIM115 (closed with the process)
             workers = [subprocess.Popen(worker_command("WARNING"), cwd=ROOT, env=env, stdout=log,

@@ -199,7 +199,7 @@ def main() -> None:
         from django.test import Client
 
         from numaweb.inventory.models import Cluster
-        from numaweb.scheduling.management.commands.serve import worker_command
+        from numaweb.worker.supervisor import worker_command
 
         start = time.perf_counter()
         call_command("demo", nodes=args.nodes, pods=args.pods, cluster="scale", stdout=StringIO())

@@ -393,14 +393,22 @@ NUMAWEB_MAKE_ROOM_MAX_MOVES = envint("NUMAWEB_MAKE_ROOM_MAX_MOVES", "16")
 NUMAWEB_MAKE_ROOM_MAX_CHECKS = envint("NUMAWEB_MAKE_ROOM_MAX_CHECKS", "200")  # candidate plans carried out on copies
 NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES = envlist("NUMAWEB_MAKE_ROOM_PROTECTED_NAMESPACES", "kube-system")
 NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
+# questions waiting or being answered at once, per user and per cluster: one more is refused (429) until one ends
+NUMAWEB_MAKE_ROOM_QUEUED_PER_USER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_USER", "4")
+NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER", "12")
 
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown
 # failed ("worker lost") and can be re-run; a worker process found dead on this host counts as lost at once
 NUMAWEB_SESSION_STALE_SECONDS = envint("NUMAWEB_SESSION_STALE_SECONDS", "120")
-# a session whose worker died is re-run automatically (message re-delivered) until it has been started this
-# many times; after that it is marked failed, so a session that kills its worker cannot loop forever
-NUMAWEB_SESSION_MAX_RUNS = envint("NUMAWEB_SESSION_MAX_RUNS", "3")
+# a run (session, comparison variant, make-room question) whose worker died is run again automatically until it
+# has been started this many times; after that it is failed naming this setting, so a run that kills its worker
+# cannot loop forever. NUMAWEB_SESSION_MAX_RUNS, its name when only sessions had a cap, is still read.
+_MAX_RUNS_NAME = "NUMAWEB_SESSION_MAX_RUNS" if "NUMAWEB_RUN_MAX_RUNS" not in os.environ and \
+    "NUMAWEB_SESSION_MAX_RUNS" in os.environ else "NUMAWEB_RUN_MAX_RUNS"
+NUMAWEB_RUN_MAX_RUNS = envint(_MAX_RUNS_NAME, "3")
+if NUMAWEB_RUN_MAX_RUNS < 1:
+    raise ValueError(f"{_MAX_RUNS_NAME}={NUMAWEB_RUN_MAX_RUNS} must be at least 1")
 
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz reports "degraded" (still
 # 200: the web stays ready) and the pages show a banner when no worker has been seen for this long
@@ -430,6 +438,12 @@ NUMAWEB_FLEET_MAX_POOLS = envint("NUMAWEB_FLEET_MAX_POOLS", "20")
 # lost broker message or a Redis restart delays a session but never loses it (duplicates are harmless: a run
 # claims the row first)
 NUMAWEB_REQUEUE_SECONDS = envint("NUMAWEB_REQUEUE_SECONDS", "60")
+# a worker one of whose received tasks waited this long while a pool process was free, nothing starting or ending
+# meanwhile, has a wedged pool: it ends itself to be replaced, and its runs are queued again (numaweb.worker.stall)
+NUMAWEB_WORKER_STALL_SECONDS = envint("NUMAWEB_WORKER_STALL_SECONDS", "20")
+# while a session or a make-room question waits for a worker, comparison variants run on at most this many worker
+# processes at once; the others step back (sent again a moment later), so one comparison cannot hold every worker
+NUMAWEB_VARIANT_SHARE = envint("NUMAWEB_VARIANT_SHARE", "1")
 
 # -- logs: everything on stderr, plain lines or one JSON object a line ----------------------------------------
 NUMAWEB_LOG_FORMAT = os.environ.get("NUMAWEB_LOG_FORMAT", "plain").strip().lower()

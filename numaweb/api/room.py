@@ -121,7 +121,10 @@ class MakeRoomView(APIView):
         except services.RoomError as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
         try:
-            row = tasks.start(fields)
+            row = tasks.start(fields, request.user)
+        except services.TooManyQuestions as exc:
+            return Response({"detail": str(exc), "limit": exc.setting}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(exc.retry_after)})
         except BrokerUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         row.refresh_from_db()

@@ -297,9 +297,10 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
-        """A session with its progress; a running one whose worker is lost is shown failed with the reason."""
+        """A session with its progress; a running one whose worker is lost is shown failed with the reason, and
+        queued again when it may run again (scheduling.watch)."""
         session = self.get_object()
-        scheduling.expire_if_lost(session)
+        scheduling.watch(session)
         return Response(self.get_serializer(session).data)
 
     @extend_schema(request=None, responses={202: s.SessionSerializer, 409: ERROR, 503: ERROR})

@@ -8,7 +8,7 @@ from django.db import models
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.worker.models import RunStatus
+from numaweb.worker.models import Run, RunStatus
 
 
 class Comparison(models.Model):
@@ -49,20 +49,15 @@ class Comparison(models.Model):
         return self.status in (self.DONE, self.FAILED)
 
 
-class ComparisonVariant(models.Model):
+class ComparisonVariant(Run):
+    """One variant of a comparison: a run (numaweb.worker.models.Run's columns) whose outcome is its metrics."""
+
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="variants")
     index = models.PositiveIntegerField()
     profile = models.CharField(max_length=16)
     settings = models.JSONField(default=dict, help_text="scheduler_core.scheduler.compare.Variant.to_dict()")
     label = models.CharField(max_length=255, blank=True, default="")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING, db_index=True)
-    error = models.TextField(blank=True, default="")
-    worker = models.CharField(max_length=255, blank=True, default="")
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="last sent to the workers")
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     engine_ms = models.FloatField(null=True, blank=True, help_text="session + headroom time in the engine")
     metrics = models.JSONField(default=dict, blank=True)
     nodes = models.JSONField(default=list, blank=True,

@@ -5,12 +5,12 @@ node generations it was asked on (the snapshot), and once committed sends one Ce
 variant as a group, so the workers run them in parallel. Each variant is a dry run: it reads the
 cluster, notes every node whose generation moved away from the snapshot, applies its overrides to
 the engine's node objects (never to the rows), runs the session and the headroom, and writes its
-metrics to its own row. The variant that finishes last closes the comparison, checking the
-generations once more; nodes that changed meanwhile are listed on the comparison."""
+metrics to its own row. A variant is a run (numaweb.worker.runs: claim, progress, limits, failure, re-queue);
+`VariantRuns` adds what is its own. The variant that ends last, however it ends, closes the comparison, checking
+the generations once more; nodes that changed meanwhile are listed on the comparison."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -32,10 +32,7 @@ from scheduler_core.scheduler.headroom import Headroom, Shape, headroom
 
 from .models import Comparison, ComparisonVariant
 
-log = logging.getLogger("numaweb.comparisons")
-
 MAX_VARIANTS = 8
-PROGRESS_INTERVAL = 0.5
 
 
 class ComparisonError(ValueError):
@@ -129,60 +126,21 @@ def create_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Itera
     return comparison
 
 
-VARIANTS = runs.register(runs.Kind("comparison variants", ComparisonVariant, "numaweb.run_comparison_variant",
-                                   queued_field="queued_at"))
+class VariantRuns(runs.Kind):
+    """Comparison variants as runs: what is theirs is `consume` (a dry run over the cluster with the variant's
+    overrides, its metrics returned for the base to write) and `close` (the comparison, when its last variant
+    ends, however it ends: done, failed, lost past NUMAWEB_RUN_MAX_RUNS, broker down)."""
 
+    name = "comparison variants"
+    model = ComparisonVariant
+    task = "numaweb.run_comparison_variant"
+    log_key = "variant"
+    known_errors = (EngineError, ComparisonError)
+    related = ("comparison__cluster",)
+    steps_back = True  # NUMAWEB_VARIANT_SHARE: sessions and make-room questions first
 
-def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
-                     shape: Shape | None = None) -> Comparison:
-    """Create the comparison and, once committed, send its variants to the workers as one group. A
-    broker that cannot be reached marks the variants failed and raises BrokerUnavailable (with
-    `session_id` = the comparison's id)."""
-    comparison = create_comparison(cluster, variants, jobs, shape)
-    ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
-    runs.queue(lambda: enqueue(ids), lambda exc: _broker_failed(comparison, exc), comparison.pk)
-    return comparison
-
-
-def _broker_failed(comparison: Comparison, exc: Exception) -> None:
-    ComparisonVariant.objects.filter(comparison=comparison).update(
-        status=Comparison.FAILED, error=str(exc), finished_at=timezone.now())
-    Comparison.objects.filter(pk=comparison.pk).update(finished_at=timezone.now())
-
-
-def enqueue(variant_ids: Sequence[int]) -> None:
-    """One task per variant, sent as a Celery group (no result backend needed: results are rows)."""
-    VARIANTS.send(variant_ids)
-
-
-def requeue_pending(older_than: float) -> list[int]:
-    """The workers' housekeeping for variants (runs.Kind.recover): a lost message or a lost worker only delays
-    a comparison, unless the hard time limit ended the variant: that one fails, naming the limit. When the
-    last variant ends that way, the comparison closes."""
-    sent = VARIANTS.recover(older_than)
-    for comparison in Comparison.objects.filter(finished_at=None, variants__status=Comparison.FAILED).distinct():
-        with transaction.atomic():
-            close_if_finished(Comparison.objects.select_for_update().get(pk=comparison.pk))
-    return sent
-
-
-# -- running --------------------------------------------------------------------------------------------
-def execute_variant(variant_id: int) -> ComparisonVariant:
-    """Run one variant now (in a worker). Never raises for a variant-level failure: the row says it.
-    A variant already done is left alone (a duplicate delivery), as is one running on a live worker;
-    anything else runs from scratch (it writes only its own row). Its outcome is written only while this
-    run still owns the row: one that resumes after being declared lost writes nothing."""
-    row = ComparisonVariant.objects.select_related("comparison__cluster").get(pk=variant_id)
-    if row.status == Comparison.DONE or (row.status == Comparison.RUNNING and not VARIANTS.lost_reason(row)):
-        return row
-    run = runs.claim(ComparisonVariant, row.pk, {"status": row.status, "worker": row.worker,
-                                                 "started_at": row.started_at})
-    if run is None:
-        return ComparisonVariant.objects.get(pk=variant_id)
-    comparison = row.comparison
-    progress = runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total),
-                             runs.run_deadline(), PROGRESS_INTERVAL)
-    try:
+    def consume(self, row: ComparisonVariant, run: runs.Run, progress: runs.Progress) -> dict[str, Any]:
+        comparison = row.comparison
         nodes, seen = cluster_nodes(comparison.cluster)
         changed = _changed(comparison.snapshot, {name: gen for name, (_id, gen) in seen.items()})
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
@@ -192,33 +150,40 @@ def execute_variant(variant_id: int) -> ComparisonVariant:
                           headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
                           headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS)
         engine_ms = (time.perf_counter() - started) * 1000
-    except Exception as exc:
-        reason = runs.time_limit_reason(exc) or (
-            str(exc) if isinstance(exc, EngineError | ComparisonError) else f"{type(exc).__name__}: {exc}")
-        log.exception("comparison %s variant %s failed", comparison.pk, row.index)
-        outcome: dict = {"status": Comparison.FAILED, "error": reason}
-    else:
         pods = out["metrics"]["pods"]
-        outcome = {"status": Comparison.DONE, "engine_ms": engine_ms, "metrics": out["metrics"],
-                   "nodes": out["nodes"], "headroom": out["headroom"], "changed_nodes": changed,
-                   "progress_done": pods, "progress_total": pods}
-    try:
-        _finish(row, run, **outcome)
-    except runs.Superseded as exc:
-        log.warning("comparison %s variant %s: %s", comparison.pk, row.index, exc)
-    row.refresh_from_db()
+        return {"status": Comparison.DONE, "engine_ms": engine_ms, "metrics": out["metrics"], "nodes": out["nodes"],
+                "headroom": out["headroom"], "changed_nodes": changed, "progress_done": pods, "progress_total": pods}
+
+    def close(self, row: ComparisonVariant) -> None:
+        """Inside the transaction that wrote the variant's end, holding the comparison's row: finishers take turns,
+        so the last one always sees every other variant ended, and readers never see all ended but not closed."""
+        close_if_finished(Comparison.objects.select_for_update().get(pk=row.comparison_id))
+
+
+VARIANTS = runs.register(VariantRuns())
+
+
+def start_comparison(cluster: Cluster, variants: Sequence[Variant], jobs: Iterable[Job] | None = None,
+                     shape: Shape | None = None) -> Comparison:
+    """Create the comparison and, once committed, send its variants to the workers as one group. A
+    broker that cannot be reached fails the variants, which closes the comparison, and raises BrokerUnavailable
+    (with `session_id` = the comparison's id)."""
+    comparison = create_comparison(cluster, variants, jobs, shape)
+    ids = list(comparison.variants.order_by("index").values_list("pk", flat=True))
+    runs.queue(lambda: enqueue(ids), lambda exc: VARIANTS.broker_failed(ids, exc), comparison.pk)
+    return comparison
+
+
+def enqueue(variant_ids: Sequence[int]) -> None:
+    """One task per variant, sent as a Celery group (no result backend needed: results are rows)."""
+    VARIANTS.send(variant_ids)
+
+
+def execute_variant(variant_id: int) -> ComparisonVariant:
+    """Run one variant now (in a worker): `VARIANTS.execute` (numaweb.worker.runs.Kind.execute). It writes only
+    its own row, and closes the comparison when it is the last."""
+    row: ComparisonVariant = VARIANTS.execute(variant_id)
     return row
-
-
-def _finish(row: ComparisonVariant, run: runs.Run, **fields: Any) -> None:
-    """Write the variant's outcome (while `run` owns it, else runs.Superseded) and, when it was the last one
-    running, close the comparison, in one transaction holding the comparison's row: finishers take turns, so
-    the last one to write always sees every other variant finished, and readers never see all done but not
-    closed."""
-    with transaction.atomic():
-        comparison = Comparison.objects.select_for_update().get(pk=row.comparison_id)
-        run.finish(**fields)
-        close_if_finished(comparison)
 
 
 def close_if_finished(comparison: Comparison) -> bool:
@@ -235,6 +200,9 @@ def close_if_finished(comparison: Comparison) -> bool:
 
 
 # -- headroom --------------------------------------------------------------------------------------------
+# Headroom is not a run (numaweb.worker.runs): it is answered inside the request that asks, within
+# NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS, so there is no row to queue, claim or recover, and
+# nothing for a worker to lose.
 def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> Headroom:
     """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now, within
     NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least")."""

@@ -4,17 +4,17 @@ verified plan (`result`) and the dry-run session that verified it (`session`).""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.scheduling.models import SchedulingSession
-from numaweb.worker.models import RunStatus
+from numaweb.worker.models import Run
 
 
-class RoomPlan(models.Model):
-    Status = RunStatus
-    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
+class RoomPlan(Run):
+    """A make-room question: a run (numaweb.worker.models.Run's columns) whose outcome is the verified plan."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="room_plans")
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="room_plans",
@@ -24,29 +24,20 @@ class RoomPlan(models.Model):
     profile = models.CharField(max_length=16, default="aligned")
     options = models.JSONField(default=dict, blank=True,
                                help_text="allow_evictions, protected_namespaces, max_priority, pinned, max_moves")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=PENDING, db_index=True)
-    error = models.TextField(blank=True, default="")
-    worker = models.CharField(max_length=255, blank=True, default="")
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
-    queued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="last sent to the workers")
     created_at = models.DateTimeField(auto_now_add=True)
     engine_ms = models.FloatField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="the plan (room.RoomPlan.to_dict) and node grids")
     session = models.ForeignKey(SchedulingSession, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="room_plans", help_text="the dry run that verified the plan")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+", help_text="who asked (NUMAWEB_MAKE_ROOM_QUEUED_PER_USER)")
 
     class Meta:
         ordering = ["-id"]
 
     def __str__(self) -> str:
         return f"make room {self.pk} ({self.cluster_id}, {self.status})"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)
 
     @property
     def target_label(self) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from numaweb.comparisons.services import ComparisonError, parse_shape
 from numaweb.inventory.models import Allocation, Cluster, Node
@@ -43,7 +43,6 @@ log = logging.getLogger("numaweb.room")
 
 FIELDS = ("job", "shape", "count", "policy", "profile", "allow_evictions", "protected_namespaces", "max_priority",
           "pinned", "max_moves")
-PROGRESS_INTERVAL = 0.5
 
 
 class RoomError(ValueError):
@@ -84,6 +83,33 @@ def _int(data: Mapping[str, object], field: str, low: int, high: int | None) -> 
         raise RoomError(field, f"must be from {low} to {high}, not {number}" if high is not None
                         else f"must be at least {low}, not {number}")
     return number
+
+
+class TooManyQuestions(RuntimeError):
+    """A user or a cluster has as many questions waiting or being answered as allowed; `setting` names the limit,
+    `retry_after` says when one more may fit (seconds)."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.retry_after = max(1, settings.NUMAWEB_MAKE_ROOM_SECONDS)
+
+
+def check_queue(cluster: Cluster, user: User | None) -> None:
+    """TooManyQuestions when `user` (None: not counted) has NUMAWEB_MAKE_ROOM_QUEUED_PER_USER questions waiting or
+    being answered, or `cluster` NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER: each holds a worker process for up to
+    NUMAWEB_MAKE_ROOM_SECONDS, and an unbounded queue of them made everyone's sessions wait."""
+    open_rows = RoomPlan.objects.filter(status__in=(RoomPlan.PENDING, RoomPlan.RUNNING))
+    limit = settings.NUMAWEB_MAKE_ROOM_QUEUED_PER_USER
+    if user is not None and open_rows.filter(requested_by=user).count() >= limit:
+        raise TooManyQuestions(f"you have {limit} make-room questions waiting or being answered, the most allowed "
+                               "(NUMAWEB_MAKE_ROOM_QUEUED_PER_USER); ask again when one is answered",
+                               "NUMAWEB_MAKE_ROOM_QUEUED_PER_USER")
+    limit = settings.NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER
+    if open_rows.filter(cluster=cluster).count() >= limit:
+        raise TooManyQuestions(f"cluster {cluster.name} has {limit} make-room questions waiting or being answered, the "
+                               "most allowed (NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER); ask again when one is answered",
+                               "NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER")
 
 
 class RoomOptions(TypedDict):
@@ -202,15 +228,6 @@ def _options(data: Mapping[str, object]) -> RoomOptions:
                        or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES)
 
 
-QUESTIONS = runs.register(runs.Kind(
-    "make-room questions", RoomPlan, "numaweb.run_make_room", queued_field="queued_at",
-    hard_limit=lambda: (settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30, "NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30 s")))
-
-
-def mark_failed(pk: int, error: str) -> None:
-    RoomPlan.objects.filter(pk=pk).update(status=RoomPlan.FAILED, error=error, finished_at=timezone.now())
-
-
 # -- running ----------------------------------------------------------------------------------------------
 def target_of(row: RoomPlan) -> tuple[EngineJob, set[str]]:
     """The engine job to make room for and the uids of its pods already holding resources."""
@@ -227,20 +244,27 @@ def priorities(cluster: Cluster) -> dict[str, int]:
     return dict(Allocation.objects.filter(cluster=cluster, job__isnull=False).values_list("pod", "job__priority"))
 
 
-def execute(pk: int) -> RoomPlan:
-    """Answer the question now (in a worker). Never raises for a question-level failure: the row says it.
-    A done question is left alone (a duplicate delivery), as is one running on a live worker. Its answer is
-    written only while this run still owns the row: one that resumes after being declared lost writes nothing."""
-    row = RoomPlan.objects.select_related("cluster", "job").get(pk=pk)
-    if row.status == RoomPlan.DONE or (row.status == RoomPlan.RUNNING and not QUESTIONS.lost_reason(row)):
-        return row
-    run = runs.claim(RoomPlan, pk, {"status": row.status, "worker": row.worker, "started_at": row.started_at})
-    if run is None:
-        return RoomPlan.objects.get(pk=pk)
-    progress = runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total),
-                             float("inf"), PROGRESS_INTERVAL)  # the search keeps its own time (MAKE_ROOM_SECONDS)
-    started = time.perf_counter()
-    try:
+class QuestionRuns(runs.Kind):
+    """Make-room questions as runs: what is theirs is their task's time limits (NUMAWEB_MAKE_ROOM_TASK_SECONDS)
+    and `consume`, the search and the verified plan with its dry-run session, written together."""
+
+    name = "make-room questions"
+    model = RoomPlan
+    task = "numaweb.run_make_room"
+    log_key = "make_room"
+    known_errors = (EngineError,)
+    related = ("cluster", "job")
+
+    def soft_limit(self) -> tuple[float, str]:
+        return settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS, "NUMAWEB_MAKE_ROOM_TASK_SECONDS"
+
+    def hard_limit(self) -> tuple[float, str]:
+        return settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30, "NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30 s"
+
+    def consume(self, row: RoomPlan, run: runs.Run, progress: runs.Progress) -> None:
+        """The search keeps its own time (NUMAWEB_MAKE_ROOM_SECONDS); the answer and its verifying session are
+        written in one transaction that holds the row, so nobody takes it over meanwhile."""
+        started = time.perf_counter()
         nodes, seen = cluster_nodes(row.cluster)
         cluster = EngineCluster(nodes)
         job, held = target_of(row)
@@ -257,46 +281,34 @@ def execute(pk: int) -> RoomPlan:
         result: dict[str, Any] = {**plan.to_dict(cluster), "nodes": node_grids(cluster, plan)}  # stored as JSON
         engine_ms = (time.perf_counter() - started) * 1000
         with transaction.atomic():
-            if not run.owns().select_for_update().exists():  # held to the commit: nobody takes it over meanwhile
-                raise runs.Superseded(f"make room {pk} was declared lost and taken over; this run writes nothing")
+            if not run.owns().select_for_update().exists():
+                raise runs.Superseded(f"make room {row.pk} was declared lost and taken over; this run writes nothing")
             session = _save_session(row, plan, {name: nid for name, (nid, _g) in seen.items()}) if plan.found \
                 else None
             if result["after"] is not None:
                 result["after"]["session"] = session.pk if session else None
-            run.finish(status=RoomPlan.DONE, result=result, session=session, engine_ms=engine_ms, error="",
-                       progress_done=plan.stats.get("checks", 0), progress_total=plan.stats.get("checks", 0))
-        log.info("make room %s: %s in %.0f ms", pk, "fits now" if plan.fits_now else
+            self.finish(row, run, status=RoomPlan.DONE, result=result, session=session, engine_ms=engine_ms, error="",
+                        progress_done=plan.stats.get("checks", 0), progress_total=plan.stats.get("checks", 0))
+        log.info("make room %s: %s in %.0f ms", row.pk, "fits now" if plan.fits_now else
                  f"{len(plan.moves)} moves" if plan.found else plan.reason, engine_ms)
-    except runs.Superseded as exc:
-        log.warning("make room %s: %s", pk, exc)
-    except Exception as exc:
-        reason = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-        log.exception("make room %s failed", pk)
-        run.owns().update(status=RoomPlan.FAILED, error=reason, finished_at=timezone.now())
-    row.refresh_from_db()
+
+
+QUESTIONS = runs.register(QuestionRuns())
+
+
+def execute(pk: int) -> RoomPlan:
+    """Answer the question now (in a worker): `QUESTIONS.execute` (numaweb.worker.runs.Kind.execute)."""
+    row: RoomPlan = QUESTIONS.execute(pk)
     return row
 
 
 def _save_session(row: RoomPlan, plan: EnginePlan, node_ids: Mapping[str, int]) -> SchedulingSession:
-    """The verifying dry run as a session row with its placements (on the cluster after the moves)."""
+    """The verifying dry run, stored by the scheduling app as a session of its own (store.save_dry_run)."""
     result = plan.check.result if plan.check is not None else None
     if result is None:
         raise ValueError(f"make room {row.pk}: a found plan without the session that verified it")
-    counts = result.counts
-    now = timezone.now()
-    session = SchedulingSession.objects.create(
-        cluster_id=row.cluster_id, profile=row.profile, dry_run=True, room_check=True, status=SchedulingSession.DONE,
-        started_at=row.started_at or now, finished_at=now, worker=runs.worker_id(), runs=1, attempts=1,
-        engine_ms=result.timings["total_s"] * 1000, pods_total=counts["pods"], pods_placed=counts["placed"],
-        pods_admitted=counts["admitted"], jobs_total=len(result.jobs), job_count=1 if row.job_id else 0,
-        jobs_placed=sum(1 for j in result.jobs if j["committed"]), nodes_total=result.nodes_total,
-        progress_done=counts["pods"], progress_total=counts["pods"], weight=result.weight,
-        explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
-        timings=dict(result.timings))
-    if row.job_id:
-        session.jobs.add(row.job_id)
-    store.ResultWriter(session, result, node_ids).save()
-    return session
+    return store.save_dry_run(row.cluster_id, row.profile, [row.job_id] if row.job_id else [], result, node_ids,
+                              started_at=row.started_at, worker=row.worker, room_check=True)
 
 
 def _mask(allocations: Iterable[EngineAllocation]) -> int:

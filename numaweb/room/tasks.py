@@ -3,17 +3,19 @@ are ids only; the work and its bookkeeping live in services."""
 
 from celery import shared_task
 from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
 
-from numaweb.worker import runs
+from numaweb.inventory.models import Cluster
 
 from . import services
 from .models import RoomPlan
 
 
-# The search stops itself after NUMAWEB_MAKE_ROOM_SECONDS; the task's own limits (from settings) end a
-# run that hangs anyway. acks_late + reject_on_worker_lost: a worker that dies mid-question puts the
-# message back and the question runs again from scratch (it writes only its own row and, at the end,
-# its verifying session).
+# The search stops itself after NUMAWEB_MAKE_ROOM_SECONDS; the task's own limits (from settings, the same the
+# run kind words its failures with: services.QuestionRuns) end a run that hangs anyway. acks_late +
+# reject_on_worker_lost: a worker that dies mid-question puts the message back and the question runs again from
+# scratch, up to NUMAWEB_RUN_MAX_RUNS starts (it writes only its own row and, at the end, its verifying session).
 @shared_task(name="numaweb.run_make_room", acks_late=True, reject_on_worker_lost=True,
              soft_time_limit=settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS,
              time_limit=settings.NUMAWEB_MAKE_ROOM_TASK_SECONDS + 30)
@@ -22,9 +24,15 @@ def run_make_room(pk: int) -> str:
     return services.execute(pk).status
 
 
-def start(fields: services.RoomQuestion) -> RoomPlan:
-    """Record the question (fields from services.parse_request) and queue it once committed. A broker
-    that cannot be reached marks it failed and raises BrokerUnavailable (with `session_id` = its id)."""
-    row = RoomPlan.objects.create(**fields)
-    runs.queue(lambda: services.QUESTIONS.send([row.pk]), lambda exc: services.mark_failed(row.pk, str(exc)), row.pk)
+def start(fields: services.RoomQuestion, user: object = None) -> RoomPlan:
+    """Record the question (fields from services.parse_request), asked by `user`, and queue it once committed.
+    services.TooManyQuestions when the user or the cluster already has as many questions waiting or being answered
+    as allowed (nothing recorded). A broker that cannot be reached marks it failed and raises BrokerUnavailable
+    (with `session_id` = its id)."""
+    asker = user if isinstance(user, User) else None  # anonymous or a command: not counted per user
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=fields["cluster"].pk).exists()  # askers of a cluster take turns
+        services.check_queue(fields["cluster"], asker)
+        row = RoomPlan.objects.create(**fields, requested_by=asker)
+    services.QUESTIONS.queue([row.pk], row.pk)
     return row

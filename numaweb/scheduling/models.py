@@ -21,7 +21,7 @@ from django.db import models
 from numaweb.access.history import audited
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
-from numaweb.worker.models import RunStatus
+from numaweb.worker.models import Run
 from scheduler_core.scheduler.explain import PodStatus as EnginePodStatus
 from scheduler_core.scheduler.profiles import PROFILES as ENGINE_PROFILES
 
@@ -37,9 +37,10 @@ class PodStatus(models.TextChoices):
     SKIPPED = EnginePodStatus.SKIPPED.value, "skipped"
 
 
-class SchedulingSession(models.Model):
-    Status = RunStatus
-    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
+class SchedulingSession(Run):
+    """A scheduling session: a run (numaweb.worker.models.Run's columns) with its own heartbeat, whose outcome is
+    its placements and allocations."""
+
     PROFILES = tuple(ENGINE_PROFILES)  # the engine's registry is the one list of profiles
     PROFILE_CHOICES = [(p, p) for p in PROFILES]
 
@@ -48,19 +49,12 @@ class SchedulingSession(models.Model):
                                   help_text="jobs to schedule; empty at creation means every pending job")
     profile = models.CharField(max_length=16, choices=PROFILE_CHOICES, default="volcano")
     dry_run = models.BooleanField(default=False, help_text="compute placements without allocating")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=PENDING, db_index=True)
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
+    runs = models.PositiveIntegerField(default=0, help_text="times the session was started")  # its words since 0001
     attempts = models.PositiveIntegerField(default=0, help_text="commit attempts (retries after a lost race)")
-    runs = models.PositiveIntegerField(default=0, help_text="times the session was started")
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True,
                                         help_text="last sign of life from the worker running it (progress writes)")
-    worker = models.CharField(max_length=255, blank=True, default="",
-                              help_text="host:pid of the process running (or last running) it")
     engine_ms = models.FloatField(null=True, blank=True, help_text="time inside the engine")
     commit_ms = models.FloatField(null=True, blank=True, help_text="time writing results")
     pods_total = models.PositiveIntegerField(default=0)
@@ -71,7 +65,6 @@ class SchedulingSession(models.Model):
                                                                  "counting the jobs table per row)")
     jobs_placed = models.PositiveIntegerField(default=0)
     nodes_total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
     weight = models.IntegerField(default=1, help_text="numa-aware plugin weight the session scored with")
     # db_default: rows written without the column (an older process during a rolling upgrade) are not checks
     room_check = models.BooleanField(default=False, db_default=False, help_text=(
@@ -88,10 +81,6 @@ class SchedulingSession(models.Model):
 
     def __str__(self) -> str:
         return f"session {self.pk} ({self.profile}, {self.status})"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)
 
 
 class Placement(models.Model):

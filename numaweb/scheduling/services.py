@@ -8,16 +8,11 @@ transaction. The commit first advances each node it allocates on from the genera
 the session runs again on fresh state. Any failure leaves the database as it was, with the session
 marked failed and its reason; a failed session can be run again.
 
-A worker that dies mid-session (killed, out of memory) never commits, so it too leaves nothing. Each
-run claims the row (status running, `runs` + 1, `worker` = host:pid) with a conditional update, and
-its progress writes are its heartbeat. A running session counts as lost when its worker process is
-gone from this host, every worker on its host stopped beating for NUMAWEB_WORKER_TIMEOUT (hung: stopped or
-cut off), or its own heartbeat is older than NUMAWEB_SESSION_STALE_SECONDS: the
-workers' housekeeping marks it failed ("worker lost", the reason) and queues it again, up to
-NUMAWEB_SESSION_MAX_RUNS starts (then a person re-runs it); a re-delivered message (acks_late,
-reject_on_worker_lost) runs it again from scratch too. The commit only lands if its run still owns the row.
-The claim, progress, queueing and the lost-worker rule are numaweb.worker.runs', shared with comparison
-variants and make-room questions."""
+A worker that dies mid-session (killed, out of memory) never commits, so it too leaves nothing. A session is a
+run (numaweb.worker.runs, shared with comparison variants and make-room questions: claim, progress, time
+limits, failure, re-queue up to NUMAWEB_RUN_MAX_RUNS starts); `SessionRuns` adds only what is a session's: its
+own heartbeat (the progress writes; silent past NUMAWEB_SESSION_STALE_SECONDS it counts as lost) and `consume`,
+the engine and the commit. The commit only lands if its run still owns the row."""
 
 from __future__ import annotations
 
@@ -36,7 +31,6 @@ from numaweb.inventory.services import cluster_nodes
 from numaweb.jobs import services as job_services
 from numaweb.jobs.models import Job
 from numaweb.worker import runs
-from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.scheduler.cluster import Cluster as EngineCluster
 from scheduler_core.scheduler.explain import PodRecord, PodStatus, SessionResult
@@ -65,27 +59,43 @@ def checkpoint(stage: str, session: SchedulingSession) -> None:
     inside the commit's transaction). No-op; tests replace it to inject races and failures."""
 
 
+# -- the run kind ----------------------------------------------------------------------------------
+class SessionRuns(runs.Kind):
+    """Sessions as runs: what is theirs is the heartbeat column and `consume` (engine, then the commit, which
+    writes the outcome itself)."""
+
+    name = "sessions"
+    model = SchedulingSession
+    task = "numaweb.run_scheduling_session"
+    queued_field = "updated_at"
+    beat_field = "heartbeat_at"
+    log_key = "session"
+    known_errors = (EngineError, StaleNodes)
+    related = ("cluster",)
+    progress_interval = PROGRESS_INTERVAL
+
+    def stale_seconds(self) -> float:
+        return float(settings.NUMAWEB_SESSION_STALE_SECONDS)
+
+    def consume(self, row: SchedulingSession, run: runs.Run, progress: runs.Progress) -> None:
+        fields = {"session": row.pk, "run": row.runs}
+        log.info("session %s started: run %s, profile %s, cluster %s, on %s", row.pk, row.runs, row.profile,
+                 row.cluster.name, row.worker, extra=fields)
+        started = time.perf_counter()
+        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.scheduler.gc_pause
+            _run_with_retries(row, run, progress)
+        row.refresh_from_db()
+        ms = (time.perf_counter() - started) * 1000
+        log.info("session %s done in %.0f ms (engine %.0f ms, commit %.0f ms, %s attempt(s)): %s/%s pods placed, "
+                 "%s/%s jobs", row.pk, ms, row.engine_ms or 0, row.commit_ms or 0, row.attempts, row.pods_placed,
+                 row.pods_total, row.jobs_placed, row.jobs_total,
+                 extra={**fields, "ms": ms, "engine_ms": row.engine_ms, "commit_ms": row.commit_ms})
+
+
+SESSIONS = runs.register(SessionRuns())
+
+
 # -- starting ------------------------------------------------------------------------------------
-SESSIONS = runs.register(runs.Kind(
-    "sessions", SchedulingSession, "numaweb.run_scheduling_session", queued_field="updated_at",
-    beat_field="heartbeat_at", stale_seconds=lambda: settings.NUMAWEB_SESSION_STALE_SECONDS,
-    max_runs=lambda: settings.NUMAWEB_SESSION_MAX_RUNS))
-
-
-def enqueue(session_id: int) -> None:
-    """Hand the session id to the broker; a broker that cannot be reached raises BrokerUnavailable."""
-    runs.send(SESSIONS.task, [session_id])
-
-
-def _queue(session_id: int) -> None:
-    """Queue once the row is committed (see runs.queue); a broker failure marks the session failed."""
-    def failed(exc: BrokerUnavailable) -> None:
-        SchedulingSession.objects.filter(pk=session_id).update(
-            status=SchedulingSession.FAILED, error=str(exc), finished_at=timezone.now())
-
-    runs.queue(lambda: enqueue(session_id), failed, session_id)
-
-
 def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = False,
                   jobs: Iterable[Job] | None = None) -> SchedulingSession:
     """Create a session (every job of the cluster with a pod left to place unless `jobs` is given) and queue
@@ -100,7 +110,7 @@ def start_session(cluster: Cluster, profile: str = "volcano", dry_run: bool = Fa
     chosen = list(jobs) if jobs is not None else job_services.schedulable_jobs(cluster)
     job_services.check_schedulable(chosen, cluster)
     session = create_session(cluster, profile, dry_run, chosen)
-    _queue(session.pk)
+    SESSIONS.queue([session.pk], session.pk)
     return session
 
 
@@ -117,7 +127,7 @@ def create_session(cluster: Cluster, profile: str, dry_run: bool, jobs: list[Job
 
 def rerun_session(session: SchedulingSession) -> SchedulingSession:
     """Queue a failed (or never-started) session again; its earlier attempt wrote nothing. A running
-    session whose worker is lost (see `lost_reason`) is first marked failed with that reason."""
+    session whose worker is lost (runs.Kind.lost_reason) is first marked failed with that reason."""
     session.refresh_from_db()
     if session.status == SchedulingSession.RUNNING and not expire_if_lost(session):
         age = (timezone.now() - (session.heartbeat_at or session.started_at or session.updated_at)).total_seconds()
@@ -130,18 +140,12 @@ def rerun_session(session: SchedulingSession) -> SchedulingSession:
     if not updated:
         raise SessionNotRunnable(f"session {session.pk} is {session.status}; only failed or pending sessions "
                                  "(or running ones whose worker is lost) can be run again")
-    _queue(session.pk)
+    SESSIONS.queue([session.pk], session.pk)
     session.refresh_from_db()
     return session
 
 
 # -- lost workers ----------------------------------------------------------------------------------
-def lost_reason(session: SchedulingSession, now: datetime | None = None) -> str:
-    """Why a running session's worker counts as lost ("" when it may still be working on it): runs.lost_reason,
-    with the session's heartbeat older than NUMAWEB_SESSION_STALE_SECONDS as a third sign."""
-    return SESSIONS.lost_reason(session, now)
-
-
 def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> bool:
     """Mark a running session whose worker is lost as failed, with the reason; True when it did. The
     update is conditional on the row being unchanged, so a heartbeat or commit that lands first wins."""
@@ -150,70 +154,23 @@ def expire_if_lost(session: SchedulingSession, now: datetime | None = None) -> b
     return done
 
 
+def watch(session: SchedulingSession) -> None:
+    """A reader's look at a session (its API): a running one whose worker is lost is shown failed with the reason
+    and sent again at once when it may run again (runs.Kind.watch), so a lost session is re-run whoever looks."""
+    SESSIONS.watch(session)
+
+
 # -- running ---------------------------------------------------------------------------------------
-def _progress(run: runs.Run, deadline: float, also: Callable[[int, int], None] | None) -> runs.Progress:
-    """The engine's progress callback: done/total and the heartbeat, while this run still owns the row."""
-    return runs.Progress(lambda done, total: run.owns().update(progress_done=done, progress_total=total,
-                                                               heartbeat_at=timezone.now()),
-                         deadline, PROGRESS_INTERVAL, also)
-
-
 def execute_session(session_id: int, progress: Callable[[int, int], None] | None = None) -> SchedulingSession:
-    """Run the session now (in the worker). Never raises for a session-level failure: the row says it.
-    `progress(done, total)` also hears the engine's progress (a command's progress bar).
-
-    A done session, or one running on a live worker, is left alone (e.g. a duplicate delivery); one
-    whose worker is lost is run again from scratch, up to NUMAWEB_SESSION_MAX_RUNS starts."""
-    session = SchedulingSession.objects.select_related("cluster").get(pk=session_id)
-    if session.status == SchedulingSession.DONE:
-        log.info("session %s is already done; not running it twice", session_id)
-        return session
-    if session.status == SchedulingSession.RUNNING:
-        reason = lost_reason(session)
-        if not reason:
-            log.info("session %s is already running on %s; not running it twice", session_id, session.worker)
-            return session
-        if session.runs >= settings.NUMAWEB_SESSION_MAX_RUNS:
-            expire_if_lost(session)
-            log.warning("session %s was started %s times; not re-running it automatically", session_id, session.runs)
-            return session
-        log.warning("session %s: %s; running it again from scratch", session_id, reason)
-    run = runs.claim(SchedulingSession, session_id, {"status": session.status, "runs": session.runs},
-                     heartbeat_at=timezone.now(), runs=session.runs + 1)
-    session.refresh_from_db()
-    if run is None:
-        log.info("session %s was claimed by %s first", session_id, session.worker)
-        return session
-    number = session.runs
-    fields = {"session": session_id, "run": number}
-    log.info("session %s started: run %s, profile %s, cluster %s, on %s", session_id, number, session.profile,
-             session.cluster.name, session.worker, extra=fields)
-    started, deadline = time.perf_counter(), runs.run_deadline()
-    try:
-        with paused_gc():  # the engine's objects and the rows built from them: see scheduler_core.scheduler.gc_pause
-            _run_with_retries(session, run, deadline, progress)
-    except runs.Superseded as exc:
-        log.warning("session %s run %s: %s", session_id, number, exc, extra=fields)
-    except Exception as exc:
-        reason = runs.time_limit_reason(exc) or (
-            str(exc) if isinstance(exc, EngineError | StaleNodes) else f"{type(exc).__name__}: {exc}")
-        ms = (time.perf_counter() - started) * 1000
-        log.exception("session %s failed after %.0f ms: %s", session_id, ms, reason, extra={**fields, "ms": ms})
-        run.owns().update(status=SchedulingSession.FAILED, error=reason or type(exc).__name__,
-                          finished_at=timezone.now())
-    session.refresh_from_db()
-    if session.status == SchedulingSession.DONE and session.runs == number:
-        ms = (time.perf_counter() - started) * 1000
-        log.info("session %s done in %.0f ms (engine %.0f ms, commit %.0f ms, %s attempt(s)): %s/%s pods placed, "
-                 "%s/%s jobs", session_id, ms, session.engine_ms or 0, session.commit_ms or 0, session.attempts,
-                 session.pods_placed, session.pods_total, session.jobs_placed, session.jobs_total,
-                 extra={**fields, "ms": ms, "engine_ms": session.engine_ms, "commit_ms": session.commit_ms})
+    """Run the session now (in the worker): `SESSIONS.execute` (numaweb.worker.runs.Kind.execute). Never raises
+    for a session-level failure: the row says it. `progress(done, total)` also hears the engine's progress (a
+    command's progress bar)."""
+    session: SchedulingSession = SESSIONS.execute(session_id, progress)
     return session
 
 
-def _run_with_retries(session: SchedulingSession, run: runs.Run, deadline: float,
-                      progress: Callable[[int, int], None] | None = None) -> None:
-
+def _run_with_retries(session: SchedulingSession, run: runs.Run, progress: runs.Progress) -> None:
+    """The engine on fresh state, then the commit; again while another writer changed a node first."""
     retries = max(1, settings.NUMAWEB_COMMIT_RETRIES)
     for attempt in range(1, retries + 1):
         nodes, seen = cluster_nodes(session.cluster)
@@ -221,7 +178,7 @@ def _run_with_retries(session: SchedulingSession, run: runs.Run, deadline: float
         held = _holders(job_rows)
         started = time.perf_counter()
         result = run_session(EngineCluster(nodes), jobs, profile=session.profile,
-                             progress=_progress(run, deadline, progress), held=held)
+                             progress=progress, held=held)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
         run.owns().update(heartbeat_at=timezone.now())

@@ -2,15 +2,18 @@
 
 Nothing goes through `SessionResult.to_dict()`: masks stay ints (NUMA masks in a BIGINT, CPU masks as
 hex), and what repeats is interned per session — verdicts by the engine's id, verdict groups, node
-name lists and JSON details by content — so a pod costs one small row plus references."""
+name lists and JSON details by content — so a pod costs one small row plus references. Every session row
+another app stores (make room's verifying dry run) is written here too (`save_dry_run`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Generic, TypeVar, cast, overload
 
 from django.db import connection, models
+from django.utils import timezone
 
 from scheduler_core.kubelet.admission import AdmitResult
 from scheduler_core.model.cpuset import list_format
@@ -272,3 +275,25 @@ def clear(session: SchedulingSession) -> None:
     """Remove a session's result rows (before writing a run's results again)."""
     for model in (Placement, SessionJob, Verdict, VerdictGroup, NodeNames, Detail):
         model.objects.filter(session=session).delete()
+
+
+def save_dry_run(cluster_id: int, profile: str, job_ids: list[int], result: SessionResult,
+                 node_ids: Mapping[str, int], started_at: datetime | None, worker: str,
+                 room_check: bool = False) -> SchedulingSession:
+    """A dry run another app computed (make room's verifying session: `room_check`) stored as a done session with
+    its results, so the session page shows it like any other: the scheduling app writes every session row."""
+    counts = result.counts
+    now = timezone.now()
+    session = SchedulingSession.objects.create(
+        cluster_id=cluster_id, profile=profile, dry_run=True, room_check=room_check, status=SchedulingSession.DONE,
+        started_at=started_at or now, finished_at=now, worker=worker, runs=1, attempts=1,
+        engine_ms=result.timings["total_s"] * 1000, pods_total=counts["pods"], pods_placed=counts["placed"],
+        pods_admitted=counts["admitted"], jobs_total=len(result.jobs), job_count=len(job_ids),
+        jobs_placed=sum(1 for j in result.jobs if j["committed"]), nodes_total=result.nodes_total,
+        progress_done=counts["pods"], progress_total=counts["pods"], weight=result.weight,
+        explain_names=result.explain_names, explain_groups=result.explain_groups, counts=counts,
+        timings=dict(result.timings))
+    if job_ids:
+        session.jobs.add(*job_ids)
+    ResultWriter(session, result, node_ids).save()
+    return session

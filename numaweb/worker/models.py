@@ -1,4 +1,6 @@
-"""The worker app's one table, each Celery worker's heartbeat, and the status every run has."""
+"""The worker app's one table, each Celery worker's heartbeat; the status every run has, and the columns every
+run's table shares (`Run`, abstract: sessions, comparison variants and make-room questions each have their own
+table with these columns and what is theirs)."""
 
 from __future__ import annotations
 
@@ -30,3 +32,28 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "running"
     DONE = "done", "done"
     FAILED = "failed", "failed"
+
+
+class Run(models.Model):
+    """The columns of every run (numaweb.worker.runs owns their writes: claim, progress, failure, re-queue). A
+    run kind's model adds its own; where it records when it was last queued is the kind's (`Kind.queued_field`)."""
+
+    Status = RunStatus
+    PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
+
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING, db_index=True)
+    error = models.TextField(blank=True, default="")
+    worker = models.CharField(max_length=255, blank=True, default="",
+                              help_text="host:pid of the process running (or last running) it")
+    runs = models.PositiveIntegerField(default=0, help_text="times it was started")
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (RunStatus.DONE, RunStatus.FAILED)

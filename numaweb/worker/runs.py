@@ -1,20 +1,29 @@
-"""One run abstraction for every row a worker computes (sessions, comparison variants, make-room questions).
+"""One lifecycle for every row a worker computes (sessions, comparison variants, make-room questions, and what
+comes next).
 
-A *kind* (`Kind`, declared by the app owning the rows, which registers it for housekeeping) names the model,
-the Celery task (sent by name: no app imports another's tasks), the field that marks when a pending row was
-last queued and, if the row carries one, its heartbeat field. Rows have `status` (pending, running, done,
-failed), `worker` (host:pid), `started_at`, `error` and `finished_at`.
+A *kind* (`Kind`, subclassed by the app owning the rows, which registers it for housekeeping) names the model
+(its columns: numaweb.worker.models.Run), the Celery task (sent by name: no app imports another's tasks), the
+field that marks when a pending row was last queued and, if the row carries one, its heartbeat field. This base
+owns the whole lifecycle; a kind writes only what is its own, `consume` (compute, and return or write the
+outcome), and `close` when its rows have a parent to close (a comparison, when its last variant ends however it
+ends):
 
-- `queue`: send now, or after the caller's transaction commits; a broker that cannot be reached marks the
-  rows failed (BrokerUnavailable, raised only when nobody's commit is in the way).
-- a run claims its row with a conditional update (`claim`) and owns it while `worker` and `started_at` are
-  still its own (`Run.owns`); every write of its outcome is conditional on that, so a run that resumes after
-  being declared lost and superseded commits nothing (Superseded).
-- `Progress` writes progress (and the heartbeat) at most every interval and raises TimeLimit past the soft
-  time limit.
-- `lost_reason` is the one rule for a lost worker; `recover` (housekeeping) fails each lost running row with
-  its reason and queues it again — unless the hard time limit ended it or it already ran `max_runs` times —
-  and sends again every pending row whose message may have been lost."""
+- `Kind.queue`: send now, or after the caller's transaction commits; a broker that cannot be reached fails the
+  rows (`Kind.broker_failed`, the one broker-down answer; BrokerUnavailable raised only when nobody's commit is
+  in the way).
+- `Kind.execute` (what the task runs): skip a done row or one running on a live worker, fail a lost one that
+  reached the cap, claim it with a conditional update (`claim`, `runs` + 1), run `consume` with a `Progress`
+  (throttled progress and heartbeat writes, TimeLimit past the kind's soft limit), and write the outcome or the
+  failure, worded one way (`Kind.failure`, `time_limit_reason`). A run owns its row while `worker` and
+  `started_at` are still its own (`Run.owns`); every write of its outcome is conditional on that, so a run that
+  resumes after being declared lost and superseded commits nothing (Superseded).
+- `lost_reason` is the one rule for a lost worker; `Kind.recover` (housekeeping) fails each lost running row
+  with its reason and queues it again — unless the hard time limit ended it or it was already started
+  NUMAWEB_RUN_MAX_RUNS times — and sends again every pending row whose message may have been lost;
+  `Kind.watch` does the same for one row someone is looking at.
+
+Headroom is not a run: it answers inside the request that asks (bounded by NUMAWEB_HEADROOM_SECONDS), so it has
+no row, no worker and nothing to recover."""
 
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ import logging
 import os
 import socket
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,6 +52,7 @@ from .models import RunStatus
 log = logging.getLogger("numaweb.worker")
 
 PENDING, RUNNING, DONE, FAILED = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.DONE, RunStatus.FAILED
+STEP_BACK_SECONDS = 2.0  # a run that steps back (Kind.busy) is sent again to run this much later
 
 
 class BrokerUnavailable(RuntimeError):
@@ -55,21 +66,17 @@ class Superseded(RuntimeError):
 
 
 class TimeLimit(RuntimeError):
-    """A run went past NUMAWEB_TASK_SOFT_TIME_LIMIT: raised by its progress callback between steps (whatever the
+    """A run went past its kind's soft time limit: raised by its progress callback between steps (whatever the
     pool), or by Celery's prefork pool as SoftTimeLimitExceeded; `time_limit_reason` words either."""
 
 
-def run_deadline() -> float:
-    """The monotonic time at which a run starting now passes the soft time limit."""
-    return time.monotonic() + settings.NUMAWEB_TASK_SOFT_TIME_LIMIT
-
-
-def time_limit_reason(exc: BaseException) -> str:
-    """The failure message of a run stopped by the soft time limit ("" for any other exception)."""
+def time_limit_reason(exc: BaseException, limit: tuple[float, str] | None = None) -> str:
+    """The failure message of a run stopped by the soft time limit ("" for any other exception), the same for
+    every kind; `limit`: the kind's soft limit and the setting naming it (default NUMAWEB_TASK_SOFT_TIME_LIMIT)."""
     if not isinstance(exc, TimeLimit | SoftTimeLimitExceeded):
         return ""
-    return (f"stopped at the soft time limit of {settings.NUMAWEB_TASK_SOFT_TIME_LIMIT} s "
-            "(NUMAWEB_TASK_SOFT_TIME_LIMIT); nothing was written")
+    seconds, name = limit or (settings.NUMAWEB_TASK_SOFT_TIME_LIMIT, "NUMAWEB_TASK_SOFT_TIME_LIMIT")
+    return f"stopped at the soft time limit of {seconds:g} s ({name}); nothing was written"
 
 
 # -- who runs it, and is it still alive ---------------------------------------------------------------
@@ -146,11 +153,11 @@ def _load_tasks() -> None:
         _tasks_loaded = True
 
 
-def send(task: str, ids: Sequence[int]) -> None:
-    """One message per id to the task named `task` (a group when several: the workers run them in parallel).
-    Raises BrokerUnavailable when the broker cannot be reached."""
+def send(task: str, ids: Sequence[int], countdown: float | None = None) -> None:
+    """One message per id to the task named `task` (a group when several: the workers run them in parallel), to be
+    run `countdown` s from now (None: at once). Raises BrokerUnavailable when the broker cannot be reached."""
     _load_tasks()  # by name: a registered task honours eager mode, an unknown one goes to the broker
-    signatures = [app.signature(task, args=(pk,)) for pk in ids]
+    signatures = [app.signature(task, args=(pk,), countdown=countdown) for pk in ids]
     try:
         if len(signatures) == 1:
             signatures[0].apply_async()
@@ -235,61 +242,210 @@ class Progress:
         self.write(done, total)
 
 
-# -- housekeeping ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Kind:
-    """A kind of run, as its app declares it (and registers it for every worker's housekeeping)."""
+# -- the lifecycle -----------------------------------------------------------------------------------------
+class Kind(ABC):
+    """A kind of run, as its app declares it (a subclass, registered for every worker's housekeeping). The
+    class attributes say what it is; `consume` (and `close`, for rows with a parent) is all it writes."""
 
     name: str  # plural, for logs: "sessions"
-    model: type[models.Model]
+    log_key = "id"  # the field naming the row's id in JSON log lines ("session" for sessions)
+    model: type[Any]  # a numaweb.worker.models.Run
     task: str  # the Celery task's name, called with the row's id
-    queued_field: str  # when a pending row was last queued
+    queued_field = "queued_at"  # when a pending row was last queued
     beat_field: str | None = None  # the row's own heartbeat, if it has one
-    stale_seconds: Callable[[], float] | None = None  # how long that heartbeat may be silent
-    max_runs: Callable[[], int] | None = None  # automatic starts allowed (rows counting `runs`)
-    hard_limit: Callable[[], tuple[float, str]] | None = None  # the task's own hard limit, and its setting
+    related: tuple[str, ...] = ()  # loaded with the row for `consume`
+    known_errors: tuple[type[BaseException], ...] = ()  # failures told by their message alone
+    progress_interval = 0.5  # seconds between progress writes
+    steps_back = False  # runs of this kind step back while another kind's wait (`busy`)
 
-    def lost_reason(self, row: Any, now: datetime | None = None) -> str:
-        if row.status != RUNNING:
-            return ""
-        hard = self.hard_limit() if self.hard_limit else None
-        if self.beat_field is None:
-            return lost_reason(row.worker, row.started_at, None, None, now, hard)
-        beat = getattr(row, self.beat_field) or row.started_at or getattr(row, self.queued_field)
-        stale = self.stale_seconds() if self.stale_seconds else None
-        return lost_reason(row.worker, row.started_at, beat, stale, now, hard)
+    def stale_seconds(self) -> float | None:
+        """How long the row's own heartbeat may be silent (None: it has none)."""
+        return None
 
+    def soft_limit(self) -> tuple[float, str]:
+        """The soft time limit of this kind's task, and the setting naming it."""
+        return settings.NUMAWEB_TASK_SOFT_TIME_LIMIT, "NUMAWEB_TASK_SOFT_TIME_LIMIT"
+
+    def hard_limit(self) -> tuple[float, str]:
+        """The hard time limit of this kind's task, and the setting naming it."""
+        return settings.NUMAWEB_TASK_TIME_LIMIT, "NUMAWEB_TASK_TIME_LIMIT"
+
+    @staticmethod
+    def max_runs() -> int:
+        """Automatic starts allowed, for every kind."""
+        return int(settings.NUMAWEB_RUN_MAX_RUNS)
+
+    # -- what a kind writes ----------------------------------------------------------------------------------
+    @abstractmethod
+    def consume(self, row: Any, run: Run, progress: Progress) -> dict[str, Any] | None:
+        """Compute the row's answer: the outcome's fields for the base to write (`finish`), or None when the kind
+        wrote its outcome itself (in a transaction that checked `run.owns()` first)."""
+
+    def close(self, row: Any) -> None:
+        """Close the row's parent if this was its last run; called inside the transaction that wrote the row's end
+        (done, failed, lost past the cap, broker down). No parent: nothing."""
+        return None
+
+    # -- sending ---------------------------------------------------------------------------------------------
     def send(self, ids: Sequence[int]) -> None:
         if ids:
             self.model._default_manager.filter(pk__in=ids).update(**{self.queued_field: timezone.now()})
             send(self.task, ids)
 
-    def expire(self, row: Any, now: datetime | None = None, requeue: bool = False) -> str:
+    def queue(self, ids: Sequence[int], pk: int) -> None:
+        """Send `ids` once committed (runs.queue); a broker that cannot be reached fails them (`broker_failed`)
+        and, when sent now, raises BrokerUnavailable with `session_id` = `pk`."""
+        queue(lambda: self.send(ids), lambda exc: self.broker_failed(ids, exc), pk)
+
+    def broker_failed(self, ids: Sequence[int], exc: Exception) -> None:
+        """The broker-down answer: the rows failed with the reason (re-runnable, nothing was lost), parents closed."""
+        with transaction.atomic():
+            self.model._default_manager.filter(pk__in=ids).update(status=FAILED, error=str(exc),
+                                                                  finished_at=timezone.now())
+            for row in self.model._default_manager.filter(pk__in=ids):
+                self.close(row)
+
+    # -- sharing the workers --------------------------------------------------------------------------------
+    def busy(self) -> bool:
+        """For a kind that steps back (comparison variants): True while a run of a kind that does not (a session,
+        a make-room question) waits and NUMAWEB_VARIANT_SHARE runs of this kind already run. Many variants then
+        cannot hold every worker process while a one-pod session waits behind them."""
+        if not self.steps_back or app.conf.task_always_eager:  # eager: the caller runs it now, there is no queue
+            return False
+        if self.model._default_manager.filter(status=RUNNING).count() < settings.NUMAWEB_VARIANT_SHARE:
+            return False
+        return any(kind.model._default_manager.filter(status=PENDING).exists()
+                   for kind in KINDS.values() if not kind.steps_back)
+
+    def step_back(self, pk: int) -> None:
+        """Send the row again, to run STEP_BACK_SECONDS from now (it stays pending; its worker process is free at
+        once for the run that waits)."""
+        self.model._default_manager.filter(pk=pk).update(**{self.queued_field: timezone.now()})
+        send(self.task, [pk], countdown=STEP_BACK_SECONDS)
+        log.info("%s %s steps back: others wait and %s of its kind run (NUMAWEB_VARIANT_SHARE)", self.name, pk,
+                 settings.NUMAWEB_VARIANT_SHARE)
+
+    # -- running ---------------------------------------------------------------------------------------------
+    def progress(self, run: Run, also: Callable[[int, int], None] | None = None) -> Progress:
+        """The run's progress callback: done/total (and the heartbeat) while it owns the row; TimeLimit past the
+        kind's soft limit."""
+        beat = {self.beat_field: timezone.now} if self.beat_field else {}
+        return Progress(lambda done, total: run.owns().update(
+            progress_done=done, progress_total=total, **{k: now() for k, now in beat.items()}),
+            time.monotonic() + self.soft_limit()[0], self.progress_interval, also)
+
+    def failure(self, exc: BaseException) -> str:
+        """A failed run's error, worded the same for every kind."""
+        return time_limit_reason(exc, self.soft_limit()) or (
+            str(exc) if isinstance(exc, self.known_errors) else f"{type(exc).__name__}: {exc}") or type(exc).__name__
+
+    def finish(self, row: Any, run: Run, **fields: Any) -> None:
+        """Write the outcome (while `run` owns the row, else Superseded) and close the parent, together."""
+        with transaction.atomic():
+            run.finish(**fields)
+            self.close(row)
+
+    def execute(self, pk: int, also: Callable[[int, int], None] | None = None) -> Any:
+        """Run the row now (in a worker). Never raises for a run-level failure: the row says it. A done row, or
+        one running on a live worker, is left alone (a duplicate delivery); one whose worker is lost is run
+        again from scratch, unless it was started NUMAWEB_RUN_MAX_RUNS times (then failed, naming the cap).
+        `also(done, total)` hears every progress call (a command's progress bar)."""
+        rows = self.model._default_manager.select_related(*self.related)
+        row = rows.get(pk=pk)
+        if row.status == DONE:
+            log.info("%s %s is already done; not running it twice", self.name, pk)
+            return row
+        if row.status == RUNNING:
+            reason = self.lost_reason(row)
+            if not reason:
+                log.info("%s %s is already running on %s; not running it twice", self.name, pk, row.worker)
+                return row
+            if row.runs >= self.max_runs():
+                self.expire(row, requeue=True)
+                return rows.get(pk=pk)
+            log.warning("%s %s: %s; running it again from scratch", self.name, pk, reason)
+        elif self.busy():
+            self.step_back(pk)
+            return row
+        fields: dict[str, Any] = {self.beat_field: timezone.now()} if self.beat_field else {}
+        run = claim(self.model, pk, {"status": row.status, "worker": row.worker, "started_at": row.started_at,
+                                     "runs": row.runs}, runs=row.runs + 1, **fields)
+        if run is None:
+            log.info("%s %s was claimed by another run first", self.name, pk)
+            return rows.get(pk=pk)
+        row = rows.get(pk=pk)
+        started = time.perf_counter()
+        try:
+            outcome = self.consume(row, run, self.progress(run, also))
+        except Superseded as exc:
+            log.warning("%s %s: %s", self.name, pk, exc)
+            return rows.get(pk=pk)
+        except Exception as exc:
+            reason = self.failure(exc)
+            ms = (time.perf_counter() - started) * 1000
+            log.exception("%s %s failed after %.0f ms: %s", self.name, pk, ms, reason,
+                          extra={self.log_key: pk, "run": row.runs, "ms": ms})
+            outcome = {"status": FAILED, "error": reason}
+        if outcome is not None:
+            try:
+                self.finish(row, run, **outcome)
+            except Superseded as exc:
+                log.warning("%s %s: %s", self.name, pk, exc)
+        return rows.get(pk=pk)
+
+    # -- lost workers ------------------------------------------------------------------------------------------
+    def lost_reason(self, row: Any, now: datetime | None = None) -> str:
+        if row.status != RUNNING:
+            return ""
+        if self.beat_field is None:
+            return lost_reason(row.worker, row.started_at, None, None, now, self.hard_limit())
+        beat = getattr(row, self.beat_field) or row.started_at or getattr(row, self.queued_field)
+        return lost_reason(row.worker, row.started_at, beat, self.stale_seconds(), now, self.hard_limit())
+
+    def again(self, row: Any, reason: str) -> bool:
+        """Whether a lost row goes back to the queue: not when the hard time limit ended it, nor past the cap."""
+        return not reason.startswith("stopped at the hard time limit") and row.runs < self.max_runs()
+
+    def expire(self, row: Any, now: datetime | None = None, requeue: bool = False, resend: bool = False) -> str:
         """End a running row whose worker is lost: the run failed, for the returned reason ("" when not lost, or
-        when something else changed the row first: a heartbeat or an outcome that lands first wins). With
-        `requeue`, a row that may run again (`again`) goes straight back to pending, the reason kept in its
-        error; otherwise it is marked failed."""
+        when something else changed the row first: a heartbeat or an outcome that lands first wins). A row that
+        may run again (`again`) goes straight back to pending with `requeue` (the reason kept in its error), is
+        failed and sent again at once with `resend`, and is failed otherwise; one that may not is failed, naming
+        the cap when that is why, and its parent closed."""
         reason = self.lost_reason(row, now)
         if not reason:
             return ""
         same: dict[str, object] = {"worker": row.worker, "started_at": row.started_at}
         if self.beat_field:
             same[self.beat_field] = getattr(row, self.beat_field)
-        outcome: dict[str, object]
-        if requeue and self.again(row, reason):
-            outcome = {"status": PENDING, "error": f"{reason}; queued again automatically", "finished_at": None}
-        else:
-            outcome = {"status": FAILED, "error": reason, "finished_at": timezone.now()}
-        if not self.model._default_manager.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
-            return ""
+        again = self.again(row, reason)
+        outcome: dict[str, object] = {"status": FAILED, "error": reason, "finished_at": timezone.now()}
+        if again and (requeue or resend):
+            outcome["error"] = f"{reason}; queued again automatically"
+            if requeue:
+                outcome.update(status=PENDING, finished_at=None)
+        elif not again and row.runs >= self.max_runs() and not reason.startswith("stopped at the hard time limit"):
+            outcome["error"] = f"{reason}; not run again: started {row.runs} times (NUMAWEB_RUN_MAX_RUNS)"
+        with transaction.atomic():
+            if not self.model._default_manager.filter(pk=row.pk, status=RUNNING, **same).update(**outcome):
+                return ""
+            if outcome["status"] == FAILED and not (again and resend):  # its last run: the parent may close
+                self.close(row)
         log.warning("%s %s: %s", self.name, row.pk, outcome["error"])
+        if again and resend:
+            try:
+                self.send([row.pk])
+            except BrokerUnavailable:  # left for housekeeping, which sends pending rows again
+                self.model._default_manager.filter(pk=row.pk, status=FAILED).update(status=PENDING, finished_at=None)
         return reason
 
-    def again(self, row: Any, reason: str) -> bool:
-        """Whether a lost row goes back to the queue: not when the hard time limit ended it, nor past max_runs."""
-        if reason.startswith("stopped at the hard time limit"):
-            return False
-        return self.max_runs is None or getattr(row, "runs", 0) < self.max_runs()
+    def watch(self, row: Any) -> str:
+        """What a reader of one row (its page, the API) does: a running row whose worker is lost is failed with
+        the reason, as the reader is shown, and sent again at once when it may run again — whoever is watching,
+        a lost run is not failed for good. The row is refreshed."""
+        reason = self.expire(row, resend=True)
+        row.refresh_from_db()
+        return reason
 
     def recover(self, older_than: float) -> list[int]:
         """Lost running rows failed and queued again (see `expire`, `again`); pending rows last queued more than

@@ -1,14 +1,16 @@
 """The ping task and the worker's start and stop: a worker that is ready to consume starts its housekeeping
-thread; one that stops ends it and deletes its heartbeat, so /healthz tells at once."""
+thread and its pool's stall watch (numaweb.worker.stall); one that stops ends them and deletes its heartbeat, so
+/healthz tells at once."""
 
 import logging
 import os
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from .housekeeping import Housekeeping
 from .runs import worker_id
+from .stall import Watch
 
 log = logging.getLogger("numaweb.worker")
 
@@ -20,6 +22,7 @@ def ping() -> str:
 
 
 _housekeeping: list[Housekeeping] = []  # the running Housekeeping thread of this worker process, if any
+_watches: list[Watch] = []  # and its pool's stall watch
 
 
 @worker_ready.connect
@@ -31,10 +34,22 @@ def _worker_started(sender: object = None, **_kwargs: object) -> None:
     thread = Housekeeping(name)
     thread.start()
     _housekeeping.append(thread)
+    if type(pool).__module__.endswith(".prefork"):
+        watch = Watch(name, getattr(pool, "limit", None) or 1)
+        watch.start()
+        _watches.append(watch)
+
+
+@worker_shutting_down.connect
+def _worker_asked_to_stop(**_kwargs: object) -> None:
+    """A warm shutdown lets running tasks end while it starts no new ones: not a wedged pool."""
+    while _watches:
+        _watches.pop().stop()
 
 
 @worker_shutdown.connect
 def _worker_stopping(**_kwargs: object) -> None:
+    _worker_asked_to_stop()
     while _housekeeping:
         thread = _housekeeping.pop()
         try:

@@ -283,16 +283,16 @@ def test_lost_messages_and_dead_workers_only_delay_a_variant(api, cluster, monke
         comparison = services.start_comparison(cluster, services.parse_variants(cluster, THREE))
     ids = sorted(comparison.variants.values_list("pk", flat=True))
     assert sent == [ids]
-    assert services.requeue_pending(60) == []  # just sent
+    assert services.VARIANTS.recover(60) == []  # just sent
     first, *_rest = ids
     ComparisonVariant.objects.filter(pk=first).update(status="running", worker=f"{socket.gethostname()}:999999999")
-    assert sorted(services.requeue_pending(0)) == ids
+    assert sorted(services.VARIANTS.recover(0)) == ids
     row = ComparisonVariant.objects.get(pk=first)  # failed with the reason, and queued again
     assert row.status == "pending" and row.error == (f"worker lost: {socket.gethostname()}:999999999 died during the "
                                                      "run (killed or crashed); nothing was written; queued again "
                                                      "automatically")
     ComparisonVariant.objects.filter(pk=first).update(status="done")
-    assert services.requeue_pending(60) == []
+    assert services.VARIANTS.recover(60) == []
 
 
 def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settings, monkeypatch,
@@ -320,7 +320,7 @@ def test_a_variant_past_a_time_limit_fails_naming_it(api, cluster, eager, settin
                                                         started_at=now - timedelta(seconds=61))
     ComparisonVariant.objects.filter(pk=early.pk).update(status="running", worker=dead,
                                                          started_at=now - timedelta(seconds=5))
-    assert services.requeue_pending(60) == [early.pk] and sent == [[early.pk]]
+    assert services.VARIANTS.recover(60) == [early.pk] and sent == [[early.pk]]
     late.refresh_from_db()
     assert late.status == "failed"
     assert late.error == (f"stopped at the hard time limit of 60 s (NUMAWEB_TASK_TIME_LIMIT): {dead} was ended; "

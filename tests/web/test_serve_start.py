@@ -4,6 +4,7 @@ and a worker with one pool process per CPU core, so a comparison's variants run 
 import os
 
 from numaweb.scheduling.management.commands import serve
+from numaweb.worker import supervisor
 
 
 def test_collectstatic_runs_only_when_a_static_source_changed(settings, tmp_path):
@@ -27,7 +28,7 @@ def test_collectstatic_runs_only_when_a_static_source_changed(settings, tmp_path
 
 def test_the_worker_runs_a_process_per_core(monkeypatch):
     monkeypatch.delenv("NUMAWEB_WORKER_CONCURRENCY", raising=False)
-    args = serve.worker_command()
+    args = supervisor.worker_command()
     assert "--pool=prefork" in args and f"--concurrency={os.cpu_count()}" in args
     monkeypatch.setenv("NUMAWEB_WORKER_CONCURRENCY", "3")
-    assert "--concurrency=3" in serve.worker_command()
+    assert "--concurrency=3" in supervisor.worker_command()

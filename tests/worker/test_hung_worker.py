@@ -107,17 +107,17 @@ def test_a_stopped_worker_is_killed_and_replaced(tmp_path):
 def test_the_supervisor_kills_only_a_silent_worker_that_also_uses_no_cpu(monkeypatch, settings):
     """A worker committing a large session on SQLite may miss beats (its housekeeping waits for the write lock the
     commit holds) while using CPU: not hung. Silent and idle: hung. Not yet beating: starting, for a while."""
-    from numaweb.scheduling.management.commands.serve import Command
     from numaweb.worker import heartbeats
+    from numaweb.worker.supervisor import Supervisor
 
     settings.NUMAWEB_WORKER_TIMEOUT = 6
-    command = Command()
+    command = Supervisor(print)
 
     def verdict(age: float | None, running: float, idle: float) -> bool:
         monkeypatch.setattr(heartbeats, "heartbeat_age", lambda host, pid: age)
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
-            command._kill_if_hung(proc, running, idle)
+            command.kill_if_hung(proc, running, idle)
             return proc.poll() is not None
         finally:
             proc.kill()

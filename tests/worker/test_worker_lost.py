@@ -38,15 +38,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def worker_process(data: Path, pool: str, name: str, pause_at: str = "never", **extra: str
-                   ) -> Iterator[subprocess.Popen]:
-    """A Celery worker process on `data`/broker and the test's database file. On the way out it is idle
-    (the test waited for its session) and is killed with its pool children: a warm shutdown on the
+def worker_process(data: Path, pool: str, name: str, pause_at: str = "never",
+                   module: str = "tests.worker.pausing_worker", **extra: str) -> Iterator[subprocess.Popen]:
+    """A Celery worker process (`module`'s) on `data`/broker and the test's database file. On the way out it is
+    idle (the test waited for its session) and is killed with its pool children: a warm shutdown on the
     file-system queue takes seconds, and this queue is thrown away."""
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
     env.update(NUMAWEB_DATA_DIR=str(data), DATABASE_PATH=str(connection.settings_dict["NAME"]), PYTHONUNBUFFERED="1",
                NUMAWEB_TEST_PAUSE_AT=pause_at, NUMAWEB_TEST_PAUSE_MARKER=str(data / "paused.json"), **extra)
-    args = [sys.executable, "-m", "tests.worker.pausing_worker", f"--pool={pool}", "--concurrency=1",
+    args = [sys.executable, "-m", module, f"--pool={pool}", "--concurrency=1",
             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
             "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h"]
     with open(data / f"{name}.log", "wb") as log:

@@ -49,9 +49,12 @@ def start(request: HttpRequest) -> HttpResponse:
     if request.POST.get("allow_evictions"):
         data["allow_evictions"] = True
     try:
-        row = tasks.start(services.parse_request(cluster, data))
+        row = tasks.start(services.parse_request(cluster, data), request.user)
     except services.RoomError as exc:
         return HttpResponse(f"{exc.field}: {exc}", status=400, content_type="text/plain; charset=utf-8")
+    except services.TooManyQuestions as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8",
+                            headers={"Retry-After": str(exc.retry_after)})
     except BrokerUnavailable as exc:
         return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
     return redirect(reverse("room:detail", args=[row.pk]))

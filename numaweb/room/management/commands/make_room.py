@@ -77,7 +77,7 @@ class Command(BaseCommand):
         except services.RoomError as exc:
             option = {"pinned": "pin", "protected_namespaces": "protect"}.get(exc.field, exc.field.replace("_", "-"))
             raise CommandError(f"--{option}: {exc}") from None
-        except BrokerUnavailable as exc:
+        except (BrokerUnavailable, services.TooManyQuestions) as exc:
             raise CommandError(str(exc)) from None
         row = RoomPlan.objects.create(**fields)
         row = services.execute(row.pk)

@@ -3,9 +3,11 @@ container's own hostname): exit 0 when its heartbeat is younger than NUMAWEB_WOR
 otherwise. One query on the heartbeat table: no broker round trip, nothing asked of any other worker (Celery's
 `inspect ping` answers when any worker does).
 
-What to do with an unhealthy worker: replace it. Its sessions, comparison variants and make-room questions are
-failed and queued again by the others' housekeeping once its heartbeat is older than the timeout, and whatever it
-would write on waking is refused (a run writes only while it still owns its row), so killing it loses nothing.
+A worker whose pool is wedged (numaweb.worker.stall) deletes its heartbeat before it exits, so this check fails
+for it at once. What to do with an unhealthy worker: replace it. Its sessions, comparison variants and make-room
+questions are failed and queued again by the others' housekeeping once its heartbeat is older than the timeout, and
+whatever it would write on waking is refused (a run writes only while it still owns its row), so killing it loses
+nothing.
 Kubernetes does that with this command as a liveness probe; docker compose only marks the container unhealthy
 (restart it, or run an autoheal container); `./dev run`'s supervisor does it itself."""
 
