@@ -8,6 +8,8 @@ from scheduler_core.scheduler.compare import BLOCK_BINS
 from .models import Comparison
 
 #: (key in the variant's metrics, label, True when a larger value is better); display and CSV order
+#: the free single-NUMA block histogram's size bins (the engine's), as the page and the CSV label them
+BLOCK_BIN_LABELS = tuple(label for label, _lo, _hi in BLOCK_BINS)
 METRICS: tuple[tuple[str, str, bool | None], ...] = (
     ("pods_placed", "pods placed", True),
     ("pods_unplaced", "pods unplaced", False),
@@ -46,7 +48,7 @@ def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
 
 def csv_rows(comparison: Comparison) -> list[list[object]]:
     """Header, then one row per variant: its settings, status, every metric and the block histogram."""
-    bins = [label for label, _lo, _hi in BLOCK_BINS]
+    bins = BLOCK_BIN_LABELS
     header: list[object] = ["comparison", "variant", "label", *SETTINGS, "status", "error",
                             *(k for k, _l, _b in METRICS), *(f"blocks_{b}" for b in bins), "cluster_changed"]
     rows = [header]

@@ -17,9 +17,6 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.links import id_link
 from scheduler_core.errors import EngineError
-from scheduler_core.formats._source import MAX_INPUT_BYTES
-from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
-from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.model.cpuset import CPUSet
 
 from .. import cluster_map, grid, tables, uploads
@@ -50,7 +47,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @requires("access.run_whatif")
 @require_POST
 def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """This node's hint table for a pasted pod (admit_pod with commit=False), and the CPUs it would
+    """This node's hint table for a pasted pod (checks.what_if: admitted, nothing kept), and the CPUs it would
     get highlighted on the grid (an out-of-band swap of the grid)."""
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     form = WhatIfForm(request.POST)
@@ -62,7 +59,7 @@ def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, state.error)
         else:
             try:
-                result = admit_pod(state.engine, form.cleaned_data["pod"], commit=False)
+                result = checks.what_if(state.engine, form.cleaned_data["pod"])
             except EngineError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -78,7 +75,7 @@ def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/_whatif.html", ctx)
 
 
-def _upload(form: Form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
+def _upload(form: Form, field: str, limit: int = checks.FILE_UPLOAD_LIMIT) -> bytes | None:
     upload: UploadedFile | None = form.cleaned_data.get(field)
     if upload is None:
         return None
@@ -152,7 +149,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
     ctx: dict = {"form": form, "clusters": Cluster.objects.order_by("name")}
     if request.method == "POST" and form.is_valid():
         token = form.cleaned_data["upload"] if not form.cleaned_data.get("file") else ""
-        data = uploads.read(token) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+        data = uploads.read(token) if token else _upload(form, "file", checks.SNAPSHOT_UPLOAD_LIMIT)
         if token and data is None:
             form.add_error("file", "the previewed file is no longer kept (over an hour old?): choose it again")
         if data is not None:

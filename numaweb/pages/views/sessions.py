@@ -17,10 +17,8 @@ from numaweb.inventory.models import Node
 from numaweb.scheduling import results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, SchedulingSession
-from numaweb.scheduling.store import mask_of
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
-from scheduler_core.scheduler.compare import span_histogram
 
 from .. import grid, session_rows, tables
 from ..forms import HintTableForm, SessionForm
@@ -98,9 +96,7 @@ def _prediction_differs(predicted: str, placement: Placement) -> bool:
 
 def _span_chart(session: SchedulingSession) -> SafeString:
     """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
-    masks = [mask_of(numa) or 0 if admitted else None
-             for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
-    return charts.span_chart(span_histogram(masks))
+    return charts.span_chart(results.span_counts(session))
 
 
 @requires("scheduling.view_schedulingsession")
