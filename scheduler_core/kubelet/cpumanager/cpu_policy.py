@@ -10,7 +10,7 @@ shared pool (`defaultCpuSet`) and the assignments are inputs, as the kubelet rea
 - `.allocate(pod, container, hint)`, `.remove_container(pod_uid, name)`: Allocate (a container already
   in the state keeps its CPUs) and RemoveContainer on that state.
 
-Admission on a `Node` (`cpu.CPUManager`) keeps its own per-admission bookkeeping; this class is for
+Admission on a `Node` (`cpu_manager.CPUManager`) keeps its own per-admission bookkeeping; this class is for
 what the kubelet does with its checkpoint at start and for the upstream state-machine tables.
 """
 
@@ -28,7 +28,7 @@ from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
 from .cpu_assignment import take_by_topology
 from .cpu_index import as_mask, as_options, cpu_index
-from .policy_static import (
+from .cpu_manager import (
     allocate_cpus,
     check_smt_alignment,
     update_cpus_to_reuse,

@@ -1,6 +1,7 @@
-"""The kubelet CPU Manager, static policy (ENGINE.md §2.6): reserved CPUs, SMT alignment
-(`full-pcpus-only`), `allocate_cpus` and the `CPUManager` hint provider the admission asks. Its
-hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported here for its own use.
+"""The kubelet CPU Manager (upstream `cpu_manager.go`; ENGINE.md §2.6) under the static policy: reserved CPUs,
+SMT alignment (`full-pcpus-only`), `allocate_cpus` and the `CPUManager` hint provider the admission asks. Its
+hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported here for its own use. The
+static policy's state machine over its checkpoint is `policy_static` (upstream `policy_static.go`).
 
 - `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)`,
   `validate_static_options(topology, options)`;
