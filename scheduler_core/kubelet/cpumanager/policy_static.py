@@ -1,6 +1,6 @@
-"""The CPU Manager's static policy as a state machine over its checkpoint (ENGINE.md §2.10): the
-shared pool (`defaultCpuSet`) and the assignments are inputs, as the kubelet reads them from
-`cpu_manager_state`, not derived from the allocations.
+"""The CPU Manager's static policy (upstream `policy_static.go`) as a state machine over its checkpoint
+(ENGINE.md §2.10): the shared pool (`defaultCpuSet`) and the assignments are inputs, as the kubelet reads
+them from `cpu_manager_state`, not derived from the allocations.
 
 - `StaticPolicy(topology, num_reserved, reserved_cpus, options)`: NewStaticPolicy — options parsed and
   checked against the machine, reserved CPUs chosen (or the explicit list cross-checked against the
