@@ -13,15 +13,15 @@ import os
 import secrets
 from pathlib import Path
 
+from django.conf import settings as django_settings
+
+from numaweb import settings
+
 
 def prepare() -> None:
     """Make the folders and the secret key the settings name (each only when missing). Called before Django
     reads the settings it hands over the key it wrote; called after (a test run, a worker sending its first
     task), it also sets the key on the settings Django holds."""
-    from django.conf import settings as django_settings
-
-    from numaweb import settings
-
     for folder in (settings.DATA_DIR, Path(settings.STATIC_ROOT)):  # WhiteNoise warns about a missing static root
         folder.mkdir(parents=True, exist_ok=True)
     if not settings.REDIS_URL:

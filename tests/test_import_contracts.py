@@ -32,6 +32,14 @@ PLANTS = {
              "\n\nfrom scheduler_core.kubelet.admission import admit_pod  # noqa: E402\n"},
         "Only the engine and the feature apps call the engine's formats, kubelet, Volcano",
         "numaweb.pages.views.dashboard -> scheduler_core.kubelet.admission"),
+    "a front end importing the engine's facade": (
+        {"numaweb/api/pagination.py": "\n\nfrom scheduler_core import session  # noqa: E402\n"},
+        "Only the engine and the feature apps import the engine's facade",
+        "numaweb.api.pagination -> scheduler_core"),
+    "the engine importing Django": (
+        {"scheduler_core/errors.py": "\n\ndef _planted():\n    import django\n\n    return django\n"},
+        "The engine imports nothing of the web",
+        "scheduler_core.errors -> django"),
     "the web importing a private engine module": (
         {"numaweb/jobs/bounds.py": "\n\nfrom scheduler_core.formats._tar import *  # noqa: E402, F403\n"},
         "No module outside its package imports a private engine module",
