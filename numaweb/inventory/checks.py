@@ -1,6 +1,7 @@
-"""A node's real kubelet state files checked against the engine's kubelet model, and whether a kubelet
-with the node's settings (or a planned KubeletConfiguration) would start with them (the comparison and
-the start-up verdict are the engine's: `scheduler_core.kubelet.state_check`, `scheduler_core.kubelet.kubelet_start`).
+"""What a node's kubelet would do, asked of the engine's kubelet model: admit a pod (`what_if`), match its real
+state files (`check_node_state`) and start with the node's settings or a planned KubeletConfiguration (the
+comparison and the start-up verdict are the engine's: `scheduler_core.kubelet.state_check`,
+`scheduler_core.kubelet.kubelet_start`); and the size limits the front ends hold uploads to.
 Read-only: nothing is written."""
 
 from __future__ import annotations

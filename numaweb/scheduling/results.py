@@ -6,7 +6,8 @@
 - `export_chunks(session)`: the whole `numaweb.session/1` document, as text chunks, pod by pod
   (what `GET /api/sessions/<id>/explanation.json` streams; equal to the engine's `to_dict()`).
 - `placement_spans(session)`: per pod where it went and over how many NUMA nodes (predicted and
-  admitted), for metrics and charts."""
+  admitted), for metrics and charts.
+- `span_counts(session)`: pods by the number of NUMA nodes they were admitted on (the session page's chart)."""
 
 from __future__ import annotations
 
