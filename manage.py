@@ -9,6 +9,10 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "numaweb.settings")
     from django.core.management import execute_from_command_line
 
+    from numaweb.startup import prepare
+
+    prepare()
+
     execute_from_command_line(sys.argv)
 
 

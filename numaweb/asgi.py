@@ -22,7 +22,10 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
+from numaweb.startup import prepare
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "numaweb.settings")
+prepare()
 
 django_application = get_asgi_application()
 

@@ -6,21 +6,23 @@ Modes
 - `REDIS_URL` set: Celery's broker is Redis.  `DATABASE_URL` set: that database (PostgreSQL via
   psycopg 3) replaces SQLite.  docker-compose sets both.
 
-Every variable is listed, with its default, in `.env.example`.
+Every variable is listed, with its default, in `.env.example`. Importing this module only reads: the data
+folder, its queue and static folders and the secret key kept there are made by `numaweb.startup.prepare()`, which
+the entry points call first (manage.py, numaweb.asgi and numaweb.wsgi, the Celery worker). An invalid value is an
+`ImproperlyConfigured` naming its variable.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
-import secrets
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -32,7 +34,7 @@ def envbool(name: str, default: str) -> bool:
         return True
     if value in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"{name}={value!r} is not a boolean (use true/false)")
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true/false)")
 
 
 def envint(name: str, default: str) -> int:
@@ -40,7 +42,7 @@ def envint(name: str, default: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
 
 
 def envlist(name: str, default: str) -> list[str]:
@@ -48,32 +50,14 @@ def envlist(name: str, default: str) -> list[str]:
 
 
 DATA_DIR = Path(os.environ.get("NUMAWEB_DATA_DIR", BASE_DIR / "var")).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = envbool("DJANGO_DEBUG", "false")
 
-
-def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, else a random key kept in the data folder (so embedded mode needs no setup). Processes
-    starting together on one folder (compose's web and worker on their shared volume) agree on one key: it is
-    written to a private file and linked into place, which only the first can do."""
-    key = os.environ.get("DJANGO_SECRET_KEY")
-    if key:
-        return key
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        draft = DATA_DIR / f".secret_key.{os.getpid()}"
-        draft.write_text(secrets.token_urlsafe(50))
-        draft.chmod(0o600)
-        try:
-            with contextlib.suppress(FileExistsError):
-                os.link(draft, path)
-        finally:
-            draft.unlink()
-    return path.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+# DJANGO_SECRET_KEY, else the random key kept in the data folder (so embedded mode needs no setup), which
+# numaweb.startup.prepare() writes the first time; empty until then (Django refuses to sign with an empty key)
+SECRET_KEY_FILE = DATA_DIR / "secret_key"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (SECRET_KEY_FILE.read_text().strip()
+                                                     if SECRET_KEY_FILE.exists() else "")
 # the names the site is reached by (a request for another answers 400); Django's test client adds its own
 ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
@@ -192,7 +176,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one at start-up
 # WhiteNoise serves what collectstatic wrote (`manage.py serve` and the compose web service run it first): names
 # carry a content hash, so they are cached for a year; gzip copies are served to clients that accept them.
 # A pytest run renders templates without a collectstatic (the live server serves the source files), so it keeps
@@ -258,7 +241,6 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
-    BROKER_DIR.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "numaweb-fs://"  # kombu's file-system queue, written atomically
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR),
@@ -285,7 +267,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 NUMAWEB_TASK_TIME_LIMIT = envint("NUMAWEB_TASK_TIME_LIMIT", "3600")
 NUMAWEB_TASK_SOFT_TIME_LIMIT = envint("NUMAWEB_TASK_SOFT_TIME_LIMIT", str(max(1, NUMAWEB_TASK_TIME_LIMIT - 60)))
 if not 0 < NUMAWEB_TASK_SOFT_TIME_LIMIT < NUMAWEB_TASK_TIME_LIMIT:
-    raise ValueError(f"NUMAWEB_TASK_SOFT_TIME_LIMIT={NUMAWEB_TASK_SOFT_TIME_LIMIT} must be above 0 and below "
+    raise ImproperlyConfigured(f"NUMAWEB_TASK_SOFT_TIME_LIMIT={NUMAWEB_TASK_SOFT_TIME_LIMIT} must be above 0 and below "
                      f"NUMAWEB_TASK_TIME_LIMIT={NUMAWEB_TASK_TIME_LIMIT}")
 CELERY_TASK_TIME_LIMIT = NUMAWEB_TASK_TIME_LIMIT
 CELERY_TASK_SOFT_TIME_LIMIT = NUMAWEB_TASK_SOFT_TIME_LIMIT
@@ -408,7 +390,7 @@ _MAX_RUNS_NAME = "NUMAWEB_SESSION_MAX_RUNS" if "NUMAWEB_RUN_MAX_RUNS" not in os.
     "NUMAWEB_SESSION_MAX_RUNS" in os.environ else "NUMAWEB_RUN_MAX_RUNS"
 NUMAWEB_RUN_MAX_RUNS = envint(_MAX_RUNS_NAME, "3")
 if NUMAWEB_RUN_MAX_RUNS < 1:
-    raise ValueError(f"{_MAX_RUNS_NAME}={NUMAWEB_RUN_MAX_RUNS} must be at least 1")
+    raise ImproperlyConfigured(f"{_MAX_RUNS_NAME}={NUMAWEB_RUN_MAX_RUNS} must be at least 1")
 
 # workers: each publishes a heartbeat (a WorkerHeartbeat row) every third of this; /healthz reports "degraded" (still
 # 200: the web stays ready) and the pages show a banner when no worker has been seen for this long
@@ -427,7 +409,7 @@ for _entry in NUMAWEB_METRICS_ALLOWED_IPS:
     try:
         ipaddress.ip_network(_entry, strict=False)
     except ValueError:
-        raise ValueError(f"NUMAWEB_METRICS_ALLOWED_IPS: {_entry!r} is not an address or network") from None
+        raise ImproperlyConfigured(f"NUMAWEB_METRICS_ALLOWED_IPS: {_entry!r} is not an address or network") from None
 # the fleet figures of /metrics (numaweb/scheduling/fleet.py): stranded capacity is measured for the commonest
 # shapes of each cluster's pending pods (at most this many) plus these ("cpu[,memory][,resource=count...]"
 # separated by ";"), per node pool (at most this many per cluster; the smallest fold into "other")
@@ -448,7 +430,7 @@ NUMAWEB_VARIANT_SHARE = envint("NUMAWEB_VARIANT_SHARE", "1")
 # -- logs: everything on stderr, plain lines or one JSON object a line ----------------------------------------
 NUMAWEB_LOG_FORMAT = os.environ.get("NUMAWEB_LOG_FORMAT", "plain").strip().lower()
 if NUMAWEB_LOG_FORMAT not in ("plain", "json"):
-    raise ValueError(f"NUMAWEB_LOG_FORMAT={NUMAWEB_LOG_FORMAT!r} is not a log format (use plain or json)")
+    raise ImproperlyConfigured(f"NUMAWEB_LOG_FORMAT={NUMAWEB_LOG_FORMAT!r} is not a log format (use plain or json)")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -174,7 +174,7 @@ __all__ = [
 def _static_policy_reserved(topology: Topology, kubelet: KubeletConfig) -> CPUSet:
     """The CPU Manager's reserved CPUs for `model.reserved` (its module loads on the first node that
     reserves CPUs)."""
-    policy = import_module(f"{__name__}.kubelet.cpumanager.policy_static")
+    policy = import_module(f"{__name__}.kubelet.cpumanager.cpu_manager")
     reserved: CPUSet = policy.reserved_cpu_set(topology, kubelet.reserved_cpus, kubelet.reserved_cpu_milli,
                                                kubelet.cpu_manager_options)
     return reserved

@@ -14,6 +14,14 @@ def load_vectors(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """What the product's entry points do before they start (numaweb.startup): the data folder the test databases
+    are made in, and the secret key the clients sign with."""
+    from numaweb.startup import prepare
+
+    prepare()
+
+
 @pytest.fixture(scope="session")
 def vectors():
     return load_vectors

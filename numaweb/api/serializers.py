@@ -21,6 +21,7 @@ from numaweb import limits
 from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
+from numaweb.inventory.checks import FILE_UPLOAD_LIMIT
 from numaweb.inventory.models import (
     CPU_MANAGER_CHOICES,
     MEMORY_MANAGER_CHOICES,
@@ -38,7 +39,6 @@ from numaweb.jobs.models import Job, Task
 from numaweb.links import id_link
 from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
 from scheduler_core.errors import EngineError
-from scheduler_core.formats._source import MAX_INPUT_BYTES
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import CPUOptions, KubeletConfig, TopologyOptions
 from scheduler_core.model.topology import Topology
@@ -299,7 +299,7 @@ class NodeUploadSerializer(serializers.Serializer):
 def _upload_bytes(upload: UploadedFile, field: str, limit: int | None = None) -> bytes:
     """An uploaded file's content, refused above the importers' size limit before it is read."""
 
-    limit = limit or MAX_INPUT_BYTES
+    limit = limit or FILE_UPLOAD_LIMIT
     if upload.size is None:  # Django's upload handlers always set it
         raise serializers.ValidationError({field: ["the upload's size is unknown"]})
     if upload.size > limit:

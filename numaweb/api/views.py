@@ -42,7 +42,6 @@ from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
-from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
 
 from . import serializers as s
 from .pagination import ResultsPagination
@@ -104,7 +103,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
         upload.is_valid(raise_exception=True)
         flags = {name: bool(_bool_param(request, name) or upload.validated_data[name])
                  for name in ("dry_run", "prune", "allow_empty")}
-        data = s._upload_bytes(upload.validated_data["file"], "file", MAX_SNAPSHOT_BYTES)
+        data = s._upload_bytes(upload.validated_data["file"], "file", checks.SNAPSHOT_UPLOAD_LIMIT)
         try:
             report = snapshot.import_snapshot(cluster, data, **flags)
         except (EngineError, snapshot.EmptySnapshot) as exc:

@@ -17,6 +17,8 @@ from .models import Comparison, ComparisonVariant
 #: own row after these); TopologyAffinityError keeps its historical key
 KUBELET_REASONS = ("TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError")
 Metric = tuple[str, str, bool | None]
+#: the free single-NUMA block histogram's size bins (the engine's), as the page and the CSV label them
+BLOCK_BIN_LABELS = tuple(label for label, _lo, _hi in BLOCK_BINS)
 
 #: (key in the variant's metrics, label, True when a larger value is better); display and CSV order. "pods placed"
 #: counts pods the kubelet then refuses, so it ranks nothing: admitted does
@@ -99,7 +101,7 @@ def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
 def csv_rows(comparison: Comparison) -> list[list[object]]:
     """Header, then one row per variant: its settings, status, every metric (a column per kubelet reason) and the
     block histogram."""
-    bins = [label for label, _lo, _hi in BLOCK_BINS]
+    bins = BLOCK_BIN_LABELS
     variants = list(comparison.variants.all())
     keys = [k for k, _l, _b in metric_rows(variants)] + list(EXPORT_ONLY)
     header: list[object] = ["comparison", "variant", "label", *SETTINGS, "status", "error", *keys,

@@ -1,6 +1,7 @@
-"""A node's real kubelet state files checked against the engine's kubelet model, and whether a kubelet
-with the node's settings (or a planned KubeletConfiguration) would start with them (the comparison and
-the start-up verdict are the engine's: `scheduler_core.kubelet.state_check`, `scheduler_core.kubelet.kubelet_start`).
+"""What a node's kubelet would do, asked of the engine's kubelet model: admit a pod (`what_if`), match its real
+state files (`check_node_state`) and start with the node's settings or a planned KubeletConfiguration (the
+comparison and the start-up verdict are the engine's: `scheduler_core.kubelet.state_check`,
+`scheduler_core.kubelet.kubelet_start`); and the size limits the front ends hold uploads to.
 Read-only: nothing is written."""
 
 from __future__ import annotations
@@ -11,14 +12,27 @@ from typing import Any
 from django.conf import settings
 
 from scheduler_core.errors import EngineError, FormatError, PolicyError
-from scheduler_core.formats import load_kubelet_config
-from scheduler_core.formats._source import MAX_INPUT_BYTES
-from scheduler_core.formats.snapshot import load_pods
+from scheduler_core.formats import MAX_INPUT_BYTES, load_kubelet_config
+from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES, load_pods
+from scheduler_core.kubelet.admission import AdmitResult, admit_pod
 from scheduler_core.kubelet.state_check import StateCheck, check_state
 from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import Node as EngineNode
+from scheduler_core.model.pods import Pod
 
 from . import services
 from .models import Node
+
+#: the largest uploads the front ends read, refused above with a field error before a byte is read: a file the
+#: engine imports (a topology, a kubelet state or settings file: the engine's own limit) and a cluster snapshot
+FILE_UPLOAD_LIMIT = MAX_INPUT_BYTES
+SNAPSHOT_UPLOAD_LIMIT = MAX_SNAPSHOT_BYTES
+
+
+def what_if(node: EngineNode, pod: Pod) -> AdmitResult:
+    """How the node's kubelet would admit `pod` now (its hints, the merge, the CPUs it would get), keeping
+    nothing: the node page's what-if."""
+    return admit_pod(node, pod, commit=False)
 
 
 def _text(data: bytes | str, what: str) -> str:

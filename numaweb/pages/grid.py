@@ -11,6 +11,7 @@ import functools
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -19,11 +20,13 @@ from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Node
 from scheduler_core.errors import EngineError
-from scheduler_core.kubelet.state_check import StateCheck
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.quantity import format_bytes
 from scheduler_core.model.topology import CPU, Topology
+
+if TYPE_CHECKING:  # the result inventory's check_node_state hands over, named for the annotation only
+    from scheduler_core.kubelet.state_check import StateCheck
 
 PALETTE = 12  # owner colours o0..o11 in numaweb.css; the number in the cell tells owners apart too
 

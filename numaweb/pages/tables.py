@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from scheduler_core.kubelet.admission import AdmitResult
 from scheduler_core.kubelet.topologymanager.hint import TopologyHint, format_hint
 from scheduler_core.scheduler.explain import Outcome, unavailable_message
+
+if TYPE_CHECKING:  # the result inventory's checks.what_if hands over, named for the annotation only
+    from scheduler_core.kubelet.admission import AdmitResult
 
 FAILED = (Outcome.FILTERED, Outcome.UNSCHEDULABLE)
 SHOWN_HINTS = 6  # hints listed inline per provider; the rest sit behind a <details>

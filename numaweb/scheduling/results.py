@@ -6,7 +6,8 @@
 - `export_chunks(session)`: the whole `numaweb.session/1` document, as text chunks, pod by pod
   (what `GET /api/sessions/<id>/explanation.json` streams; equal to the engine's `to_dict()`).
 - `placement_spans(session)`: per pod where it went and over how many NUMA nodes (predicted and
-  admitted), for metrics and charts."""
+  admitted), for metrics and charts.
+- `span_counts(session)`: pods by the number of NUMA nodes they were admitted on (the session page's chart)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from scheduler_core.model.bitmask import bits_of
 from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.scheduler.compare import span_histogram
 from scheduler_core.scheduler.explain import SCHEMA, Outcome, group_order
 
 from .models import Detail, NodeNames, Placement, SchedulingSession, SessionJob, Verdict, VerdictGroup
@@ -227,3 +229,11 @@ def placement_spans(session: SchedulingSession) -> Iterator[Span]:
         yield Span(index, namespace, job, pod, status, node, score,
                    None if predicted is None else mask_of(predicted).bit_count(),
                    None if admitted is None else mask_of(admitted).bit_count(), cpus)
+
+
+def span_counts(session: SchedulingSession) -> dict[str, int]:
+    """Pods by the number of NUMA nodes their admitted resources sit on (the engine's span bins), from the
+    placement rows: the session page's span chart."""
+    masks = [mask_of(numa) or 0 if admitted else None
+             for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
+    return span_histogram(masks)

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import EngineError
-from ..formats._source import MAX_INPUT_BYTES
+from ..formats import MAX_INPUT_BYTES
 from ..formats.sysfs import load_host
 
 REPORT_KIND = "numaweb.node-report/1"

@@ -35,7 +35,7 @@ from ..model.kubelet_config import KubeletConfig
 from ..model.node import Allocation
 from ..model.topology import Topology
 from ._draft import Loaded, build_topology
-from ._source import Source, read_source
+from ._source import MAX_INPUT_BYTES, Source, read_source
 from .detect import FORMATS, detect_source, normalise
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from .kubelet_config import KubeletFile
 
 __all__ = [
-    "FORMATS", "FormatError", "Loaded", "detect_format", "dump_kubelet_config", "dump_topology", "load",
-    "load_allocations", "load_jobs", "load_kubelet_config", "load_topology",
+    "FORMATS", "MAX_INPUT_BYTES", "FormatError", "Loaded", "detect_format", "dump_kubelet_config", "dump_topology",
+    "load", "load_allocations", "load_jobs", "load_kubelet_config", "load_topology",
 ]
 
 

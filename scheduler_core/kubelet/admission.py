@@ -16,7 +16,7 @@ from typing import Any
 from ..model.cpuset import CPUSet
 from ..model.node import Allocation, Node
 from ..model.pods import INIT, Container, Pod
-from .cpumanager.policy_static import CPUManager
+from .cpumanager.cpu_manager import CPUManager
 from .devicemanager.manager import DeviceManager
 from .memorymanager.policy_none import NoneMemoryManager
 from .memorymanager.policy_static import MemoryByNUMA, MemoryManager, in_table_order

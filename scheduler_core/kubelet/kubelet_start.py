@@ -36,7 +36,7 @@ from ..model.node import Node
 from ..model.quantity import format_bytes
 from ..model.topology import Topology
 from .checkpoint import dump_cpu_checkpoint, dump_memory_checkpoint, memory_checkpoint
-from .cpumanager.cpu_policy import StateValidationError, StaticPolicy
+from .cpumanager.policy_static import StateValidationError, StaticPolicy
 from .memorymanager.policy_static import MemoryAllocationError
 from .memorymanager.start_state import (
     check_system_reserved,

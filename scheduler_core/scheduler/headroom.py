@@ -129,7 +129,7 @@ def headroom(cluster: Cluster, shape: Shape, profile: str | Profile = "aligned",
     passes, so each node ends with as many pods as a session over that node alone places, whatever
     the order. Nodes in the same state (shape, settings, allocations, scheduler tally) therefore need
     one real session each, over one of them: a job of as many replicas as resource fit allows there.
-    The sum is what one session over the whole cluster places (tests/core/test_compare.py checks it
+    The sum is what one session over the whole cluster places (tests/scheduler/test_compare.py checks it
     against such a session, for every profile). `rejected` counts those the kubelet would then refuse
     (placed by the scheduler, as a session counts them, but holding nothing); always 0 for `aligned`.
 

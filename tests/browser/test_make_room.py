@@ -1,4 +1,4 @@
-"""Make room in a real browser on the fragmented cluster (tests/core/room_clusters.py): the job page of
+"""Make room in a real browser on the fragmented cluster (tests/scheduler/room_clusters.py): the job page of
 a 16-CPU single-numa-node gang of 4 that fits nowhere has a Make room button; a real worker answers,
 the page polls until the plan is drawn: 4 moves, proven the fewest, each freed NUMA node drawn
 before (a moved pod's CPUs highlighted) and after (the target's 16 CPUs), and the downloads."""

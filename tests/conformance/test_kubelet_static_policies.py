@@ -8,8 +8,8 @@ import pytest
 
 from scheduler_core.errors import EngineError, InsufficientResourcesError, PolicyError
 from scheduler_core.kubelet.admission import _Admission
-from scheduler_core.kubelet.cpumanager.cpu_policy import StateValidationError, StaticPolicy
-from scheduler_core.kubelet.cpumanager.policy_static import SMTAlignmentError, check_smt_alignment
+from scheduler_core.kubelet.cpumanager.cpu_manager import SMTAlignmentError, check_smt_alignment
+from scheduler_core.kubelet.cpumanager.policy_static import StateValidationError, StaticPolicy
 from scheduler_core.kubelet.kubelet_start import new_topology_manager
 from scheduler_core.kubelet.memorymanager.policy_static import MemoryAllocationError, MemoryManager
 from scheduler_core.kubelet.memorymanager.start_state import (

@@ -9,7 +9,7 @@ from scheduler_core.kubelet.cpumanager.cpu_assignment import (
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
-from scheduler_core.kubelet.cpumanager.policy_static import allocate_cpus
+from scheduler_core.kubelet.cpumanager.cpu_manager import allocate_cpus
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.topology import Topology
 from tests.conftest import load_vectors

@@ -1,4 +1,4 @@
-"""The fragmented cluster of tests/core/room_clusters.py as rows (nodes, their small pods' allocations)
+"""The fragmented cluster of tests/scheduler/room_clusters.py as rows (nodes, their small pods' allocations)
 and a pending gang job of 16-CPU single-numa-node pods, for the API, command, worker and browser tests."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from numaweb.inventory import services
 from numaweb.inventory.models import Cluster, Node
 from numaweb.jobs.models import Job
-from tests.core.room_clusters import FRAGMENTED_TOPOLOGY, SMALL_PODS, SNN
+from tests.scheduler.room_clusters import FRAGMENTED_TOPOLOGY, SMALL_PODS, SNN
 from tests.web.helpers import make_job
 
 

@@ -77,8 +77,9 @@ def test_secret_key_is_one_key_for_processes_starting_together(tmp_path):
     import sys
 
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    start = "from numaweb.startup import prepare; prepare(); import django; django.setup()"  # as manage.py starts
     env = {"NUMAWEB_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "numaweb.settings", "PATH": "/usr/bin:/bin"}
-    procs = [subprocess.Popen([sys.executable, "-c", f"import django; django.setup(); {code}"], cwd=ROOT, env=env,
+    procs = [subprocess.Popen([sys.executable, "-c", f"{start}; {code}"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, text=True) for _ in range(4)]
     keys = {p.communicate(timeout=60)[0].strip() for p in procs}
     assert len(keys) == 1 and keys == {(tmp_path / "secret_key").read_text().strip()}

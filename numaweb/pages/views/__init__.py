@@ -2,6 +2,6 @@
 comparisons, room (make room). Full pages for plain requests, `_fragment` templates for HTMX ones; the URLs
 are in `numaweb.pages.urls`.
 
-Every decision shown comes from the engine: node state from the inventory services, what-if from
-`scheduler_core.kubelet.admission.admit_pod(commit=False)`, session results from the rows the Celery task
-wrote (the engine's explain records)."""
+Every decision shown comes from the engine through the app that owns it (the views call no engine operation,
+docs/ARCHITECTURE.md): node state from the inventory services, what-if from `inventory.checks.what_if`, session
+results from the rows the Celery task wrote (the engine's explain records)."""

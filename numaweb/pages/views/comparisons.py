@@ -16,11 +16,10 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from numaweb.access.decorators import requires
 from numaweb.comparisons import charts, gaps, services
-from numaweb.comparisons.export import Metric, metric_rows, values
+from numaweb.comparisons.export import BLOCK_BIN_LABELS, Metric, metric_rows, values
 from numaweb.comparisons.models import Comparison, ComparisonVariant
 from numaweb.inventory.models import Cluster
 from numaweb.worker.runs import BrokerUnavailable
-from scheduler_core.scheduler.compare import BLOCK_BINS
 
 from ..comparison_forms import ComparisonForm, chosen_variants, variant_formset
 from .common import HtmxHttpRequest
@@ -89,7 +88,7 @@ def _context(comparison: Comparison) -> dict:
                    for key, label, better in rows]
     ctx["gaps"] = gaps.notes(comparison, variants)
     ctx["charts"] = _metric_charts(rows, done, shown)
-    bins = [label for label, _lo, _hi in BLOCK_BINS]
+    bins = list(BLOCK_BIN_LABELS)
     ctx["histogram"] = charts.column_chart(
         "free single-NUMA blocks by size (free CPUs on one NUMA node)", bins,
         [(f"{v.index + 1}. {v.label}", [v.metrics["block_histogram"][b] for b in bins], v.index) for v in done],

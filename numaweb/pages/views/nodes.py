@@ -20,9 +20,6 @@ from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
 from numaweb.links import id_link
 from scheduler_core.errors import EngineError
-from scheduler_core.formats._source import MAX_INPUT_BYTES
-from scheduler_core.formats.snapshot import MAX_SNAPSHOT_BYTES
-from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.model.cpuset import CPUSet
 
 from .. import cluster_map, grid, tables, uploads
@@ -55,7 +52,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @requires("access.run_whatif")
 @require_POST
 def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """This node's hint table for a pasted pod (admit_pod with commit=False), and the CPUs it would
+    """This node's hint table for a pasted pod (checks.what_if: admitted, nothing kept), and the CPUs it would
     get highlighted on the grid (an out-of-band swap of the grid)."""
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     form = WhatIfForm(request.POST)
@@ -67,7 +64,7 @@ def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, state.error)
         else:
             try:
-                result = admit_pod(state.engine, form.cleaned_data["pod"], commit=False)
+                result = checks.what_if(state.engine, form.cleaned_data["pod"])
             except EngineError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -83,7 +80,7 @@ def node_whatif(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/_whatif.html", ctx)
 
 
-def _upload(form: Form, field: str, limit: int = MAX_INPUT_BYTES) -> bytes | None:
+def _upload(form: Form, field: str, limit: int = checks.FILE_UPLOAD_LIMIT) -> bytes | None:
     upload: UploadedFile | None = form.cleaned_data.get(field)
     if upload is None:
         return None
@@ -164,7 +161,7 @@ def cluster_import(request: HttpRequest) -> HttpResponse:
         bound = {"user": request.user.pk, "cluster": form.cleaned_data["cluster"],
                  "prune": form.cleaned_data["prune"], "allow_empty": form.cleaned_data["allow_empty"]}
         try:
-            data = uploads.read(token, bound) if token else _upload(form, "file", MAX_SNAPSHOT_BYTES)
+            data = uploads.read(token, bound) if token else _upload(form, "file", checks.SNAPSHOT_UPLOAD_LIMIT)
         except uploads.NotThePreview as exc:
             form.add_error(None, str(exc))
             data = None

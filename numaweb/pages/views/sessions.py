@@ -21,11 +21,9 @@ from numaweb.jobs.models import Task
 from numaweb.scheduling import outcomes, results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
-from numaweb.scheduling.store import mask_of
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.quantity import format_bytes
-from scheduler_core.scheduler.compare import span_histogram
 
 from .. import grid, session_rows, tables
 from ..forms import HintTableForm, SessionForm
@@ -117,9 +115,7 @@ def _prediction_differs(predicted: str, placement: Placement) -> bool:
 
 def _span_chart(session: SchedulingSession) -> SafeString:
     """NUMA span per pod from the placement rows: the NUMA nodes each admitted pod's resources sit on."""
-    masks = [mask_of(numa) or 0 if admitted else None
-             for admitted, numa in session.placements.values_list("admitted", "admitted_numa")]
-    return charts.span_chart(span_histogram(masks))
+    return charts.span_chart(results.span_counts(session))
 
 
 @requires("scheduling.view_schedulingsession")

@@ -1,211 +1,154 @@
-"""The kubelet CPU Manager, static policy (ENGINE.md §2.6): reserved CPUs, SMT alignment
-(`full-pcpus-only`), `allocate_cpus` and the `CPUManager` hint provider the admission asks. Its
-hints are `topology_hints`, its CPU choice `cpu_assignment`; both are imported here for its own use.
+"""The CPU Manager's static policy (upstream `policy_static.go`) as a state machine over its checkpoint
+(ENGINE.md §2.10): the shared pool (`defaultCpuSet`) and the assignments are inputs, as the kubelet reads
+them from `cpu_manager_state`, not derived from the allocations.
 
-- `reserved_cpu_set(...)`, `reserved_physical_cpus(...)`, `check_smt_alignment(...)`,
-  `validate_static_options(topology, options)`;
-- `allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, options)`,
-  `allocate_container(...)` (Allocate for a new container), `update_cpus_to_reuse(...)` (ENGINE.md §2.5);
-- `CPUManager`: one node's CPU state during one admission.
+- `StaticPolicy(topology, num_reserved, reserved_cpus, options)`: NewStaticPolicy — options parsed and
+  checked against the machine, reserved CPUs chosen (or the explicit list cross-checked against the
+  reserved count, with the kubelet's `unable to reserve the required amount of CPUs` text);
+- `.start(default_cpuset, assignments)`: Start's validateState, with the kubelet's texts; an empty pool
+  and no assignments is a fresh state;
+- `.allocate(pod, container, hint)`, `.remove_container(pod_uid, name)`: Allocate (a container already
+  in the state keeps its CPUs) and RemoveContainer on that state.
+
+Admission on a `Node` (`cpu_manager.CPUManager`) keeps its own per-admission bookkeeping; this class is for
+what the kubelet does with its checkpoint at start and for the upstream state-machine tables.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterable, Mapping
 
-from ...errors import InsufficientResourcesError, PolicyError
-from ...model.bitmask import bits_of as _bits
+from ...errors import EngineError, InsufficientResourcesError, PolicyError, check_int
 from ...model.cpuset import CPUSet
 from ...model.kubelet_config import CPUOptions
-from ...model.node import Allocation, Node
-from ...model.pods import INIT, Container, Pod, guaranteed_cpus
+from ...model.pods import Container, Pod, guaranteed_cpus
 from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
-from ..topologymanager.scope import AdmissionError
 from .cpu_assignment import take_by_topology
-from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
-from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
+from .cpu_index import as_mask, as_options, cpu_index
+from .cpu_manager import (
+    allocate_cpus,
+    check_smt_alignment,
+    update_cpus_to_reuse,
+    validate_static_options,
+)
 
-__all__ = [
-    "CPUManager", "SMTAlignmentError", "allocate_container", "allocate_cpus", "check_smt_alignment",
-    "container_cpu_hints", "cpu_topology_hints", "pod_cpu_hints", "reserved_cpu_set", "reserved_physical_cpus",
-    "take_by_topology", "update_cpus_to_reuse", "validate_static_options",
-]
-
-
-class SMTAlignmentError(AdmissionError):
-    """`full-pcpus-only` cannot be honoured; `reason` is the kubelet's admission reason string (an
-    admission reports it as is, naming the container)."""
-
-    reason = "SMTAlignmentError"
+#: pod uid -> container name -> CPUs (the checkpoint's `entries`)
+Assignments = dict[str, dict[str, CPUSet]]
 
 
-def reserved_cpu_set(topology: Topology, reserved_cpus: CPUSet | int | Iterable[int] | None = None,
-                     reserved_cpu_milli: int = 0,
-                     options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """The static policy's reserved CPUs: the explicit `reservedSystemCPUs` list when given, else
-    `ceil(milli/1000)` CPUs chosen by `take_by_topology` from all CPUs."""
-    td = cpu_index(topology)
-    explicit = as_mask(reserved_cpus, "reserved CPUs")
-    if explicit:
-        check_in_topology(td, explicit, "reservedSystemCPUs")
-        return CPUSet(explicit)
-    milli = check_count(reserved_cpu_milli, "reserved CPU (millicores)")
-    if milli == 0:
-        raise PolicyError("[cpumanager] unable to determine reserved CPU resources for static policy")
-    want = -(-milli // 1000)
-    try:
-        chosen = take_by_topology(topology, td.all, want, options)
-    except InsufficientResourcesError:
-        chosen = CPUSet()
-    if len(chosen) != want:
-        raise InsufficientResourcesError(
-            f"[cpumanager] unable to reserve the required amount of CPUs (size of {chosen} did not equal {want})")
-    return chosen
+class StateValidationError(EngineError):
+    """The checkpoint does not fit the policy; the message is the kubelet's validateState text."""
+
+    kind = "StateValidation"
 
 
-def reserved_physical_cpus(topology: Topology, reserved: CPUSet | int | Iterable[int]) -> CPUSet:
-    """All hyperthread siblings of the reserved CPUs (what full-pcpus-only keeps out of reach)."""
-    td = cpu_index(topology)
-    mask = as_mask(reserved, "reserved CPUs")
-    out = mask
-    for cpu in _bits(mask & td.all):
-        out |= td.core_mask[td.cpu_core[cpu]]
-    return CPUSet(out)
+class StaticPolicy:
+    """One node's static CPU Manager policy and its state (shared pool, assignments, CPUs to reuse)."""
 
-
-def check_smt_alignment(topology: Topology, n: int, default_cpuset: CPUSet | int | Iterable[int],
-                        reserved: CPUSet | int | Iterable[int] = 0,
-                        options: CPUOptions | Mapping[str, object] | None = None) -> None:
-    """With `full-pcpus-only`, raise `SMTAlignmentError` (kubelet texts) when `n` is not a multiple of
-    the CPUs per core or exceeds the free physical CPUs (`default − siblings of reserved`)."""
-    opts = as_options(options)
-    n = check_count(n)
-    if not opts.full_pcpus_only or n == 0:
-        return
-    td = cpu_index(topology)
-    per_core = td.cpus_per_core
-    if per_core and n % per_core != 0:
-        raise SMTAlignmentError(f"SMT Alignment Error: requested {n} cpus not multiple cpus per core = {per_core}")
-    physical = as_mask(default_cpuset, "default cpuset") & ~reserved_physical_cpus(topology, reserved).mask
-    free_physical = physical.bit_count()
-    if n > free_physical:
-        raise SMTAlignmentError(
-            f"SMT Alignment Error: not enough free physical CPUs: available physical CPUs = {free_physical}, "
-            f"requested CPUs = {n}, CPUs per core = {per_core}")
-
-
-def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int] | None,
-                  default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
-                  reusable: CPUSet | int | Iterable[int] | None = None,
-                  options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """allocateCPUs (ENGINE.md §2.6): first as many CPUs as fit from the hint's NUMA nodes (or their sockets with
-    align-by-socket), then the rest from the remaining allocatable CPUs."""
-    td = cpu_index(topology)
-    opts = as_options(options)
-    n = check_count(n)
-    affinity = numa_mask_of(numa_affinity)
-    allocatable = ((as_mask(default_cpuset, "default cpuset") & ~as_mask(reserved, "reserved CPUs"))
-                   | as_mask(reusable, "reusable CPUs"))
-    check_in_topology(td, allocatable, "the allocatable set")
-    result = 0
-    if affinity is not None:
-        region = 0
-        for nid in _bits(affinity):
-            region |= td.numa_mask.get(nid, 0)
-        if opts.align_by_socket:
-            sockets = region
-            for sm in td.socket_mask.values():
-                if sm & region:
-                    sockets |= sm
-            region = sockets
-        aligned = allocatable & region
-        take = min(n, aligned.bit_count())
-        result = take_by_topology(topology, aligned, take, opts).mask
-    rest = n - result.bit_count()
-    result |= take_by_topology(topology, allocatable & ~result, rest, opts).mask
-    return CPUSet(result)
-
-
-def validate_static_options(topology: Topology, options: CPUOptions | Mapping[str, object] | None) -> CPUOptions:
-    """The static policy's machine check of its options (ENGINE.md §2.6): align-by-socket needs at least as many
-    NUMA nodes as sockets (declared header)."""
-    opts = as_options(options)
-    h = topology.header
-    if opts.align_by_socket and h.num_sockets > h.num_numa_nodes:
-        raise PolicyError("Align by socket is not compatible with hardware where number of sockets are more than "
-                          "number of NUMA")
-    return opts
-
-
-def allocate_container(topology: Topology, pod: Pod, container: Container, numa_affinity: int | Iterable[int] | None,
-                       default_cpuset: CPUSet | int | Iterable[int], reserved: CPUSet | int | Iterable[int] = 0,
-                       reusable: CPUSet | int | Iterable[int] | None = None,
-                       options: CPUOptions | Mapping[str, object] | None = None) -> CPUSet:
-    """Allocate (ENGINE.md §2.6) for a container without an existing assignment: empty for
-    shared-pool containers, `SMTAlignmentError` under full-pcpus-only, else `allocate_cpus` on the
-    stored hint's affinity. The caller removes the result from its default cpuset."""
-    n = guaranteed_cpus(pod, container)
-    if n == 0:
-        return CPUSet()
-    opts = as_options(options)
-    check_smt_alignment(topology, n, default_cpuset, reserved, opts)
-    return allocate_cpus(topology, n, numa_affinity, default_cpuset, reserved, reusable, opts)
-
-
-def update_cpus_to_reuse(container: Container, cpus: CPUSet | int | Iterable[int],
-                         reusable: CPUSet | int | Iterable[int] | None) -> CPUSet:
-    """updateCPUsToReuse (ENGINE.md §2.5) for one pod: a regular init container's CPUs become reusable by later
-    containers; an app or sidecar container's CPUs are removed from the reusable set."""
-    mask = as_mask(cpus, f"CPUs of container {container.name}")
-    pool = as_mask(reusable, "reusable CPUs")
-    return CPUSet(pool | mask if container.kind == INIT else pool & ~mask)
-
-
-class CPUManager:
-    """The static CPU Manager of one node as a Topology Manager hint provider, beside the device and
-    memory managers: the shared pool (`default_cpuset`, reserved CPUs already out of it), the CPUs
-    each container of the pod being admitted holds, and the CPUs its finished init containers left
-    for later containers (cpusToReuse). With a non-static policy it has no hints and pins nothing."""
-
-    resource = "cpu"
-
-    def __init__(self, topology: Topology, default_cpuset: CPUSet, reserved: CPUSet, options: CPUOptions,
-                 static: bool = True) -> None:
+    def __init__(self, topology: Topology, num_reserved: int, reserved_cpus: CPUSet | int | Iterable[int] | None = None,
+                 options: CPUOptions | Mapping[str, object] | None = None,
+                 topology_policy: str | None = None) -> None:
         self.topology = topology
-        self.free = default_cpuset.mask
+        self.options = as_options(options)
+        validate_static_options(topology, self.options)
+        if self.options.align_by_socket and topology_policy == "single-numa-node":
+            raise PolicyError("Topolgy manager single-numa-node policy is incompatible with CPUManager "
+                              "align-by-socket policy option")  # sic: the kubelet's spelling
+        num_reserved = check_int(num_reserved, "number of reserved CPUs", error=PolicyError)
+        td = cpu_index(topology)
+        explicit = as_mask(reserved_cpus, "reserved CPUs")
+        if explicit:
+            reserved = CPUSet(explicit)
+        else:
+            try:
+                reserved = take_by_topology(topology, td.all, num_reserved, self.options)
+            except InsufficientResourcesError:
+                reserved = CPUSet()
+        if len(reserved) != num_reserved:
+            raise PolicyError(f"[cpumanager] unable to reserve the required amount of CPUs (size of {reserved} "
+                              f"did not equal {num_reserved})")
         self.reserved = reserved
-        self.options = options
-        self.static = static
-        self.assignments: dict[str, CPUSet] = {}
-        self.reusable = CPUSet()
+        self.default = CPUSet()
+        self.assignments: Assignments = {}
+        self.reusable: dict[str, CPUSet] = {}
 
-    @classmethod
-    def for_node(cls, node: Node) -> CPUManager:
-        k = node.kubelet
-        return cls(node.topology, CPUSet(node.free_cpus), node.reserved_cpus, k.cpu_manager_options, k.static_cpus)
+    @property
+    def all_cpus(self) -> CPUSet:
+        """The CPUs the state must account for: the machine's, minus reserved with strict-cpu-reservation."""
+        mask = self.topology.all_cpus
+        if self.options.strict_cpu_reservation:
+            mask &= ~self.reserved.mask
+        return CPUSet(mask)
 
-    def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint]] | None:
-        if not self.static:
+    def start(self, default_cpuset: CPUSet | int | Iterable[int] | None = None,
+              assignments: Mapping[str, Mapping[str, CPUSet | int | Iterable[int]]] | None = None) -> CPUSet:
+        """validateState: take the checkpoint's state, or refuse it with the kubelet's text
+        (`StateValidationError`). Returns the shared pool the policy starts with."""
+        default = CPUSet(as_mask(default_cpuset, "defaultCpuSet"))
+        state = {pod: {name: CPUSet(as_mask(cpus, f"CPUs of {pod}/{name}")) for name, cpus in containers.items()}
+                 for pod, containers in (assignments or {}).items()}
+        if not default:
+            if state:
+                raise StateValidationError("default cpuset cannot be empty")
+            self.default, self.assignments = self.all_cpus, {}
+            return self.default
+        if self.options.strict_cpu_reservation:
+            overlap = self.reserved & default
+            if overlap:
+                raise StateValidationError(f'some of strictly reserved cpus: "{overlap}" are present in '
+                                           f'defaultCpuSet: "{default}"')
+        elif (self.reserved & default) != self.reserved:
+            raise StateValidationError(f'not all reserved cpus: "{self.reserved}" are present in '
+                                       f'defaultCpuSet: "{default}"')
+        for pod, containers in state.items():
+            for name, cpus in containers.items():
+                if cpus & default:
+                    raise StateValidationError(f'pod: {pod}, container: {name} cpuset: "{cpus}" overlaps with '
+                                               f'default cpuset "{default}"')
+        assigned = (c for containers in state.values() for c in containers.values())
+        known = functools.reduce(operator.or_, assigned, default)
+        if known != self.all_cpus:
+            raise StateValidationError(f'current set of available CPUs "{self.all_cpus}" doesn\'t match with CPUs '
+                                       f'in state "{known}"')
+        self.default, self.assignments = default, state
+        return default
+
+    def allocate(self, pod: Pod, container: Container, hint: TopologyHint | None = None) -> CPUSet | None:
+        """Allocate: None for a shared-pool container; a container already in the state keeps its CPUs
+        (after the full-pcpus-only checks, as upstream orders them); else new exclusive CPUs."""
+        n = guaranteed_cpus(pod, container)
+        if n == 0:
             return None
-        return container_cpu_hints(self.topology, pod, container, self.free, self.reserved, self.assignments,
-                                   self.reusable, self.options)
+        check_smt_alignment(self.topology, n, self.default, self.reserved, self.options)
+        held = self.assignments.get(pod.uid, {}).get(container.name)
+        if held is not None:
+            self._reuse(pod, container, held)
+            return held
+        affinity = None if hint is None else hint.affinity
+        cpus = allocate_cpus(self.topology, n, affinity, self.default, self.reserved,
+                             self.reusable.get(pod.uid), self.options)
+        self.assignments.setdefault(pod.uid, {})[container.name] = cpus
+        self._reuse(pod, container, cpus)
+        self.default = self.default - cpus
+        return cpus
 
-    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint]] | None:
-        if not self.static:
-            return None
-        return pod_cpu_hints(self.topology, pod, self.free, self.reserved, self.assignments, self.reusable,
-                             self.options)
+    def _reuse(self, pod: Pod, container: Container, cpus: CPUSet) -> None:
+        # upstream keeps the reuse set of the most recent pod only
+        previous = self.reusable.get(pod.uid)
+        self.reusable = {pod.uid: update_cpus_to_reuse(container, cpus, previous)}
 
-    def allocate(self, pod: Pod, container: Container, hint: TopologyHint) -> Allocation:
-        """Pin the container's exclusive CPUs with the merged hint (`SMTAlignmentError` under
-        full-pcpus-only); the CPUs leave the shared pool and the reuse set is updated."""
-        if not self.static:
-            return Allocation(pod.uid, container.name)
-        cpus = allocate_container(self.topology, pod, container, hint.affinity, self.free, self.reserved,
-                                  self.reusable, self.options)
-        if cpus:
-            self.assignments[container.name] = cpus
-            self.free &= ~cpus.mask
-            self.reusable = update_cpus_to_reuse(container, cpus, self.reusable)
-        return Allocation(pod.uid, container.name, cpus)
+    def remove_container(self, pod_uid: str, name: str) -> bool:
+        """RemoveContainer: the container's CPUs (minus those its pod's other containers still hold) go
+        back to the shared pool. Returns whether the state held the container."""
+        containers = self.assignments.get(pod_uid, {})
+        cpus = containers.pop(name, None)
+        if cpus is None:
+            return False
+        if not containers:
+            del self.assignments[pod_uid]
+        siblings = functools.reduce(operator.or_, containers.values(), CPUSet())
+        self.default = self.default | (cpus - siblings)
+        return True

@@ -15,7 +15,7 @@ from scheduler_core.kubelet.cpumanager.cpu_assignment import (
     take_by_topology_numa_packed,
 )
 from scheduler_core.kubelet.cpumanager.cpu_distributed import standard_deviation
-from scheduler_core.kubelet.cpumanager.policy_static import (
+from scheduler_core.kubelet.cpumanager.cpu_manager import (
     SMTAlignmentError,
     allocate_container,
     allocate_cpus,

@@ -26,7 +26,7 @@ def test_no_web_layer_import():
     assert out.stdout.strip() == ""
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 WEB = {"django", "djangorestframework", "drf-spectacular", "drf-spectacular-sidecar", "django-htmx", "celery",
        "redis", "psycopg", "dj-database-url", "gunicorn", "django-axes", "django-csp", "django-simple-history",
        "whitenoise"}

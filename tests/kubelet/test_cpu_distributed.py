@@ -1,5 +1,5 @@
 """The branch-and-bound distributed CPU selection makes the kubelet's exhaustive choice: property
-tests against the exhaustive version (tests/core/distributed_reference.py) on random free counts
+tests against the exhaustive version (tests/kubelet/distributed_reference.py) on random free counts
 and on random machines of up to 8 NUMA nodes, and the exact balance score against Go's float64
 formula."""
 
@@ -13,7 +13,7 @@ from scheduler_core.kubelet.cpumanager.cpu_distributed import balance_milli, sel
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.topology import Topology, synthetic
 from tests.conftest import load_vectors
-from tests.core.distributed_reference import exhaustive_choice, float_standard_deviation, take_distributed
+from tests.kubelet.distributed_reference import exhaustive_choice, float_standard_deviation, take_distributed
 
 VEC = load_vectors("kubelet_take_by_topology")
 FIXTURES = [Topology.from_dict({"cpus": t["cpus"], "header": t["header"]}) for t in VEC["topologies"].values()]

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from scheduler_core import Allocation, CPUSet, InsufficientResourcesError, KubeletConfig, Node
-from scheduler_core.kubelet.cpumanager.policy_static import reserved_cpu_set
+from scheduler_core.kubelet.cpumanager.cpu_manager import reserved_cpu_set
 from scheduler_core.model.topology import synthetic
 
 GiB = 1 << 30
@@ -73,7 +73,7 @@ def test_reserved_cpus_by_millicores_are_the_cpu_managers_choice_without_importi
     built from `scheduler_core.model.node` alone (a fresh interpreter) still gets the kubelet's choice."""
     code = ("from scheduler_core.model.node import Node; from scheduler_core.model.kubelet_config import KubeletConfig;"
             "from scheduler_core.model.topology import synthetic;"
-            "import sys; assert 'scheduler_core.kubelet.cpumanager.policy_static' not in sys.modules;"
+            "import sys; assert 'scheduler_core.kubelet.cpumanager.cpu_manager' not in sys.modules;"
             "k = KubeletConfig(cpu_manager_policy='static', reserved_cpu_milli=1500);"
             "print(Node('n', synthetic(1, 2, 2, 2), k).reserved_cpus)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
