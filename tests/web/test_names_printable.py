@@ -56,10 +56,12 @@ def hostile_plan() -> RoomPlan:
 
 
 def _fake(bin_dir: pathlib.Path, name: str, log: pathlib.Path) -> None:
-    """A stand-in for kubectl or jq that records its arguments, NUL-separated, one call a line."""
+    """A stand-in for kubectl or jq that records its arguments, NUL-separated, one call a line, each call in a file
+    of its own under `log` (a pipeline's commands run at once: appends to one file would interleave)."""
     path = bin_dir / name
-    path.write_text(f'#!/bin/sh\nprintf "{name}" >> {log}\nfor a in "$@"; do printf "\\0%s" "$a" >> {log}; done\n'
-                    f'printf "\\n" >> {log}\n')
+    out = f"{log}/{name}.$$"
+    path.write_text(f'#!/bin/sh\nprintf "{name}" >> {out}\nfor a in "$@"; do printf "\\0%s" "$a" >> {out}; done\n'
+                    f'printf "\\n" >> {out}\n')
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
@@ -75,7 +77,8 @@ def test_plan_sh_with_hostile_names_runs_nothing(api, hostile_plan, tmp_path):
     out = printed.stdout.decode()
     assert out.count("kubectl delete pod -n") == 2 and _hostile("POD") in out
     # with --run, kubectl and jq get every name as one argument, unchanged, and still nothing runs
-    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls"
+    log.mkdir()
     bin_dir.mkdir()
     for tool in ("kubectl", "jq"):
         _fake(bin_dir, tool, log)
@@ -84,7 +87,7 @@ def test_plan_sh_with_hostile_names_runs_nothing(api, hostile_plan, tmp_path):
                          env=env)
     assert ran.returncode == 0, ran.stderr
     assert not [p for p in tmp_path.rglob("*") if p.name.isupper()]
-    calls = log.read_bytes().decode()
+    calls = "".join(sorted(f.read_bytes().decode() for f in log.iterdir()))
     assert f"kubectl\0delete\0pod\0-n\0{_hostile('NAMESPACE')}\0{_hostile('POD')}\0--wait=true\n" in calls
     assert f"jq\0--arg\0node\0{_hostile('TO')}\0" in calls
 
