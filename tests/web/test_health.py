@@ -208,13 +208,16 @@ def test_json_log_lines_carry_extras_and_tracebacks():
     assert "Traceback" in entry["exc"] and "ValueError: bad" in entry["exc"]
 
 
-def test_gunicorn_logs_json_lines_when_asked(monkeypatch):
+def test_gunicorn_logs_json_lines_when_asked(monkeypatch, tmp_path):
     import logging.config
     import runpy
 
-    import numaweb.gunicorn_conf
+    import numaweb
 
-    path = numaweb.gunicorn_conf.__file__
+    path = str(Path(numaweb.__file__).parent / "gunicorn_conf.py")
+    # the file claims a metrics folder and names it in the environment: a scratch one here, and the variable
+    # restored afterwards (left set, this process's later /metrics would read files instead of its own counts)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
     monkeypatch.setenv("NUMAWEB_LOG_FORMAT", "plain")
     assert "logconfig_dict" not in runpy.run_path(path)  # gunicorn's own plain format
     monkeypatch.setenv("NUMAWEB_LOG_FORMAT", "json")
