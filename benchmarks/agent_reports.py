@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +72,9 @@ def setup(data: Path, agents: int) -> tuple[str, str, dict]:
     sys.path.insert(0, str(ROOT))
     import django
 
+    from numaweb.startup import prepare
+
+    prepare()  # the data folder, queue folder and secret key (settings never write)
     django.setup()
     from django.core.management import call_command
     from django.utils import timezone
@@ -105,8 +109,11 @@ def setup(data: Path, agents: int) -> tuple[str, str, dict]:
         allocations += [Allocation(cluster=cluster, node=node, pod=POD.format(i * 100 + k), container="app",
                                    cpus=f"{2 + 2 * k}-{3 + 2 * k}", origin=Allocation.OBSERVED, observed_at=now)
                         for k in range(pods)]
-        reports.append(NodeReport(node=node, digest=digest_of(report(name, document, pods, i)), reported_at=now,
-                                  received_at=now, changed_at=now, state_check={}))
+        # each node last reported a minute ago, as an agent on its 60 s interval did (a report from just now
+        # would make the run's first reports too soon, 429)
+        earlier = now - timedelta(seconds=60)
+        reports.append(NodeReport(node=node, digest=digest_of(report(name, document, pods, i)), reported_at=earlier,
+                                  received_at=earlier, changed_at=earlier, state_check={}))
     Allocation.objects.bulk_create(allocations, batch_size=1000)
     NodeReport.objects.bulk_create(reports, batch_size=1000)
     return (Token.objects.create(user=agent).key, Token.objects.create(user=admin).key,

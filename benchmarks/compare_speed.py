@@ -76,6 +76,9 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         import django
 
+        from numaweb.startup import prepare
+
+        prepare()  # the data folder, queue folder and secret key (settings never write)
         django.setup()
         from numaweb.comparisons.models import Comparison
         from numaweb.comparisons.services import start_comparison

@@ -89,6 +89,9 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         import django
 
+        from numaweb.startup import prepare
+
+        prepare()  # the data folder, queue folder and secret key (settings never write)
         django.setup()
         from numaweb.inventory.models import Allocation, Cluster
         from numaweb.jobs.models import Job

@@ -66,6 +66,9 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         import django
 
+        from numaweb.startup import prepare
+
+        prepare()  # the data folder, queue folder and secret key (settings never write)
         django.setup()
         from django.contrib.auth import get_user_model
         from django.core.management import call_command

@@ -42,6 +42,9 @@ def setup(data_dir: Path) -> None:
     sys.path.insert(0, str(ROOT))
     import django
 
+    from numaweb.startup import prepare
+
+    prepare()  # the data folder, queue folder and secret key (settings never write)
     django.setup()
     from django.core.management import call_command
 
