@@ -25,17 +25,7 @@ Rules:
 - Memory: `nodeN/meminfo` MemTotal; hugepages: `nodeN/hugepages/hugepages-<size>kB/nr_hugepages`.
   A kernel without NUMA folders (no `node/nodeN`) has one node, 0: its memory is `proc/meminfo`'s
   MemTotal and its hugepages `HugePages_Total` × `Hugepagesize`.
-- PCI devices: every function whose class hwloc (and so lstopo) counts as important — storage,
-  network, display, processor (co-processors), processing accelerators, fibre channel, InfiniBand,
-  CXL memory, unclassified — becomes a device; bridges do not. Its id is the bus id, its NUMA node
-  `numa_node`; when that is -1 (or absent) the NUMA nodes whose CPUs `local_cpus` names, as hwloc
-  places it, unless those are every node (then none: no NUMA affinity). Its resource is inferred from
-  class and vendor as for hwloc XML (display and accelerators by vendor, `nvidia.com/gpu` ...;
-  network `hwloc/nic`, InfiniBand (0207, 0c06) or a network function with an `infiniband/` folder
-  `hwloc/rdma`;
-  co-processors `hwloc/coproc`; storage `hwloc/storage`; others `hwloc/pci`), flagged `device_resources`.
-  Every function read, bridges included, is listed in `extra["pci_devices"]` (bus id, class,
-  vendor, device, numa).
+- PCI devices: `sysfs_pci` (which functions become devices, their NUMA node and resource).
 - Distances: `nodeN/distance`; the columns are the node folders in id order, or `node/possible`
   (then `node/online`) when the row has that length instead.
 - Uncore: the level-3 cache's `id`, else the lowest CPU of its `shared_cpu_list`.
@@ -50,12 +40,11 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..model.bitmask import bits_of as bits
-from ..model.topology import Device
 from . import _tar
 from ._draft import CPURecord, Draft, Loaded, build_topology
 from ._source import Source
 from ._values import check_id, hugepage_key, parse_cpulist, parse_hex_mask, parse_id, parse_int
-from .hwloc_devices import GPU_VENDORS
+from .sysfs_pci import PCI_FILE, pci_devices, pci_key, read_pci
 
 #: Bounds on an archive (a 448-thread dump has ~35,000 members and ~31 MiB of tar stream; the limits
 #: leave room for machines three times larger and refuse an archive bomb in well under a second).
@@ -73,15 +62,7 @@ _CPU_FILE = re.compile(r"sys/devices/system/cpu/cpu(\d+)/(.*)$")
 _NODE_FILE = re.compile(r"sys/devices/system/node/node(\d+)/(.*)$")
 _HUGEPAGES = re.compile(r"hugepages/hugepages-(\d+)kB/nr_hugepages$")
 _CPU_NODE_LINK = re.compile(r"(?:^|/)sys/devices/system/cpu/cpu(\d+)/node(\d+)$")
-_BUS_ID = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
-#: a PCI function's file in an archive: under its bus folder (`sys/devices/pci0000:00/.../<bus id>/`)
-_PCI_FILE = re.compile(rf"(?:^|/)sys/(?:bus/pci/devices|devices/pci[0-9a-fA-F:]+(?:/{_BUS_ID})*)/({_BUS_ID})/"
-                       r"(class|vendor|device|numa_node|local_cpus|infiniband/[^/]+/node_type)$")
-_PCI_FIELDS = ("class", "vendor", "device", "numa_node", "local_cpus")
 _PROC_FILES = ("proc/cpuinfo", "proc/meminfo")
-#: PCI classes hwloc keeps by default (its "important" filter, without bridges): base classes, then classes
-_IMPORTANT_BASES = (0x00, 0x01, 0x02, 0x03, 0x0B, 0x12)
-_IMPORTANT_CLASSES = (0x0C04, 0x0C06, 0x0502)
 
 
 def _proc_file(member: str) -> str | None:
@@ -90,15 +71,10 @@ def _proc_file(member: str) -> str | None:
 
 def _wanted(member: str) -> bool:
     """Members whose content the importer reads (every other payload is skipped unread)."""
-    if _proc_file(member) is not None or _PCI_FILE.search(member) is not None:
+    if _proc_file(member) is not None or PCI_FILE.search(member) is not None:
         return True
     at = member.find("sys/devices/system/")
     return at >= 0 and (at == 0 or member[at - 1] == "/") and _WANTED.fullmatch(member[at:]) is not None
-
-
-def _pci_key(bus_id: str, fname: str) -> str:
-    """The key a PCI function's file is kept under, whichever path it was read from."""
-    return f"pci/{bus_id.lower()}/{'infiniband' if fname.startswith('infiniband/') else fname}"
 
 
 def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
@@ -120,8 +96,8 @@ def _read_tar(raw: bytes, name: str) -> tuple[dict[str, str], dict[int, int]]:
         total += len(payload)
         if total > MAX_TOTAL_BYTES:
             raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
-        pci = _PCI_FILE.search(member)
-        key = _pci_key(pci.group(1), pci.group(2)) if pci else member[member.find("sys/devices/system/"):]
+        pci = PCI_FILE.search(member)
+        key = pci_key(pci.group(1), pci.group(2)) if pci else member[member.find("sys/devices/system/"):]
         files[key] = _text(payload, name, member)
     return files, links
 
@@ -174,38 +150,13 @@ def read_roots(sys_dir: pathlib.Path, proc_dir: pathlib.Path, name: str) -> tupl
                 if total > MAX_TOTAL_BYTES:
                     raise FormatError(f"{name}: the sysfs files add up to more than {MAX_TOTAL_BYTES} bytes")
                 files[rel] = data.decode("utf-8", "replace")
-    files.update(_read_pci(sys_dir))
+    files.update(read_pci(sys_dir, MAX_MEMBERS, MAX_MEMBER_BYTES))
     for proc in _PROC_FILES:
         path = proc_dir / proc.split("/", 1)[1]
         if path.is_file():
             with path.open("rb") as fh:
                 files[proc] = fh.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
     return files, links
-
-
-def _read_pci(sys_dir: pathlib.Path) -> dict[str, str]:
-    """Each PCI function's files from `bus/pci/devices/<bus id>` (links into `devices/pci*`, followed only
-    when they stay inside `sys_dir`)."""
-    files: dict[str, str] = {}
-    bus = sys_dir / "bus" / "pci" / "devices"
-    if not bus.is_dir():
-        return files
-    inside = os.path.realpath(sys_dir)
-    for entry in sorted(bus.iterdir())[:MAX_MEMBERS]:
-        if not re.fullmatch(_BUS_ID, entry.name):
-            continue
-        real = os.path.realpath(entry)
-        if not (real + "/").startswith(inside + "/"):
-            continue
-        for fname in _PCI_FIELDS:
-            try:
-                with open(os.path.join(real, fname), "rb") as fh:
-                    files[_pci_key(entry.name, fname)] = fh.read(MAX_MEMBER_BYTES).decode("ascii", "replace")
-            except OSError:
-                continue
-        if os.path.isdir(os.path.join(real, "infiniband")):
-            files[_pci_key(entry.name, "infiniband/")] = ""
-    return files
 
 
 def _clean(text: str) -> str:
@@ -254,7 +205,7 @@ def load(src: Source, proc_dir: pathlib.Path | None = None) -> Draft:
     package_of = _packages(tree.topology, online, src.name)
     for cpu in sorted(online):
         _add_cpu(cpu, tree, numa_of[cpu], package_of, src.name, draft)
-    _pci_devices(files, numa_of, src.name, draft)
+    pci_devices(files, numa_of, src.name, draft)
     return draft
 
 
@@ -406,60 +357,6 @@ def _memory_from_proc(meminfo: str, where: str, draft: Draft) -> None:
     if values.get("HugePages_Total") and values.get("Hugepagesize"):
         size = values["Hugepagesize"] * 1024
         draft.numa_hugepages[0] = {hugepage_key(size): size * values["HugePages_Total"]}
-
-
-def _pci_devices(files: dict[str, str], numa_of: dict[int, int], name: str, draft: Draft) -> None:
-    """The PCI functions read (`extra["pci_devices"]`) and, for those of an important class, the
-    topology's devices (the rule in the module docstring)."""
-    numa_ids = set(numa_of.values()) | set(draft.numa_memory)
-    functions: dict[str, dict[str, str]] = {}
-    for key, text in files.items():
-        if key.startswith("pci/"):
-            _, bus_id, fname = key.split("/", 2)
-            functions.setdefault(bus_id, {})[fname] = _clean(text)
-    listed: list[dict[str, object]] = []
-    for bus_id in sorted(functions):
-        entry = functions[bus_id]
-        where = f"{name}: PCI {bus_id}"
-        pci_class = _hex(entry.get("class", ""), f"{where}/class") >> 8 if entry.get("class") else None
-        vendor = f"{_hex(entry['vendor'], f'{where}/vendor'):04x}" if entry.get("vendor") else None
-        device = f"{_hex(entry['device'], f'{where}/device'):04x}" if entry.get("device") else None
-        node = parse_int(entry["numa_node"], f"{where}/numa_node", minimum=-1) if entry.get("numa_node") else -1
-        numa: tuple[int, ...] | None = (node,) if node in numa_ids else None
-        if node >= 0 and numa is None:
-            draft.notes.append(f"PCI {bus_id}: numa_node {node} is not a NUMA node of this machine; no locality")
-        elif node < 0 and entry.get("local_cpus"):
-            near = parse_hex_mask(entry["local_cpus"], f"{where}/local_cpus")
-            nodes = tuple(sorted({n for cpu, n in numa_of.items() if near >> cpu & 1}))
-            numa = nodes if nodes and len(nodes) < len(set(numa_of.values())) else None
-        listed.append({"bus_id": bus_id, "class": None if pci_class is None else f"{pci_class:04x}",
-                       "vendor": vendor, "device": device, "numa": None if numa is None else list(numa)})
-        if pci_class is None or not (pci_class >> 8 in _IMPORTANT_BASES or pci_class in _IMPORTANT_CLASSES):
-            continue
-        draft.devices.append(Device(bus_id, _resource(pci_class, vendor, "infiniband" in entry), numa, True,
-                                    f"PCI {pci_class:04x} [{vendor or '?'}:{device or '?'}]"))
-        draft.inferred.add("device_resources")
-    if listed:
-        draft.extra["pci_devices"] = listed
-
-
-def _hex(text: str, what: str) -> int:
-    try:
-        return int(text.strip(), 16)
-    except ValueError:
-        raise FormatError(f"{what}: {text.strip()[:40]!r} is not a hexadecimal number") from None
-
-
-def _resource(pci_class: int, vendor: str | None, infiniband: bool) -> str:
-    """The device-plugin resource of one PCI function (see the module docstring)."""
-    base = pci_class >> 8
-    if base in (0x03, 0x12):
-        return GPU_VENDORS.get(vendor or "", "hwloc/gpu")
-    if base == 0x02 or pci_class in (0x0C04, 0x0C06):
-        return "hwloc/rdma" if infiniband or pci_class in (0x0207, 0x0C06) else "hwloc/nic"
-    if base == 0x0B:
-        return "hwloc/coproc"
-    return "hwloc/storage" if base == 0x01 else "hwloc/pci"
 
 
 def _model(cpuinfo: str) -> str:
