@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
+from dataclasses import replace
 from itertools import combinations
 
 from ..errors import RequestError, check_int
@@ -61,67 +61,14 @@ from .room_moves import (
     take_off,
     target_session,
 )
+from .room_options import INF, ComboKey, Cost, Entry, Found, Option, Path, add_costs, combo_key, cost_to_go
 from .session import _pod_signature, gang_minimum
 
-INF = (1 << 60, 0)
 MAX_MOVES = 64
 MAX_DESTINATION_TRIES = 2000  # admissions one combination may try to re-home its moved pods
 EVALUATION_SHARE = 0.5  # of the time left, spent evaluating options before checking combinations
 SEED_SHARE = 0.25  # of it at most, spent finding a first option per node greedily
 MAX_NODE_PODS = 16  # a node with more movable pods offers subsets of its smallest ones only
-
-
-Cost = tuple[int, int]  # (pods moved, CPUs moved), compared in that order
-
-
-@dataclass(frozen=True)
-class _Option:
-    """Taking `pods` off node `node` lets `gain` more target pods onto it."""
-
-    node: str
-    pods: tuple[RunningPod, ...]
-    gain: int
-
-    @property
-    def cost(self) -> Cost:
-        return (len(self.pods), sum(p.cpu_count for p in self.pods))
-
-
-def _add(a: Cost, b: Cost) -> Cost:
-    return (a[0] + b[0], a[1] + b[1])
-
-
-ComboKey = frozenset[tuple[str, ...]]
-
-
-def combo_key(options: Iterable[_Option]) -> ComboKey:
-    return frozenset((o.node, *(p.uid for p in o.pods)) for o in options)
-
-
-#: a partial combination: (node index, its option) per node chosen so far
-_Path = tuple[tuple[int, _Option], ...]
-#: the best-first queue's entries: (cost + cost-to-go, shortfall left, -node index, sequence, cost, node index, path)
-_Entry = tuple[Cost, int, int, int, Cost, int, _Path]
-
-
-def _cost_to_go(gaining: list[list[_Option]], short: int, max_moves: int) -> list[list[Cost]]:
-    """`best[i][d]`: the cheapest way for the options of nodes i.. (one per node, gaining ones only) to
-    gain `d` more target pods within `max_moves` (INF: none), a knapsack table over the shortfall."""
-    n = len(gaining)
-    best = [[INF] * (short + 1) for _ in range(n + 1)]
-    best[n][0] = (0, 0)
-    for i in range(n - 1, -1, -1):
-        row, nxt = best[i], best[i + 1]
-        for d in range(short + 1):
-            b = nxt[d]
-            for opt in gaining[i]:
-                rest = nxt[max(0, d - opt.gain)]
-                if rest is not INF:
-                    c = _add(opt.cost, rest)
-                    if c[0] <= max_moves and c < b:
-                        b = c
-            row[d] = b
-    return best
 
 
 class _Search:
@@ -212,17 +159,17 @@ class _Search:
             level.sort(key=lambda c: (c[0], c[1], [p.uid for p in c[2]]))
             yield from level
 
-    def evaluate(self, name: str, pods: tuple[RunningPod, ...]) -> _Option | None:
+    def evaluate(self, name: str, pods: tuple[RunningPod, ...]) -> Option | None:
         self.evaluated += 1
         base = self.base.get(name)
         if base is None:
             base = self.base[name] = self.cap(name)
         cap = self.cap(name, pods)
-        return _Option(name, pods, cap - base) if cap else None
+        return Option(name, pods, cap - base) if cap else None
 
     # -- combinations -------------------------------------------------------------------------------
-    def combinations(self, found: dict[str, list[_Option]], short: int
-                     ) -> Iterator[tuple[Cost, list[_Option]]]:
+    def combinations(self, found: dict[str, list[Option]], short: int
+                     ) -> Iterator[tuple[Cost, list[Option]]]:
         """Combinations of at most one option per node whose gains cover `short`, in increasing cost
         (best-first, with the exact cost-to-go of a knapsack table over the shortfall). Once one is
         yielded (and so failed, if the caller asks for more), its supersets are queued too — one more
@@ -233,17 +180,17 @@ class _Search:
         nodes = [sorted(found[n], key=lambda o: o.cost) for n in names]
         gaining = [[o for o in opts if o.gain > 0] for opts in nodes]
         n = len(nodes)
-        best = _cost_to_go(gaining, short, self.max_moves)
-        heap: list[_Entry] = []
+        best = cost_to_go(gaining, short, self.max_moves)
+        heap: list[Entry] = []
         seq = 0
         seen: set[ComboKey] = set()
 
-        def push(cost: Cost, i: int, d: int, path: _Path) -> None:
+        def push(cost: Cost, i: int, d: int, path: Path) -> None:
             nonlocal seq
             rest = best[i][d] if d else (0, 0)
             if rest is INF:
                 return
-            f = _add(cost, rest)
+            f = add_costs(cost, rest)
             if f[0] > self.max_moves:
                 return
             seq += 1
@@ -262,13 +209,13 @@ class _Search:
                 for j in range(n):
                     if j not in used:
                         for opt in nodes[j]:
-                            push(_add(cost, opt.cost), i, 0, (*path, (j, opt)))
+                            push(add_costs(cost, opt.cost), i, 0, (*path, (j, opt)))
                 continue
             if i == n:
                 continue
             push(cost, i + 1, d, path)
             for opt in gaining[i]:
-                push(_add(cost, opt.cost), i + 1, max(0, d - opt.gain), (*path, (i, opt)))
+                push(add_costs(cost, opt.cost), i + 1, max(0, d - opt.gain), (*path, (i, opt)))
 
     # -- one combination ----------------------------------------------------------------------------
     def try_plan(self, pods: list[RunningPod], evict: int) -> list[tuple[RunningPod, str | None]] | None:
@@ -319,7 +266,7 @@ class _Search:
         self.fail("the moved pods cannot all be admitted again")
         return None
 
-    def check(self, combo: list[_Option], evictions: bool) -> tuple[list[tuple[RunningPod, str | None]], Check] | None:
+    def check(self, combo: list[Option], evictions: bool) -> tuple[list[tuple[RunningPod, str | None]], Check] | None:
         """Carry a combination out (fewest evictions first) and verify the plan from scratch."""
         self.checks += 1
         if self.progress is not None:
@@ -335,7 +282,7 @@ class _Search:
                 return None
         return None
 
-    def seeds(self, short: int, until: float) -> Iterator[_Option]:
+    def seeds(self, short: int, until: float) -> Iterator[Option]:
         """A first option on the nodes most likely to give one cheaply (fewest movable CPUs first), found
         greedily: take the node's smallest pods off one by one until it gains, then put back every pod
         it gains without. Not the cheapest options, but a plan early when single moves gain nothing
@@ -375,7 +322,7 @@ class _Search:
         now = time.monotonic()
         self.evaluation_deadline = now + EVALUATION_SHARE * max(0.0, self.deadline - now)
         self.failed = set()
-        found = _Found()
+        found = Found()
         for option in self.seeds(short, now + SEED_SHARE * max(0.0, self.deadline - now)):
             found.add(option)
         stream = self.candidates()
@@ -400,7 +347,7 @@ class _Search:
             if not evaluating or self.expired() or self.checks >= self.max_checks:
                 return (best[1] if best else None), False, bound
 
-    def check_in_order(self, found: _Found, short: int, best: tuple[Cost, Check] | None, frontier: Cost | None,
+    def check_in_order(self, found: Found, short: int, best: tuple[Cost, Check] | None, frontier: Cost | None,
                        evictions: bool) -> tuple[tuple[Cost, Check] | None, Cost | None]:
         """Check the combinations of the options found in increasing cost, up to the first that works
         (the new best), one that costs no less than `best`, or the bounds. While options are still being
@@ -424,25 +371,6 @@ class _Search:
                 continue
             return (cost, done[1]), cost
         return best, None
-
-
-class _Found:
-    """The options found so far, per node, and `gain`: the target pods they can gain at most
-    (the best option of every node together)."""
-
-    def __init__(self) -> None:
-        self.by_node: dict[str, list[_Option]] = {}
-        self.gain = 0
-
-    def add(self, option: _Option | None) -> None:
-        if option is None:
-            return
-        known = self.by_node.setdefault(option.node, [])
-        if any(o.pods == option.pods for o in known):
-            return
-        before = max((o.gain for o in known), default=0)
-        known.append(option)
-        self.gain += max(0, option.gain - before)
 
 
 def never(cluster: Cluster, job: Job, profile: Profile, held: frozenset[str], need: int) -> str:
