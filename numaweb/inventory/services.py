@@ -182,11 +182,16 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
 
     Two queries whatever the number of rows (and one per topology shape not yet cached). Rows are read
     as values, the kubelet settings' JSON as text: nodes of a pool share their settings, which are
-    decoded once per distinct text, not once per node."""
+    decoded once per distinct text, not once per node.
+
+    The rows, with their generations, are read before the allocations: a write between the two reads then
+    shows as a newer generation than the one returned, so a session that planned on these allocations cannot
+    commit over it (StaleNodes). Read the other way round, a session could plan on allocations older than
+    the generation it holds, and two sessions placed pods on the same CPUs."""
     text = {f"{name}_text": Cast(name, TextField()) for name in _KUBELET_JSON}
     columns = [f"{name}_text" if name in _KUBELET_JSON else name for name in KUBELET_FIELDS]
-    values = rows.annotate(**text).values_list("id", "name", "generation", *extra, "fingerprint", "numatopology",
-                                               *columns)
+    values = list(rows.annotate(**text).values_list("id", "name", "generation", *extra, "fingerprint",
+                                                    "numatopology", *columns))
     by_node: dict[int, list[EngineAllocation]] = {}
     for node_id, *allocation in (Allocation.objects.filter(node__in=rows.values("pk")).order_by("id")
                                  .values_list("node_id", "pod", "container", "cpus", "memory", "devices", "origin")):

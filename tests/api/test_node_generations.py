@@ -10,6 +10,7 @@ import pytest
 import yaml
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 
 from numaweb.inventory import kubelet_config
 from numaweb.inventory import services as inventory
@@ -157,3 +158,30 @@ def test_only_the_inventory_models_write_a_generation():
     assert _generation_writes('Node.objects.update(generation=2)\nNode.objects.filter(generation=2)') == [1]
     assert _generation_writes('Node.objects.filter(pk=1).update(generation=F("generation") + 1)') == [1]
     assert _generation_writes("node.generation = 3\nnode.generation += 1\nx = node.generation") == [1, 2]
+
+
+def test_a_reader_never_gets_allocations_older_than_the_generation_it_returns(db):
+    """A write landing between engine_nodes' two reads (the nodes' rows, their allocations) either shows in the
+    allocations returned or leaves the returned generation behind the node's: a session planning on them then
+    fails its commit (StaleNodes) instead of placing pods on CPUs someone took meanwhile. Reading the allocations
+    first, two concurrent sessions once held the same CPUs."""
+    cluster = Cluster.objects.create(name="order")
+    node = make_node(cluster, "n0")
+    reads: list[str] = []
+
+    def write_between(execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("SELECT"):
+            if 'FROM "inventory_allocation"' in sql:
+                reads.append("allocations")
+            elif '"generation"' in sql and 'FROM "inventory_node"' in sql:
+                reads.append("nodes")
+            if len(reads) == 2 and "written" not in reads:
+                reads.append("written")  # the second read comes after a writer's commit
+                inventory.add_allocation(Node.objects.get(pk=node.pk), pod="default/late", container="c", cpus="2")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(write_between):
+        [((_pk, _name, generation), engine)] = list(inventory.engine_nodes(Node.objects.filter(pk=node.pk)))
+    assert "written" in reads
+    holds_late = any(a.pod == "default/late" for a in engine.allocations)
+    assert holds_late or generation < _generation(node)
