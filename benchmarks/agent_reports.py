@@ -36,6 +36,8 @@ import urllib.parse
 from datetime import timedelta
 from pathlib import Path
 
+from benchmarks import web_scale
+
 ROOT = Path(__file__).resolve().parent.parent
 POD = "7c3d0000-0000-4000-8000-{:012d}"
 PASSWORD = "a bench passphrase"
@@ -66,17 +68,8 @@ def report(name: str, topology: dict, pods: int, seed: int) -> dict:
 
 def setup(data: Path, agents: int) -> tuple[str, str, dict]:
     """The scratch database with the cluster, its nodes as their first reports left them, and two tokens."""
-    os.environ.update(NUMAWEB_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="numaweb.settings")
-    for name in ("REDIS_URL", "DATABASE_URL"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    from numaweb.startup import prepare
-
-    prepare()  # the data folder, queue folder and secret key (settings never write)
-    django.setup()
-    from django.core.management import call_command
+    web_scale.setup(data)  # migrated, static files collected
+    from django.contrib.auth.models import User
     from django.utils import timezone
     from rest_framework.authtoken.models import Token
 
@@ -84,10 +77,6 @@ def setup(data: Path, agents: int) -> tuple[str, str, dict]:
     from numaweb.inventory.agent import digest_of
     from numaweb.inventory.models import AgentBinding, Allocation, Cluster, Node, NodeReport
     from scheduler_core.model.topology import synthetic
-
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    from django.contrib.auth.models import User
 
     cluster = Cluster.objects.create(name="bench")
     admin = User.objects.create_user("admin", password=PASSWORD)
