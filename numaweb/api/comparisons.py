@@ -7,6 +7,7 @@ import csv
 import io
 from collections.abc import Mapping
 
+from django.db.models import QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -74,8 +75,8 @@ class CSVRenderer(BaseRenderer):
         return out.getvalue().encode()
 
 
-def _body(comparison: Comparison, request: Request) -> dict:
-    data = comparison_dict(comparison, nodes=False)
+def _body(comparison: Comparison, request: Request, jobs: bool = True) -> dict:
+    data = comparison_dict(comparison, nodes=False, jobs=jobs)
     data["url"] = reverse("api:comparison-detail", args=[comparison.pk], request=request)
     data["export_json"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=json"
     data["export_csv"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=csv"
@@ -110,15 +111,28 @@ class ComparisonSerializer(ComparisonExportSerializer):
     export_csv = serializers.URLField()
 
 
+class ComparisonSummarySerializer(ComparisonSerializer):
+    """A comparison as the list returns it: its jobs counted, not listed (thousands of ids each at a whole
+    cluster's jobs); the comparison's own URL lists them."""
+
+    jobs = None  # type: ignore[assignment]
+    jobs_count = serializers.IntegerField()
+
+
 COMPARISON = ComparisonSerializer
 
 
 class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Variants (profile + kubelet overrides) placed side by side as dry runs over one snapshot."""
 
-    queryset = Comparison.objects.prefetch_related("variants", "jobs").order_by("-id")
+    queryset = Comparison.objects.summaries().order_by("-id")
     serializer_class = CreateComparisonSerializer
     required_permissions = {"create": ["access.compare"]}  # operators compare (numaweb.access.drf)
+
+    def get_queryset(self) -> QuerySet[Comparison]:
+        """The export alone reads the variants' per-node tables."""
+        qs = super().get_queryset()
+        return qs.prefetch_related(None).prefetch_related("variants") if self.action == "export" else qs
 
     @extend_schema(request=CreateComparisonSerializer, responses={202: COMPARISON, 400: OpenApiTypes.OBJECT,
                                                                   503: ERROR})
@@ -150,11 +164,12 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
         """Status and, per variant, its settings, progress and metrics."""
         return Response(_body(self.get_object(), request))
 
-    @extend_schema(responses={200: ComparisonSerializer(many=True)})
+    @extend_schema(responses={200: ComparisonSummarySerializer(many=True)})
     def list(self, request: Request) -> Response:
+        """Comparisons, newest first, each as its own URL returns it but with its jobs counted (`jobs_count`)."""
         page = self.paginate_queryset(self.get_queryset())
         assert page is not None  # a paginator is set (settings: DEFAULT_PAGINATION_CLASS)
-        return self.get_paginated_response([_body(c, request) for c in page])
+        return self.get_paginated_response([_body(c, request, jobs=False) for c in page])
 
     @extend_schema(parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
                                                 description="json (default; per-node tables included) or csv")],
@@ -210,8 +225,7 @@ class HeadroomView(APIView):
         cluster = get_object_or_404(Cluster, pk=pk)
         shape, profile = parse_headroom_query(request.query_params)
         try:
-            with headroom_slot():
-                room = services.cluster_headroom(cluster, shape, profile)
+            room = services.cluster_headroom(cluster, shape, profile, gate=headroom_slot)
         except Busy as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
                             headers={"Retry-After": str(exc.retry_after)})

@@ -53,3 +53,22 @@ class ResultsPagination(Pagination):
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
+
+
+class NodePagination(Pagination):
+    """Nodes carry their topology document, one entry per CPU (25 KB at 384 threads): 5 a page unless asked."""
+
+    page_size = 5
+    page_size_query_param = "page_size"
+    max_page_size = 100
+    page_size_query_description = ("nodes a page, each with its topology document (about 25 KB at 384 threads): "
+                                   "5 unless asked, at most 100")
+
+
+class PlacementPagination(ResultsPagination):
+    """A session's pods carry their verdicts per node class (about 13 KB a pod at 5,000 nodes): 10 a page unless
+    asked, at most ResultsPagination's 1,000."""
+
+    page_size = 10
+    page_size_query_description = ("pods a page, each with its verdicts per node class (about 13 KB a pod at 5,000 "
+                                   "nodes): 10 unless asked, at most 1000")

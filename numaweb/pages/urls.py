@@ -37,6 +37,7 @@ comparison_urls = ([
     path("", comparisons.comparison_list, name="list"),
     path("start", comparisons.start, name="start"),
     path("<int:pk>/", comparisons.detail, name="detail"),
+    path("<int:pk>/strips/<int:index>", comparisons.strip, name="strip"),
 ], "comparisons")
 
 room_urls = ([

@@ -65,7 +65,7 @@ def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo
     assert 'data-status="pending"' in pending and "hx-trigger" in pending and "<svg" not in pending
     run_all(comparison)
     html = client.get(url).content.decode()
-    assert 'data-status="done"' in html and "hx-trigger" not in html
+    assert 'data-status="done"' in html and 'hx-trigger="every' not in html  # polling ends
     charts = html.count('data-chart="bars"')
     assert charts >= 9
     bars = marks(html, "chart-bar")
@@ -79,7 +79,11 @@ def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo
     for b in columns:
         v = variants[int(b["data-series"])]
         assert int(b["data-value"]) == v.metrics["block_histogram"][b["data-category"]]
-    cells = marks(html, "heat")
+    # the strips are drawn on demand, each from its variant's per-node table (the legend's swatches stay)
+    assert not [c for c in marks(html, "heat") if "data-node" in c]
+    strips = [reverse("comparisons:strip", args=[comparison.pk, v.index]) for v in variants]
+    assert all(f'hx-get="{url}"' in html for url in strips)
+    cells = [c for url in strips for c in marks(client.get(url).content.decode(), "heat")]
     numa_total = sum(n.num_numa_nodes for n in Node.objects.filter(cluster=demo))
     assert len([c for c in cells if "data-node" in c]) == 4 * numa_total
     srv = [c for c in cells if c.get("data-node") == "srv-gpu-1" and c.get("data-numa") == "0"]
