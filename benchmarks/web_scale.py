@@ -240,8 +240,9 @@ def route_urls(ids: dict[str, object]) -> tuple[list[tuple[str, str]], list[str]
 
     urls, missing = [], []
     for name, kwargs in every_route():
-        kind = next((kind for word, kind in ID_OF if word in name.split(":")[-1]), None)
-        values = {k: ids["index"] if k == "index" else ids["app_label"] if k == "app_label" else ids.get(kind)
+        kind = next((kind for word, kind in ID_OF if word in name), None)
+        index = 0 if kind == "comparison" else ids["index"]  # a comparison's first variant, a session's pod
+        values = {k: index if k == "index" else ids["app_label"] if k == "app_label" else ids.get(kind)
                   for k in kwargs}
         if any(v is None for v in values.values()):
             missing.append(name)
@@ -420,7 +421,7 @@ def every_page(args, data_dir: Path) -> None:
                      download))
         print(f"  {status} {size:>11,} B {first:8.1f} {statistics.median(times):8.1f} {statistics.median(cpu):8.1f} ms"
               f"  {url}", flush=True)
-    print(f"\\nload average after: {Path('/proc/loadavg').read_text().split()[:3]}\\n")
+    print(f"\nload average after: {Path('/proc/loadavg').read_text().split()[:3]}\n")
     print("| route | path | status | bytes | first ms | median ms | fastest ms | CPU ms (median) "
           "| ≤ 100 ms and ≤ 200 KB |")
     print("|---|---|--:|--:|--:|--:|--:|--:|---|")
@@ -433,7 +434,7 @@ def every_page(args, data_dir: Path) -> None:
         print(f"| {label} | `{url}` | {status} | {size:,} | {first:.0f} | {median:.1f} | {fastest:.1f} | {cpu:.1f} "
               f"| {ok} |")
     if missing:
-        print(f"\\nno real object for: {', '.join(missing)}")
+        print(f"\nno real object for: {', '.join(missing)}")
 
 
 def main() -> None:
