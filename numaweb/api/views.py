@@ -54,8 +54,9 @@ CONFLICT = inline_serializer("Conflict", {
 
 
 def _int_param(request: Request, name: str) -> int | None:
+    """The id a query parameter names; None when absent (an empty one is no integer: 400 naming it)."""
     raw = request.query_params.get(name)
-    if not raw:
+    if raw is None:
         return None
     try:
         value = int(raw)
@@ -68,7 +69,7 @@ def _int_param(request: Request, name: str) -> int | None:
 
 def _bool_param(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
-    if not raw:
+    if raw is None:
         return None
     if raw.lower() in ("1", "true", "yes"):
         return True
@@ -246,6 +247,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         if self.action != "list":
             return qs
         cluster = _int_param(self.request, "cluster")
+        if self.request.query_params.get("status") == "":  # the page's "any status"; the API's is to leave it out
+            raise ValidationError({"status": [f"empty; one of {', '.join(Job.Status.values)}, or leave it out"]})
         form = JobFilterForm(self.request.query_params)
         if not form.is_valid():
             raise ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})

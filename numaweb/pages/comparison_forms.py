@@ -76,6 +76,15 @@ class VariantForm(forms.Form):
     weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="numa-aware weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The controls the row shows without a label of their own are named for their row ("variant 2:
+        scope"): the table's header names the column for the eye, a screen reader (and axe) needs each named.
+        The CPU options (each ticked box) and the `replace` box carry visible labels."""
+        super().__init__(*args, **kwargs)
+        row = int(str(self.prefix).rsplit("-", 1)[-1]) + 1
+        for name in ("profile", "topology_manager_policy", "topology_manager_scope", "weight", "distance_tie_break"):
+            self.fields[name].widget.attrs["aria-label"] = f"variant {row}: {self.fields[name].label}"
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
