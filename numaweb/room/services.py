@@ -161,7 +161,7 @@ def parse_request(cluster: Cluster, data: object) -> RoomQuestion:
             source = "the job's last session, the one that left it pending"
         else:
             profile, source = "aligned", "the default: no session of the job yet" if job else "the default"
-    options = _options(data)
+    options = parse_options(data)
     options["weight"], options["profile_from"], options["profile_source"] = weight, session, source
     return RoomQuestion(cluster=cluster, job=job, shape=shape, count=count, profile=profile, options=options)
 
@@ -214,7 +214,7 @@ def _target_shape(data: Mapping[str, object]) -> tuple[ShapeDict, int]:
     return shape.to_dict(), count
 
 
-def _options(data: Mapping[str, object]) -> RoomOptions:
+def parse_options(data: Mapping[str, object]) -> RoomOptions:
     """The search's options, each checked, with the settings' defaults."""
     evictions = data.get("allow_evictions", False)
     if not isinstance(evictions, bool):
@@ -244,6 +244,13 @@ def priorities(cluster: Cluster) -> dict[str, int]:
     return dict(Allocation.objects.filter(cluster=cluster, job__isnull=False).values_list("pod", "job__priority"))
 
 
+def rules_of(options: Mapping[str, Any]) -> Rules:
+    """What may not move, from a request's stored options and NUMAWEB_MAKE_ROOM_PINNED (always)."""
+    return Rules(protected_namespaces=options.get("protected_namespaces", ()), max_priority=options.get("max_priority"),
+                 pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
+                 allow_evictions=bool(options.get("allow_evictions")))
+
+
 class QuestionRuns(runs.Kind):
     """Make-room questions as runs: what is theirs is their task's time limits (NUMAWEB_MAKE_ROOM_TASK_SECONDS)
     and `consume`, the search and the verified plan with its dry-run session, written together."""
@@ -269,11 +276,7 @@ class QuestionRuns(runs.Kind):
         cluster = EngineCluster(nodes)
         job, held = target_of(row)
         options = row.options or {}
-        rules = Rules(protected_namespaces=options.get("protected_namespaces", ()),
-                      max_priority=options.get("max_priority"),
-                      pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
-                      allow_evictions=bool(options.get("allow_evictions")))
-        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)), rules,
+        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)), rules_of(options),
                          priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
                          max_checks=settings.NUMAWEB_MAKE_ROOM_MAX_CHECKS,

@@ -153,11 +153,12 @@ def _moves(plan: RoomPlan) -> list[tuple[RunningPod, str | None]]:
 @paused_gc()
 def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "aligned", rules: Rules | None = None,
            priorities: Mapping[str, int] | None = None, held: Mapping[str, Collection[str]] | None = None,
-           max_moves: int = 8, time_limit: float = 60.0, job_time_limit: float = 8.0,
+           max_moves: int = 8, time_limit: float = 60.0, job_time_limit: float = 8.0, max_checks: int = 200,
            progress: Callable[[int, int], None] | None = None) -> Advice:
     """Make room for each of `jobs` on `cluster` (left unchanged), ranked, with conflicts and a verified proposal
     (module docstring). `held`: job key → uids of that job's pods already running; `time_limit` bounds the whole
-    question (each job's make room gets at most `job_time_limit`, and an equal share of what is left)."""
+    question (each job's make room gets at most `job_time_limit`, and an equal share of what is left, and checks at
+    most `max_checks` plans)."""
     started = time.monotonic()
     deadline = started + time_limit
     if time_limit <= 0 or job_time_limit <= 0:
@@ -172,19 +173,21 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
         if share < MIN_JOB_SECONDS:
             stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
             break
-        plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share)
+        plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share,
+                         max_checks)
         answers.append(JobAdvice(job, plan))
         if progress is not None:
             progress(i + 1, len(jobs))
     ranked = _with_conflicts(sorted(answers, key=lambda a: a.rank))
     advice = Advice(ranked, stopped=stopped)
-    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, deadline)
+    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, max_checks, deadline)
     advice.engine_s = time.monotonic() - started
     return advice
 
 
 def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, priorities: Mapping[str, int] | None,
-             held: Mapping[str, Collection[str]], max_moves: int, job_time_limit: float, deadline: float) -> None:
+             held: Mapping[str, Collection[str]], max_moves: int, job_time_limit: float, max_checks: int,
+             deadline: float) -> None:
     """The greedy proposal: each job in rank order joins if its own plan, or failing that a plan asked on the state
     the set so far leaves (its pods pinned), verifies together with the set's moves from `cluster` as it is."""
     running = {p.uid: p for p in running_pods(cluster, priorities)}
@@ -201,7 +204,7 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
                 placed = tuple(p.uid for p in state.result.pods if p.node is not None)
                 again = replace(rules, pinned=(*rules.pinned, *placed))
                 plans.append(make_room(state.cluster, candidate.job, profile, again, priorities,
-                                       held.get(job_key(candidate.job), ()), max_moves, share))
+                                       held.get(job_key(candidate.job), ()), max_moves, share, max_checks))
         for plan in plans:
             if not plan.found:
                 continue
