@@ -5,7 +5,10 @@ checked here against the inventory and the moves listed. Bad requests are 400s n
 
 from __future__ import annotations
 
+import socket
+
 import pytest
+from django.utils import timezone
 
 from numaweb.inventory.models import Allocation, Cluster
 from numaweb.jobs.models import Job
@@ -122,3 +125,18 @@ def test_one_run_per_cluster_at_a_time_and_operators_ask(operator_api, viewer_ap
     assert again.headers["Retry-After"]
     assert viewer_api.get(first.headers["Location"]).json()["status"] == "pending"
     assert Cluster.objects.count() == 1 and DefragRun.objects.count() == 1
+
+
+def test_a_run_whose_worker_died_is_queued_again_by_housekeeping(operator_api, db):
+    from numaweb.room.defrag import ADVISOR
+    from numaweb.worker import runs
+
+    cluster = fragmented_rows(nodes=1)
+    gang_job(pods=1)
+    assert ADVISOR in runs.kinds()  # every worker's housekeeping sees the kind
+    row = DefragRun.objects.create(cluster=cluster, status=DefragRun.RUNNING, worker=f"{socket.gethostname()}:999999",
+                                   started_at=timezone.now(), runs=1)
+    assert ADVISOR.recover(older_than=60) == [row.pk]
+    row.refresh_from_db()
+    assert row.status == DefragRun.PENDING and row.error.startswith("worker lost:")
+    assert "queued again automatically" in row.error
