@@ -34,8 +34,6 @@ from .services import RoomError, RoomOptions, parse_options, priorities, rules_o
 log = logging.getLogger("numaweb.room")
 
 FIELDS = ("profile", "allow_evictions", "protected_namespaces", "max_priority", "pinned", "max_moves")
-#: the `moves` buckets of numaweb_defrag_placeable_jobs: jobs placeable after at most this many moves
-MOVE_BUCKETS = (0, 1, 2, 4, 8, 16)
 
 
 class DefragQuestion(TypedDict):
@@ -163,12 +161,6 @@ class AdvisorRuns(runs.Kind):
 
 
 ADVISOR = runs.register(AdvisorRuns())
-
-
-def placeable(result: Mapping[str, Any]) -> dict[int, int]:
-    """Jobs with a verified plan of at most N moves, for each N of MOVE_BUCKETS (cumulative)."""
-    moves = [j["moves"] for j in result.get("jobs", []) if j.get("found")]
-    return {n: sum(1 for m in moves if m <= n) for n in MOVE_BUCKETS}
 
 
 def defrag_dict(row: DefragRun) -> dict[str, Any]:
