@@ -132,8 +132,8 @@ class AdvisorRuns(runs.Kind):
         holding = job_services.held_pods(ids.values())
         held = {key: holding[pk] for key, pk in ids.items() if pk in holding}
         options = row.options or {}
-        advice = advise(cluster, jobs, get_profile(row.profile, options.get("weight", 1)), rules_of(options),
-                        priorities(row.cluster), held,
+        advice = advise(cluster, jobs, get_profile(row.profile, options.get("weight", 1)),
+                        rules_of(options, row.cluster), priorities(row.cluster), held,
                         max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
                         time_limit=settings.NUMAWEB_DEFRAG_SECONDS, job_time_limit=settings.NUMAWEB_DEFRAG_JOB_SECONDS,
                         max_checks=settings.NUMAWEB_DEFRAG_MAX_CHECKS, progress=progress)

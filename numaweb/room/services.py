@@ -34,8 +34,8 @@ from scheduler_core.scheduler.explain import PodStatus
 from scheduler_core.scheduler.headroom import Shape, ShapeDict
 from scheduler_core.scheduler.profiles import PROFILES, get_profile
 from scheduler_core.scheduler.room import make_room
+from scheduler_core.scheduler.room_moves import Budget, Rules, shape_job
 from scheduler_core.scheduler.room_moves import RoomPlan as EnginePlan
-from scheduler_core.scheduler.room_moves import Rules, shape_job
 
 from .models import RoomPlan
 
@@ -244,11 +244,14 @@ def priorities(cluster: Cluster) -> dict[str, int]:
     return dict(Allocation.objects.filter(cluster=cluster, job__isnull=False).values_list("pod", "job__priority"))
 
 
-def rules_of(options: Mapping[str, Any]) -> Rules:
-    """What may not move, from a request's stored options and NUMAWEB_MAKE_ROOM_PINNED (always)."""
+def rules_of(options: Mapping[str, Any], cluster: Cluster) -> Rules:
+    """What may not move: a request's stored options, NUMAWEB_MAKE_ROOM_PINNED (always) and the PodDisruptionBudgets
+    of the cluster's last snapshot (as they are when the question runs)."""
+    budgets = Cluster.objects.filter(pk=cluster.pk).values_list("disruption_budgets", flat=True).first() or []
     return Rules(protected_namespaces=options.get("protected_namespaces", ()), max_priority=options.get("max_priority"),
                  pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
-                 allow_evictions=bool(options.get("allow_evictions")))
+                 allow_evictions=bool(options.get("allow_evictions")),
+                 budgets=tuple(Budget(b["name"], b["allowed"], frozenset(b["pods"])) for b in budgets))
 
 
 class QuestionRuns(runs.Kind):
@@ -276,8 +279,8 @@ class QuestionRuns(runs.Kind):
         cluster = EngineCluster(nodes)
         job, held = target_of(row)
         options = row.options or {}
-        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)), rules_of(options),
-                         priorities(row.cluster), held,
+        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)),
+                         rules_of(options, row.cluster), priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
                          max_checks=settings.NUMAWEB_MAKE_ROOM_MAX_CHECKS,
                          time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=progress)

@@ -140,3 +140,17 @@ def test_a_run_whose_worker_died_is_queued_again_by_housekeeping(operator_api, d
     row.refresh_from_db()
     assert row.status == DefragRun.PENDING and row.error.startswith("worker lost:")
     assert "queued again automatically" in row.error
+
+
+def test_the_advisor_and_make_room_honour_a_closed_budget(operator_api, eager, django_capture_on_commit_callbacks):
+    cluster = fragmented_rows(nodes=2)
+    job = gang_job(pods=1)
+    Cluster.objects.filter(pk=cluster.pk).update(disruption_budgets=[
+        {"name": "batch/small", "allowed": 0, "pods": [f"batch/small-{i}-{n}" for i in range(2) for n in range(2)]}])
+    with django_capture_on_commit_callbacks(execute=True):
+        room = operator_api.post(f"/api/clusters/{cluster.pk}/make-room/", {"job": job.pk}, format="json")
+        queue = operator_api.post(f"/api/clusters/{cluster.pk}/defrag/", {}, format="json")
+    room = operator_api.get(room.headers["Location"]).json()
+    assert room["found"] is False and room["stats"]["not_movable"] == {"PodDisruptionBudget": 4}
+    queue = operator_api.get(queue.headers["Location"]).json()
+    assert queue["jobs"][0]["found"] is False and queue["proposal"]["jobs"] == []
