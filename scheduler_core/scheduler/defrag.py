@@ -197,6 +197,10 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
     for i, candidate in enumerate(advice.jobs):
         if not candidate.plan.found:
             break  # ranked: the rest have no plan either
+        if time.monotonic() > deadline:  # each try is a session over the whole cluster: the budget bounds them too
+            reached = f"time limit reached while proposing, after {i} of {len(advice.jobs)} ranked jobs"
+            advice.stopped = f"{advice.stopped}; {reached}" if advice.stopped else reached
+            break
         plans = [candidate.plan]
         if state is not None:
             share = min(job_time_limit, (deadline - time.monotonic()) / (len(advice.jobs) - i))
@@ -214,6 +218,8 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
                     break  # a pod the set placed: not to be moved
                 merged[pod.uid] = (merged.get(pod.uid, (running[pod.uid], None))[0], dest)
             else:
+                if rules.over_budget(pod for pod, _dest in merged.values()) is not None:
+                    continue  # the set's moves together disrupt more than a PodDisruptionBudget allows
                 together = [*chosen, candidate.job]
                 all_held = frozenset(uid for j in together for uid in held.get(job_key(j), ()))
                 outcome = verify(cluster, together, list(merged.values()), profile, all_held)
