@@ -60,7 +60,7 @@ def parse_request(cluster: Cluster, data: object) -> DefragQuestion:
     if unknown:
         raise RoomError(unknown[0], f"unknown field; expected: {', '.join(FIELDS)}")
     profile = data.get("profile") or ""
-    if profile and profile not in PROFILES:
+    if not isinstance(profile, str) or (profile and profile not in PROFILES):
         raise RoomError("profile", f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}")
     options = parse_options(data)
     nodes = Node.objects.filter(cluster=cluster, removed_at__isnull=True).count()

@@ -93,6 +93,7 @@ def test_protected_namespaces_are_honoured(operator_api, db, eager, django_captu
 @pytest.mark.parametrize(("body", "field"), [
     ([1, 2], "profile"),
     ({"profile": "fast"}, "profile"),
+    ({"profile": ["aligned"]}, "profile"),
     ({"allow_evictions": "yes"}, "allow_evictions"),
     ({"max_priority": "high"}, "max_priority"),
     ({"protected_namespaces": [3]}, "protected_namespaces"),
