@@ -1,7 +1,8 @@
 """The pending queue, ranked by what it takes to place each job (docs/MAKE_ROOM.md, "The queue").
 
 `advise(cluster, jobs, profile, rules, ...)` asks make room (`room.make_room`) for every pending job on the cluster
-as it is, within half of one time budget, and ranks the answers: jobs that fit now first, then by the fewest pods
+as it is (once for jobs alike: same pods, gang, priority, namespace and queue, none running), within half of one time
+budget, and ranks the answers: jobs that fit now first, then by the fewest pods
 moved, then CPUs moved. Two plans *conflict* when they move a pod in common. The *proposal* is a compatible set chosen
 greedily in that order: a job joins with its own plan, or, when that one conflicts with the set so far or does not
 verify with it, with a plan make room finds on the state the set leaves (the set's pods pinned). It joins only if
@@ -13,7 +14,7 @@ room's plans are, as one plan: one session placing its jobs after its moves."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
@@ -25,7 +26,7 @@ from .gc_pause import paused_gc
 from .profiles import Profile, get_profile
 from .room import make_room
 from .room_moves import AfterDict, Move, MoveDict, RoomPlan, Rules, RunningPod, put_on, running_pods, take_off
-from .session import run_session
+from .session import _pod_signature, run_session
 
 #: the least time one job's make room gets, whatever the budget left (a smaller share proves nothing)
 MIN_JOB_SECONDS = 0.2
@@ -146,6 +147,16 @@ def verify(cluster: Cluster, jobs: Sequence[Job], moves: Sequence[tuple[RunningP
     return _Verified(done, result, work)
 
 
+def _question(job: Job, held: Collection[str]) -> Hashable | None:
+    """What make room's answer for a job depends on, its identity aside (its pods as a session sees them, its gang
+    minimum, priority, namespace and queue): jobs alike share one answer, asked once. None when some of its pods run
+    (the answer then depends on which)."""
+    if held:
+        return None
+    return (tuple(_pod_signature(pod) for _t, pod in job.pods()), job.min_available, job.priority, job.namespace,
+            job.queue)
+
+
 def _moves(plan: RoomPlan) -> list[tuple[RunningPod, str | None]]:
     return [(m.pod, m.to_node) for m in (*plan.moves, *plan.evictions)]
 
@@ -168,13 +179,20 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
     held = held or {}
     answers: list[JobAdvice] = []
     stopped = None
+    keys = [_question(job, held.get(job_key(job), ())) for job in jobs]
+    asked: dict[Hashable, RoomPlan] = {}
     for i, job in enumerate(jobs):
-        share = min(job_time_limit, (deadline - time.monotonic()) / (2 * (len(jobs) - i)))  # half for the proposal
-        if share < MIN_JOB_SECONDS:
-            stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
-            break
-        plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share,
-                         max_checks)
+        plan = asked.get(keys[i]) if keys[i] is not None else None
+        if plan is None:
+            questions = len({k for k in keys[i:] if k is not None and k not in asked}) + keys[i:].count(None)
+            share = min(job_time_limit, (deadline - time.monotonic()) / (2 * questions))  # half for the proposal
+            if share < MIN_JOB_SECONDS:
+                stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
+                break
+            plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share,
+                             max_checks)
+            if keys[i] is not None:
+                asked[keys[i]] = plan
         answers.append(JobAdvice(job, plan))
         if progress is not None:
             progress(i + 1, len(jobs))
