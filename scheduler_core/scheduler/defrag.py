@@ -14,7 +14,7 @@ room's plans are, as one plan: one session placing its jobs after its moves."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
@@ -181,6 +181,7 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
     stopped = None
     keys = [_question(job, held.get(job_key(job), ())) for job in jobs]
     asked: dict[Hashable, RoomPlan] = {}
+    took: list[float] = []
     for i, job in enumerate(jobs):
         plan = asked.get(keys[i]) if keys[i] is not None else None
         if plan is None:
@@ -189,8 +190,10 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
             if share < MIN_JOB_SECONDS:
                 stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
                 break
+            asking = time.monotonic()
             plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share,
                              max_checks)
+            took.append(time.monotonic() - asking)
             if keys[i] is not None:
                 asked[keys[i]] = plan
         answers.append(JobAdvice(job, plan))
@@ -198,16 +201,19 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
             progress(i + 1, len(jobs))
     ranked = _with_conflicts(sorted(answers, key=lambda a: a.rank))
     advice = Advice(ranked, stopped=stopped)
-    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, max_checks, deadline)
+    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, max_checks, deadline,
+             min(took, default=0.0))
     advice.engine_s = time.monotonic() - started
     return advice
 
 
 def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, priorities: Mapping[str, int] | None,
              held: Mapping[str, Collection[str]], max_moves: int, job_time_limit: float, max_checks: int,
-             deadline: float) -> None:
+             deadline: float, floor: float) -> None:
     """The greedy proposal: each job in rank order joins if its own plan, or failing that a plan asked on the state
-    the set so far leaves (its pods pinned), verifies together with the set's moves from `cluster` as it is."""
+    the set so far leaves (its pods pinned), verifies together with the set's moves from `cluster` as it is. `floor`:
+    the shortest time a question took (what asking costs on this cluster before any search: a smaller share finds
+    nothing)."""
     running = {p.uid: p for p in running_pods(cluster, priorities)}
     chosen: list[Job] = []
     moves: dict[str, tuple[RunningPod, str | None]] = {}  # by uid, in order: the pod as it runs now, its destination
@@ -219,15 +225,21 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
             reached = f"time limit reached while proposing, after {i} of {len(advice.jobs)} ranked jobs"
             advice.stopped = f"{advice.stopped}; {reached}" if advice.stopped else reached
             break
-        plans = [candidate.plan]
-        if state is not None:
-            share = min(job_time_limit, (deadline - time.monotonic()) / (len(advice.jobs) - i))
-            if share >= MIN_JOB_SECONDS:
+        def plans(candidate: JobAdvice = candidate, i: int = i, state: _Verified | None = state,
+                  taken: frozenset[str] = frozenset(moves)) -> Iterator[RoomPlan]:
+            """Its own plan, unless it moves a pod the set moves already (it cannot make room twice); then, asked
+            only if needed, a plan on the state the set leaves, with at least the time one question took."""
+            if not candidate.moved & taken:
+                yield candidate.plan
+            left = deadline - time.monotonic()
+            share = min(job_time_limit, max(left / (len(advice.jobs) - i), floor))
+            if state is not None and share >= MIN_JOB_SECONDS and left >= share:
                 placed = tuple(p.uid for p in state.result.pods if p.node is not None)
                 again = replace(rules, pinned=(*rules.pinned, *placed))
-                plans.append(make_room(state.cluster, candidate.job, profile, again, priorities,
-                                       held.get(job_key(candidate.job), ()), max_moves, share, max_checks))
-        for plan in plans:
+                yield make_room(state.cluster, candidate.job, profile, again, priorities,
+                                held.get(job_key(candidate.job), ()), max_moves, share, max_checks)
+
+        for plan in plans():
             if not plan.found:
                 continue
             merged = dict(moves)
