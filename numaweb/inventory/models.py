@@ -50,6 +50,9 @@ class Cluster(models.Model):
                               help_text='"kubectl-snapshot" once a cluster snapshot was imported into it')
     imported_at = models.DateTimeField(null=True, blank=True, help_text="last snapshot import")
     last_import = models.JSONField(default=dict, blank=True, help_text="what the last snapshot import changed")
+    disruption_budgets = models.JSONField(default=list, blank=True, help_text=(
+        'the last snapshot\'s PodDisruptionBudgets: [{"name": "ns/name", "allowed": n, "pods": ["ns/pod", ...]}], '
+        "which make room and the queue's advisor honour"))
 
     history = audited()  # the audit trail (numaweb.access.history)
 

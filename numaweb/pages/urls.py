@@ -43,4 +43,6 @@ comparison_urls = ([
 room_urls = ([
     path("start", room.start, name="start"),
     path("<int:pk>/", room.detail, name="detail"),
+    path("queue/start", room.defrag_start, name="defrag-start"),
+    path("queue/<int:pk>/", room.defrag_detail, name="defrag"),
 ], "room")
