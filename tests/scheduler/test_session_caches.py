@@ -1,0 +1,103 @@
+"""The kubelet's memos on a session's path (CPU hints by free CPUs per NUMA node, merges by the hints'
+identities, the CPUs `allocate_cpus` picks, the explanation's hint codes) change nothing: a session
+with them decides and explains exactly what the same session decides when every look-up misses and
+everything is computed again. Random clusters and workloads, every profile, caches cold and warm."""
+
+import random
+
+import pytest
+
+from scheduler_core.bench import make_cluster, make_jobs
+from scheduler_core.kubelet.cpumanager import cpu_manager, topology_hints
+from scheduler_core.kubelet.cpumanager.topology_hints import cpu_topology_hints
+from scheduler_core.kubelet.topologymanager import scope
+from scheduler_core.model.bitmask import bits_of, iterate_masks
+from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler import explain
+from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile
+from scheduler_core.scheduler.session import run_session
+
+from .test_session_incremental import _gangs
+
+MEMOS = [(topology_hints, "_HINTS"), (scope, "_MERGES"), (cpu_manager, "_CHOSEN"), (explain, "_CODES")]
+
+
+class Forgetful(dict):
+    """A memo that never remembers: every look-up misses, so every answer is computed again."""
+
+    def get(self, key, default=None):
+        return default
+
+
+def _session(seed: int, profile):
+    rng = random.Random(seed)
+    jobs = make_jobs(rng.randint(60, 120), seed=seed) + _gangs(rng, 4)
+    result = run_session(make_cluster(rng.randint(8, 24), seed=seed), jobs, profile=profile)
+    data = result.to_dict()
+    data.pop("timings")
+    return data, result
+
+
+def _cold():
+    for module, name in MEMOS:
+        getattr(module, name).clear()
+
+
+@pytest.mark.parametrize("profile", [*PROFILES, AlignedProfile(distance_tie_break=True)],
+                         ids=lambda p: p if isinstance(p, str) else f"{p.name}-{p}")
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_memos_change_no_decision_and_no_explanation(profile, seed, monkeypatch):
+    _cold()
+    cold, result = _session(seed, profile)
+    _session(seed + 100, profile)  # other states in the memos
+    warm, _ = _session(seed, profile)
+    for module, name in MEMOS:
+        monkeypatch.setattr(module, name, Forgetful())
+    computed, _ = _session(seed, profile)
+    assert cold == computed
+    assert warm == computed
+    assert result.counts["placed"] > 0
+
+
+def test_the_memos_are_used_and_stay_bounded(monkeypatch):
+    """Without hits the memos would be dead weight: a session asks the same merges, hints and CPU choices
+    again and again. A full memo starts over instead of growing."""
+    _cold()
+    asked, computed = [], []
+    real_merged, real_merge = scope.Scope._merged, scope.merge_hints
+    monkeypatch.setattr(scope.Scope, "_merged", lambda self, p: asked.append(1) or real_merged(self, p))
+    monkeypatch.setattr(scope, "merge_hints", lambda *a: computed.append(1) or real_merge(*a))
+    _session(7, "aligned")
+    assert scope._MERGES and topology_hints._HINTS and cpu_manager._CHOSEN
+    assert 0 < len(computed) < len(asked) / 2  # merges the rejections' fault finding asks included
+    monkeypatch.setattr(topology_hints, "_HINTS_LIMIT", 3)
+    topology_hints._HINTS.clear()
+    topo = synthetic(2, 2, 4, 2)
+    for n in range(1, 9):
+        cpu_topology_hints(topo, topo.all_cpus, None, n)
+    assert len(topology_hints._HINTS) <= 3
+
+
+def test_cpu_hints_depend_on_the_free_count_per_numa_node_only():
+    """Two free sets with the same count per NUMA node share a memo entry; the hints are those of a walk
+    over every NUMA mask."""
+    topo = synthetic(2, 4, 4, 2)
+    rng = random.Random(9)
+    cpus = list(range(topo.all_cpus.bit_length()))
+    for _ in range(200):
+        free = 0
+        for cpu in rng.sample(cpus, rng.randint(0, len(cpus))):
+            free |= 1 << cpu
+        request = rng.randint(1, 40)
+        hints = cpu_topology_hints(topo, free, None, request)
+        numa_cpus = topo.numa_cpus
+        capacity = sorted((m.bit_count() for m in numa_cpus.values()), reverse=True)
+        fewest = next((k for k in range(1, len(capacity) + 1) if sum(capacity[:k]) >= request), len(capacity))
+        expected = []
+        for mask in iterate_masks(numa_cpus):
+            region = 0
+            for nid in bits_of(mask):
+                region |= numa_cpus[nid]
+            if (free & region).bit_count() >= request:
+                expected.append((mask, mask.bit_count() == fewest))
+        assert [(h.affinity, h.preferred) for h in hints] == expected
