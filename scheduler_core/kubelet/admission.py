@@ -10,7 +10,7 @@ hints so the decision can be shown.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model.cpuset import CPUSet
@@ -25,7 +25,7 @@ from .topologymanager.hint import TopologyHint
 from .topologymanager.scope import AdmissionError, Decision, HintProvider, TopologyAffinityError
 from .topologymanager.scopes import scope_for
 
-__all__ = ["AdmissionError", "AdmitResult", "Decision", "TopologyAffinityError", "admit_pod"]
+__all__ = ["AdmissionError", "AdmitResult", "Decision", "TopologyAffinityError", "admit_pod", "commit_admission"]
 
 
 @dataclass
@@ -57,6 +57,12 @@ class AdmitResult:
             out |= a.cpus
         return out
 
+    def relabeled(self, node: str, pod: str) -> AdmitResult:
+        """This verdict as the admission of another pod of the same shape on another node in the same
+        state gives it: the same decisions and resources, held by `pod` on `node`."""
+        return AdmitResult(node, pod, self.admitted, self.error, [replace(a, pod=pod) for a in self.allocations],
+                           list(self.decisions))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "node": self.node,
@@ -78,10 +84,16 @@ def admit_pod(node: Node, pod: Pod, commit: bool = True) -> AdmitResult:
     """
     run = _Admission(node, pod)
     result = run.run()
-    if commit and result.admitted:
+    if commit:
+        commit_admission(node, result)
+    return result
+
+
+def commit_admission(node: Node, result: AdmitResult) -> None:
+    """Record an admitted pod's allocations on the node (a rejected pod changes nothing)."""
+    if result.admitted:
         for alloc in result.allocations:
             node.allocate(alloc)
-    return result
 
 
 class _Admission:

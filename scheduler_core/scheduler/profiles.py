@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from ..errors import PolicyError, check_int
-from ..kubelet.admission import admit_pod
+from ..kubelet.admission import AdmitResult, admit_pod
 from ..model.pods import Pod
 from ..volcano.cache import NumaCache
 from ..volcano.cpumanager.provider import NumaModel
@@ -79,6 +79,11 @@ class ProfileSession:
 
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         """The scheduler bound `pod` to node `name` (before the kubelet's admission there)."""
+
+    def admission(self, name: str, pod: Pod, verdict: NodeVerdict) -> AdmitResult | None:
+        """The kubelet's admission of `pod` on `name` when the verdict already is exactly that (None:
+        the session runs it)."""
+        return None
 
     def on_rollback(self, pod: Pod, name: str) -> None:
         """The pod's gang did not reach minAvailable: undo what `on_place` did."""
@@ -213,6 +218,15 @@ class _AlignedSession(ProfileSession):
 
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
         return normalize_scores([v.numa_count for v in verdicts])
+
+    def admission(self, name: str, pod: Pod, verdict: NodeVerdict) -> AdmitResult | None:
+        """The verdict is the admission on a node of the class, for a pod of the same shape: the nodes
+        of a class share everything the admission reads (shape, settings, free CPUs, devices in use),
+        except the static Memory Manager's NUMA groups, which the state key does not hold."""
+        res = verdict.admission
+        if res is None or self.nodes[name].kubelet.static_memory:
+            return None
+        return res.relabeled(name, pod.uid)
 
     def tie_break(self, name: str, verdict: NodeVerdict) -> float:
         """With `distance_tie_break`: the placement's mean NUMA distance on the node (0 when the machine

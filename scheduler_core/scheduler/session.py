@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from ..errors import RequestError, check_int
-from ..kubelet.admission import admit_pod
+from ..kubelet.admission import admit_pod, commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
 from .classes import NodeClasses, ShapeView, VerdictGroup
@@ -252,7 +252,11 @@ class _Session:
         self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
         node = c.nodes[name]
-        res = admit_pod(node, pod, commit=True)
+        res = self.profile.admission(name, pod, verdict)
+        if res is None:
+            res = admit_pod(node, pod, commit=True)
+        else:
+            commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:

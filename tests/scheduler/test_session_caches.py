@@ -1,8 +1,10 @@
-"""The kubelet's memos on a session's path (CPU hints by free CPUs per NUMA node, merges by the hints'
-identities, the CPUs `allocate_cpus` picks, the explanation's hint codes) change nothing: a session
-with them decides and explains exactly what the same session decides when every look-up misses and
-everything is computed again. Random clusters and workloads, every profile, caches cold and warm."""
+"""The session's fast paths change nothing: the kubelet's memos (CPU hints by free CPUs per NUMA node,
+merges by the hints' identities, the CPUs `allocate_cpus` picks, the explanation's hint codes) and the
+aligned profile's admission taken from its verdict. A session with them decides and explains exactly
+what the same session decides when every look-up misses and the kubelet's admission runs on every
+chosen node. Random clusters and workloads, every profile, caches cold and warm."""
 
+import dataclasses
 import random
 
 import pytest
@@ -12,9 +14,11 @@ from scheduler_core.kubelet.cpumanager import cpu_manager, topology_hints
 from scheduler_core.kubelet.cpumanager.topology_hints import cpu_topology_hints
 from scheduler_core.kubelet.topologymanager import scope
 from scheduler_core.model.bitmask import bits_of, iterate_masks
+from scheduler_core.model.node import Node
 from scheduler_core.model.topology import synthetic
-from scheduler_core.scheduler import explain
-from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile
+from scheduler_core.scheduler import explain, profiles, session
+from scheduler_core.scheduler.cluster import Cluster
+from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile, ProfileSession
 from scheduler_core.scheduler.session import run_session
 
 from .test_session_incremental import _gangs
@@ -53,6 +57,7 @@ def test_memos_change_no_decision_and_no_explanation(profile, seed, monkeypatch)
     warm, _ = _session(seed, profile)
     for module, name in MEMOS:
         monkeypatch.setattr(module, name, Forgetful())
+    monkeypatch.setattr(profiles._AlignedSession, "admission", ProfileSession.admission)
     computed, _ = _session(seed, profile)
     assert cold == computed
     assert warm == computed
@@ -101,3 +106,18 @@ def test_cpu_hints_depend_on_the_free_count_per_numa_node_only():
             if (free & region).bit_count() >= request:
                 expected.append((mask, mask.bit_count() == fewest))
         assert [(h.affinity, h.preferred) for h in hints] == expected
+
+
+def test_aligned_takes_the_admission_from_its_verdict_except_under_the_static_memory_manager(monkeypatch):
+    """The static Memory Manager's NUMA groups are not in the aligned profile's state key, so there the
+    kubelet's admission runs on the chosen node; elsewhere the verdict is the admission."""
+    ran = []
+    real = session.admit_pod
+    monkeypatch.setattr(session, "admit_pod", lambda node, pod, commit: ran.append(pod) or real(node, pod, commit))
+    plain = run_session(make_cluster(12, seed=3), make_jobs(40, seed=3), profile="aligned")
+    assert plain.counts["admitted"] > 30 and not ran
+    cluster = make_cluster(12, seed=3)
+    memory = {"memory_manager_policy": "Static", "reserved_memory": {0: {"memory": 1 << 30}}}
+    nodes = [Node(n.name, n.topology, dataclasses.replace(n.kubelet, **memory)) for n in cluster]
+    static = run_session(Cluster(nodes), make_jobs(40, seed=3), profile="aligned")
+    assert len(ran) == static.counts["placed"] > 30
