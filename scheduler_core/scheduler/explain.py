@@ -73,6 +73,7 @@ from ..volcano.numaaware import PASS_ASSIGNED
 if TYPE_CHECKING:
     from ..kubelet.admission import AdmitResult, Decision
     from ..kubelet.topologymanager.hint import TopologyHint
+    from ..kubelet.topologymanager.merge import MergeResult
     from ..model.node import Allocation
     from ..volcano.numaaware import CloseEntry, ContainerDict, PodMetaDict, Verdict
 
@@ -279,11 +280,22 @@ def decision_key(d: Decision) -> Key:
     merge = d.merge
     merge_key: Key | None = None
     if merge is not None:
-        merge_key = (_hint_code(merge.hint), merge.admit, merge.policy,
-                     tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
-                     merge.best_non_preferred)
+        entry = _MERGE_KEYS.get(id(merge))
+        if entry is None:
+            if len(_MERGE_KEYS) >= _CODES_LIMIT:
+                _MERGE_KEYS.clear()
+            key = (_hint_code(merge.hint), merge.admit, merge.policy,
+                   tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
+                   merge.best_non_preferred)
+            entry = _MERGE_KEYS[id(merge)] = (key, merge)
+        merge_key = entry[0]
     return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()),
             merge_key)
+
+
+#: a merge result's key by its id (the kubelet hands out one result per distinct merge); an entry keeps
+#: its result alive, so a matching id is the very same, immutable, result
+_MERGE_KEYS: dict[int, tuple[Key, MergeResult]] = {}
 
 
 def _hint_code(h: TopologyHint) -> tuple[int]:

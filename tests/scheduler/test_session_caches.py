@@ -23,7 +23,8 @@ from scheduler_core.scheduler.session import run_session
 
 from .test_session_incremental import _gangs
 
-MEMOS = [(topology_hints, "_HINTS"), (scope, "_MERGES"), (cpu_manager, "_CHOSEN"), (explain, "_CODES")]
+MEMOS = [(topology_hints, "_HINTS"), (scope, "_MERGES"), (cpu_manager, "_CHOSEN"), (explain, "_CODES"),
+         (explain, "_MERGE_KEYS")]
 
 
 class Forgetful(dict):
