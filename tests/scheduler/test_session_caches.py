@@ -85,9 +85,16 @@ def test_the_memos_are_used_and_stay_bounded(monkeypatch):
 
 
 def test_cpu_hints_depend_on_the_free_count_per_numa_node_only():
-    """Two free sets with the same count per NUMA node share a memo entry; the hints are those of a walk
-    over every NUMA mask."""
+    """Free sets with the same count per NUMA node, capped at the request, share a memo entry; the hints
+    are those of a walk over every NUMA mask, whatever the memo held before."""
     topo = synthetic(2, 4, 4, 2)
+    topology_hints._HINTS.clear()
+    everything = topo.all_cpus
+    first = cpu_topology_hints(topo, everything, None, 2)
+    assert cpu_topology_hints(topo, everything & ~1, None, 2) == first  # NUMA 0: 7 free, not 8: both ≥ 2
+    assert len(topology_hints._HINTS) == 1
+    assert cpu_topology_hints(topo, everything & ~(topo.numa_cpus[0] & ~1), None, 2) != first  # NUMA 0: 1 free
+    assert len(topology_hints._HINTS) == 2
     rng = random.Random(9)
     cpus = list(range(topo.all_cpus.bit_length()))
     for _ in range(200):

@@ -22,20 +22,22 @@ def _generate_hints(td: CPUIndex, available: int, reusable: int, request: int, a
     reuse_numas = 0
     for cpu in _bits(reusable):
         reuse_numas |= 1 << td.cpu_numa.get(cpu, 0)
-    # A mask's available CPUs are the sum of its NUMA nodes' (they do not overlap), so the hints
-    # depend on the free count per NUMA node, not on which CPUs are free.
-    free = tuple((available & td.numa_mask[nid]).bit_count() for nid in ids)
-    key = (td, free, reuse_numas, request - reusable.bit_count(), request, align_by_socket)
+    need = request - reusable.bit_count()
+    # A mask's available CPUs are the sum of its NUMA nodes' (they do not overlap) and only whether that
+    # sum reaches `need` matters, so the hints depend on the free count per NUMA node capped at `need`.
+    cap = max(need, 0)
+    free = tuple(min((available & td.numa_mask[nid]).bit_count(), cap) for nid in ids)
+    key = (td, free, reuse_numas, need, request, align_by_socket)
     hints = _HINTS.get(key)
     if hints is None:
         if len(_HINTS) >= _HINTS_LIMIT:
             _HINTS.clear()
-        hints = _HINTS[key] = _hints_for(td, available, reuse_numas, key[3], request, align_by_socket)
+        hints = _HINTS[key] = _hints_for(td, available, reuse_numas, need, request, align_by_socket)
     return list(hints)
 
 
-# Hints by (CPU index, free CPUs per NUMA node, NUMA nodes of the reusable CPUs, CPUs still needed,
-# request, align by socket): a session asks the same question on every node in the same free state.
+# Hints by (CPU index, free CPUs per NUMA node capped at the need, NUMA nodes of the reusable CPUs, CPUs
+# still needed, request, align by socket): a session asks the same question on every node in a like state.
 _HINTS: dict[tuple[CPUIndex, tuple[int, ...], int, int, int, bool], tuple[TopologyHint, ...]] = {}
 _HINTS_LIMIT = 4096
 
