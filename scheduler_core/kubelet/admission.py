@@ -10,7 +10,7 @@ hints so the decision can be shown.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.cpuset import CPUSet
@@ -60,8 +60,8 @@ class AdmitResult:
     def relabeled(self, node: str, pod: str) -> AdmitResult:
         """This verdict as the admission of another pod of the same shape on another node in the same
         state gives it: the same decisions and resources, held by `pod` on `node`."""
-        return AdmitResult(node, pod, self.admitted, self.error, [replace(a, pod=pod) for a in self.allocations],
-                           list(self.decisions))
+        held = [Allocation(pod, a.container, a.cpus, a.memory, a.devices, a.origin) for a in self.allocations]
+        return AdmitResult(node, pod, self.admitted, self.error, held, list(self.decisions))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,7 @@
 """The session's fast paths change nothing: the kubelet's memos (CPU hints by free CPUs per NUMA node,
-merges by the hints' identities, the CPUs `allocate_cpus` picks, the explanation's hint codes) and the
-aligned profile's admission taken from its verdict. A session with them decides and explains exactly
+merges by the hints' identities, the CPUs `allocate_cpus` picks, the explanation's hint codes), the
+aligned profile's admissions shared by pods the kubelet reads the same on nodes in the same state, and
+its admission on the chosen node taken from its verdict. A session with them decides and explains exactly
 what the same session decides when every look-up misses and the kubelet's admission runs on every
 chosen node. Random clusters and workloads, every profile, caches cold and warm."""
 
@@ -10,6 +11,7 @@ import random
 import pytest
 
 from scheduler_core.bench import make_cluster, make_jobs
+from scheduler_core.kubelet.admission import admit_pod
 from scheduler_core.kubelet.cpumanager import cpu_manager, topology_hints
 from scheduler_core.kubelet.cpumanager.topology_hints import cpu_topology_hints
 from scheduler_core.kubelet.topologymanager import scope
@@ -59,6 +61,8 @@ def test_memos_change_no_decision_and_no_explanation(profile, seed, monkeypatch)
     for module, name in MEMOS:
         monkeypatch.setattr(module, name, Forgetful())
     monkeypatch.setattr(profiles._AlignedSession, "admission", ProfileSession.admission)
+    monkeypatch.setattr(profiles._AlignedSession, "_admit",
+                        lambda self, name, pod, prepared: admit_pod(self.nodes[name], pod, commit=False))
     computed, _ = _session(seed, profile)
     assert cold == computed
     assert warm == computed
@@ -129,3 +133,15 @@ def test_aligned_takes_the_admission_from_its_verdict_except_under_the_static_me
     nodes = [Node(n.name, n.topology, dataclasses.replace(n.kubelet, **memory)) for n in cluster]
     static = run_session(Cluster(nodes), make_jobs(40, seed=3), profile="aligned")
     assert len(ran) == static.counts["placed"] > 30
+
+
+def test_aligned_shares_admissions_between_task_policies(monkeypatch):
+    """Pods whose tasks differ only in their topology policy read the same to the kubelet: on a node state
+    one of them was admitted on, the others reuse that admission."""
+    ran, asked = [], []
+    real_admit, real_shared = profiles.admit_pod, profiles._AlignedSession._admit
+    monkeypatch.setattr(profiles, "admit_pod", lambda node, pod, commit: ran.append(1) or real_admit(node, pod, commit))
+    monkeypatch.setattr(profiles._AlignedSession, "_admit",
+                        lambda self, *a: asked.append(a) or real_shared(self, *a))
+    run_session(make_cluster(12, seed=3), make_jobs(60, seed=3), profile="aligned")
+    assert 0 < len(ran) < len(asked) * 0.8
