@@ -145,3 +145,15 @@ def test_aligned_shares_admissions_between_task_policies(monkeypatch):
                         lambda self, *a: asked.append(a) or real_shared(self, *a))
     run_session(make_cluster(12, seed=3), make_jobs(60, seed=3), profile="aligned")
     assert 0 < len(ran) < len(asked) * 0.8
+
+
+def test_scaling_reports_every_registered_profile_with_its_ratio_and_target(monkeypatch, capsys):
+    from scheduler_core import bench
+
+    monkeypatch.setattr(bench, "SCALING", ((6, 12), (12, 24)))
+    assert bench.main(["--scaling", "--profile", "all"]) == 0
+    out = capsys.readouterr().out
+    for name in PROFILES:
+        assert f"{name:8s} large / small: " in out
+        assert out.count(f"{name:8s} ") == 3  # both sizes and the ratio
+    assert out.count("target ≥ 2,500 pods per CPU second") == len(PROFILES)
