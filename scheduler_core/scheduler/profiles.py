@@ -13,6 +13,8 @@ the session calls:
   score this pod;
 - `tie_break(node, verdict)`: orders nodes of equal score and NUMA span before their names;
 - `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
+- `admission(node, pod, verdict)`: the kubelet's admission on the chosen node when the verdict already
+  is exactly that (aligned), else None and the session runs it;
 - `close()`: what the profile hands over when the session ends.
 
 The three profiles (ENGINE.md §4.2):

@@ -18,7 +18,8 @@ Every profile (`profiles`: volcano, aligned, unaware) sits behind the same resou
 checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
 keeps its own state through the place / rollback / close hooks.
 
-After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there, so
+After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there
+(unless the profile's verdict already is that admission: `ProfileSession.admission`), so
 every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
 rejects is reported with the kubelet's reason (`TopologyAffinityError`, ...), never as a success. It
 still counts as placed for the gang (the scheduler bound it) and keeps its scheduler tally, but holds
