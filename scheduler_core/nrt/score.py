@@ -1,0 +1,217 @@
+"""NodeResourceTopologyMatch's Score (scheduler-plugins `score.go`, `least_allocated.go`,
+`most_allocated.go`, `balanced_allocation.go`, `least_numa.go`). No normalisation: the node's score is
+the strategy's 0-100 value (the scheduler multiplies it by the plugin's weight).
+
+- LeastAllocated / MostAllocated / BalancedAllocation score only `single-numa-node` nodes (others 0):
+  per zone the strategy's value of the request against the zone's available amounts, then the
+  smallest non-zero zone value (`min_zone_score`); pod scope scores the effective request, container
+  scope the mean over init and app containers (truncated), each scored alone.
+- LeastNUMANodes scores every node by scope: the fewest zones the request needs (a container's zones
+  are taken from before the next is counted), `100 - n * (100 // maxNUMANodes)`, plus half a step
+  when those zones are also the closest of their size.
+- A pod that is not Guaranteed scores 100 everywhere; a node without an NRT object 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+
+from ..model.pods import GUARANTEED, Pod
+from .zones import (
+    CONTAINER,
+    POD,
+    SINGLE_NUMA_NODE,
+    TopologyManagerConf,
+    Zone,
+    containers_in_order,
+    effective_request,
+    suitable,
+    value,
+)
+
+MAX_SCORE = 100
+LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES = (
+    "LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes")
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES)
+#: the distance upstream assumes when a zone lists no cost to another (ACPI SLIT's "unknown")
+MAX_DISTANCE = 255
+
+Weights = Mapping[str, int]
+Strategy = Callable[[Mapping[str, int], Mapping[str, int], Weights], int]
+
+
+def weight(weights: Weights, resource: str) -> int:
+    """A resource's weight: 1 when not given or below 1."""
+    w = weights.get(resource, 1)
+    return w if w >= 1 else 1
+
+
+def _weighted(per_resource: Callable[[str, int, int], int]) -> Strategy:
+    def strategy(requested: Mapping[str, int], available: Mapping[str, int], weights: Weights) -> int:
+        total = weight_sum = 0
+        for resource, quantity in requested.items():
+            w = weight(weights, resource)
+            total += per_resource(resource, quantity, available.get(resource, 0)) * w
+            weight_sum += w
+        return total // weight_sum if weight_sum else 0
+    return strategy
+
+
+def _least(resource: str, requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    cap = value(resource, capacity)
+    return (cap - value(resource, requested)) * MAX_SCORE // cap
+
+
+def _most(resource: str, requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return value(resource, requested) * MAX_SCORE // value(resource, capacity)
+
+
+def balanced(requested: Mapping[str, int], available: Mapping[str, int], weights: Weights) -> int:
+    """1 - the sample variance of the requested fractions, × 100; 0 when one exceeds its zone. With a
+    single resource the variance is undefined (NaN in gonum) and Go's conversion of it on amd64 gives
+    the smallest int64, which is what upstream returns."""
+    fractions = []
+    for resource, quantity in requested.items():
+        cap = value(resource, available.get(resource, 0))
+        fraction = 1.0 if cap == 0 else value(resource, quantity) / cap
+        if fraction > 1:
+            return 0
+        fractions.append(fraction)
+    n = len(fractions)
+    if n < 2:
+        return -(1 << 63)
+    mean = sum(fractions) / n
+    ss = sum((f - mean) ** 2 for f in fractions)
+    comp = sum(f - mean for f in fractions)
+    variance = (ss - comp * comp / n) / (n - 1)
+    return int((1 - variance) * MAX_SCORE)
+
+
+STRATEGY: dict[str, Strategy] = {LEAST_ALLOCATED: _weighted(_least), MOST_ALLOCATED: _weighted(_most),
+                                 BALANCED_ALLOCATION: balanced}
+
+
+def min_zone_score(requested: Mapping[str, int], zones: Sequence[Zone], strategy: Strategy, weights: Weights) -> int:
+    """scoreForEachNUMANode: the smallest zone score, where a 0 (the request does not fit) counts
+    only until some zone scores above it."""
+    low = 0
+    for zone in zones:
+        s = strategy(requested, zone.resources, weights)
+        if low == 0 or (s != 0 and s < low):
+            low = s
+    return low
+
+
+# -- LeastNUMANodes --------------------------------------------------------------------------------
+
+
+def _avg_distance(zones: Sequence[Zone], combo: Sequence[int]) -> float:
+    if not combo:
+        return MAX_DISTANCE
+    total = sum(zones[a].costs.get(zones[b].numa_id, MAX_DISTANCE) for a in combo for b in combo)
+    return total / (len(combo) * len(combo))
+
+
+def min_avg_distance(zones: Sequence[Zone], combos: Sequence[Sequence[int]]) -> float:
+    """minAvgDistanceInCombinations: the smallest mean distance among the sets (zone list indices)."""
+    return min((_avg_distance(zones, c) for c in combos), default=MAX_DISTANCE)
+
+
+def _fits(zones: Sequence[Zone], guaranteed: bool, requests: Mapping[str, int], combo: Sequence[int]) -> bool:
+    if any(r not in zones[i].resources for i in combo for r in requests):
+        return False
+    for resource, quantity in requests.items():
+        if quantity and not suitable(guaranteed, resource, quantity, sum(zones[i].resources[resource] for i in combo)):
+            return False
+    return True
+
+
+def numa_nodes_required(zones: Sequence[Zone], guaranteed: bool, requests: Mapping[str, int]
+                        ) -> tuple[list[int] | None, bool]:
+    """The zone ids of the fewest zones that hold `requests` (the closest such set, then the first in
+    combination order), and whether they are the closest of all sets of that size; None if none holds it."""
+    n = len(zones)
+    for size in range(1, n + 1):
+        combos = list(combinations(range(n), size))
+        closest = min_avg_distance(zones, combos)
+        best, best_distance = None, 256.0
+        for combo in combos:
+            if not _fits(zones, guaranteed, requests, combo):
+                continue
+            distance = _avg_distance(zones, combo)
+            if distance == closest:
+                return [zones[i].numa_id for i in combo], True
+            if distance < best_distance:
+                best, best_distance = combo, distance
+        if best is not None:
+            return [zones[i].numa_id for i in best], False
+    return None, False
+
+
+def _only_non_numa(zones: Sequence[Zone], requests: Mapping[str, int]) -> bool:
+    return not any(r in z.resources for r in requests for z in zones)
+
+
+def _subtract(requests: Mapping[str, int], zones: Sequence[Zone], ids: Sequence[int]) -> None:
+    """subtractFromNUMAs: take each request from the chosen zones in turn (zones indexed by NUMA id,
+    as upstream indexes its list)."""
+    for resource, quantity in requests.items():
+        for nid in ids:
+            if quantity == 0:
+                break
+            res = zones[nid].resources
+            if resource in res:
+                taken = min(quantity, res[resource])
+                quantity -= taken
+                res[resource] -= taken
+
+
+def least_numa_score(count: int, closest: bool, max_numa_nodes: int) -> int:
+    step = MAX_SCORE // max_numa_nodes
+    score = MAX_SCORE - count * step
+    return score + step // 2 if closest else score
+
+
+def _least_numa(pod: Pod, zones: Sequence[Zone], conf: TopologyManagerConf) -> int:
+    guaranteed = pod.qos_class == GUARANTEED
+    if conf.scope == POD:
+        requests = effective_request(pod)
+        if _only_non_numa(zones, requests):
+            return MAX_SCORE
+        ids, closest = numa_nodes_required(zones, guaranteed, requests)
+        return 0 if ids is None else least_numa_score(len(ids), closest, conf.max_numa_nodes)
+    work = [z.copy() for z in zones]
+    most, all_closest = 0, True
+    for c in containers_in_order(pod):
+        if _only_non_numa(work, c.requests):
+            continue
+        ids, closest = numa_nodes_required(work, guaranteed, c.requests)
+        if ids is None:
+            return 0
+        all_closest = all_closest and closest
+        most = max(most, len(ids))
+        _subtract(c.requests, work, ids)
+    return MAX_SCORE if most == 0 else least_numa_score(most, all_closest, conf.max_numa_nodes)
+
+
+def score_pod(pod: Pod, zones: Sequence[Zone] | None, conf: TopologyManagerConf, strategy: str,
+              weights: Weights) -> int:
+    """The plugin's Score on one node (0-100; the smallest int64 in BalancedAllocation's one-resource case)."""
+    if pod.qos_class != GUARANTEED:
+        return MAX_SCORE
+    if zones is None:
+        return 0
+    if strategy == LEAST_NUMA_NODES:
+        return _least_numa(pod, zones, conf) if conf.scope in (POD, CONTAINER) else 0
+    if conf.policy != SINGLE_NUMA_NODE:
+        return 0
+    fn = STRATEGY[strategy]
+    if conf.scope == POD:
+        return min_zone_score(effective_request(pod), zones, fn, weights)
+    scores = [min_zone_score(c.requests, zones, fn, weights) for c in containers_in_order(pod)]
+    return int(sum(scores) / len(scores)) if scores else 0

@@ -1,0 +1,87 @@
+"""scheduler-plugins NodeResourceTopologyMatch vectors (tests/conformance/data/nrt_*.json; ENGINE.md §3.9).
+
+Each case is one of upstream's unit-test table entries, transcribed with its source; statuses (code
+and message), scores and NUMA sets must match exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.model.pods import Container, Pod
+from scheduler_core.model.quantity import count, cpu_milli
+from scheduler_core.nrt.filter import filter_pod
+from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required
+from scheduler_core.nrt.zones import MAX_NUMA_ID, TopologyManagerConf, Zone
+from tests.conftest import load_vectors
+
+
+def amount(resource: str, quantity: str) -> int:
+    return cpu_milli(quantity) if resource == "cpu" else count(quantity)
+
+
+def amounts(values: dict[str, str]) -> dict[str, int]:
+    return {r: amount(r, q) for r, q in values.items()}
+
+
+def zones_of(nrt: dict) -> list[Zone]:
+    """createNUMANodeList: `type: Node` zones named node-<id>, ids above 64 dropped, available amounts."""
+    zones = []
+    for z in nrt["zones"]:
+        if z["type"] != "Node" or not z["name"].startswith("node-"):
+            continue
+        nid = int(z["name"][5:])
+        if nid > MAX_NUMA_ID:
+            continue
+        zones.append(Zone(nid, {r: amount(r, v["available"]) for r, v in z["resources"].items()}))
+    return zones
+
+
+def pod_of(spec: dict) -> Pod:
+    def cont(c: dict, name: str, kind: str) -> Container:
+        return Container(name, amounts(c["requests"]), amounts(c["limits"]), kind)
+    return Pod("pod", tuple(cont(c, f"cnt-{i + 1}", "app") for i, c in enumerate(spec["containers"])),
+               tuple(cont(c, f"init-{i + 1}", "init") for i, c in enumerate(spec["init_containers"])))
+
+
+FILTER = load_vectors("nrt_filter")["cases"]
+
+
+def test_filter_vectors_are_all_there() -> None:
+    assert len(FILTER) == 71
+    assert all(c["source"].startswith("kubernetes-sigs/scheduler-plugins@903da7df82cb:") for c in FILTER)
+
+
+@pytest.mark.parametrize("case", FILTER, ids=[c["id"] for c in FILTER])
+def test_filter(case: dict) -> None:
+    nrt, want = case["input"]["nrt"], case["expected"]
+    conf = TopologyManagerConf.from_nrt(nrt["attributes"], nrt["topology_policies"])
+    allocatable = {r for z in nrt["zones"] for r in z["resources"]} | set(nrt.get("node_extra", {}))
+    got = filter_pod(pod_of(case["input"]["pod"]), zones_of(nrt), conf, allocatable)
+    if want is None:
+        assert got.passed, got.explain()
+    else:
+        assert (got.code, got.reason) == (want["code"], want["reason"])
+
+
+LEAST_NUMA = load_vectors("nrt_least_numa")["cases"]
+
+
+def zone_list(zones: list[dict]) -> list[Zone]:
+    return [Zone(z["numa_id"], amounts(z["resources"]), {int(k): v for k, v in z["costs"].items()}) for z in zones]
+
+
+@pytest.mark.parametrize("case", LEAST_NUMA, ids=[c["id"] for c in LEAST_NUMA])
+def test_least_numa(case: dict) -> None:
+    given, want = case["input"], case["expected"]
+    if case["kind"] == "numa_nodes_required":
+        ids, closest = numa_nodes_required(zone_list(given["zones"]), given["qos"] == "Guaranteed",
+                                           amounts(given["requests"]))
+        assert (None if ids is None else sorted(ids)) == want["numa"]
+        assert closest == want["min_distance"]
+    elif case["kind"] == "normalize_score":
+        got = least_numa_score(given["numa_nodes"], given["optimal_distance"], given["max_numa_nodes"])
+        assert got == want["score"]
+    else:
+        got = min_avg_distance(zone_list(given["zones"]), given["combinations"])
+        assert got == pytest.approx(want["distance"], rel=1e-6)
