@@ -19,14 +19,19 @@ class OverReserve:
         self.nrts = dict(zones)
         self.assumed: dict[str, dict[str, dict[str, int]]] = {}
 
-    def reserve(self, node: str, pod_key: str, request: Mapping[str, int]) -> None:
-        """ReserveNodeResources: nothing is kept for a node without an NRT object."""
+    def reserve(self, node: str, pod_key: str, request: Mapping[str, int]) -> bool:
+        """ReserveNodeResources; whether the pod was assumed there already. Nothing is kept for a
+        node without an NRT object."""
         if self.nrts.get(node) is None:
-            return
-        self.assumed.setdefault(node, {})[pod_key] = dict(request)
+            return False
+        pods = self.assumed.setdefault(node, {})
+        known = pod_key in pods
+        pods[pod_key] = dict(request)
+        return known
 
-    def unreserve(self, node: str, pod_key: str) -> None:
-        self.assumed.get(node, {}).pop(pod_key, None)
+    def unreserve(self, node: str, pod_key: str) -> bool:
+        """UnreserveNodeResources; whether the pod was assumed there."""
+        return self.assumed.get(node, {}).pop(pod_key, None) is not None
 
     def zones(self, node: str) -> list[Zone] | None:
         """GetCachedNRTCopy: the node's zones minus every assumed pod in every zone."""

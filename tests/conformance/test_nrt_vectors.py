@@ -10,9 +10,10 @@ import pytest
 
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.quantity import count, cpu_milli
+from scheduler_core.nrt.cache import OverReserve
 from scheduler_core.nrt.filter import filter_pod
-from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required
-from scheduler_core.nrt.zones import MAX_NUMA_ID, TopologyManagerConf, Zone
+from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required, score_pod
+from scheduler_core.nrt.zones import MAX_NUMA_ID, TopologyManagerConf, Zone, effective_request
 from tests.conftest import load_vectors
 
 
@@ -33,15 +34,18 @@ def zones_of(nrt: dict) -> list[Zone]:
         nid = int(z["name"][5:])
         if nid > MAX_NUMA_ID:
             continue
-        zones.append(Zone(nid, {r: amount(r, v["available"]) for r, v in z["resources"].items()}))
+        costs = {int(n[5:]): v for n, v in z.get("costs", {}).items() if n.startswith("node-")}
+        zones.append(Zone(nid, {r: amount(r, v["available"]) for r, v in z["resources"].items()}, costs))
     return zones
 
 
 def pod_of(spec: dict) -> Pod:
     def cont(c: dict, name: str, kind: str) -> Container:
         return Container(name, amounts(c["requests"]), amounts(c["limits"]), kind)
-    return Pod("pod", tuple(cont(c, f"cnt-{i + 1}", "app") for i, c in enumerate(spec["containers"])),
-               tuple(cont(c, f"init-{i + 1}", "init") for i, c in enumerate(spec["init_containers"])))
+    apps = tuple(cont(c, f"cnt-{i + 1}", "app") for i, c in enumerate(spec["containers"]))
+    return Pod(spec.get("name") or "pod", apps,
+               tuple(cont(c, f"init-{i + 1}", "init") for i, c in enumerate(spec["init_containers"])),
+               namespace=spec.get("namespace") or "default")
 
 
 FILTER = load_vectors("nrt_filter")["cases"]
@@ -85,3 +89,51 @@ def test_least_numa(case: dict) -> None:
     else:
         got = min_avg_distance(zone_list(given["zones"]), given["combinations"])
         assert got == pytest.approx(want["distance"], rel=1e-6)
+
+
+SCORE = load_vectors("nrt_score")["cases"]
+
+
+@pytest.mark.parametrize("case", SCORE, ids=[c["id"] for c in SCORE])
+def test_score(case: dict) -> None:
+    given, want = case["input"], case["expected"]
+    pod = pod_of(given["pod"])
+    scores = {}
+    for nrt in given["nrts"]:
+        conf = TopologyManagerConf.from_nrt(nrt["attributes"], nrt["topology_policies"])
+        zones = None if nrt.get("absent") else zones_of(nrt)
+        scores[nrt["name"]] = score_pod(pod, zones, conf, given["strategy"], {})
+    if case["kind"] == "scores":
+        assert scores == want["scores"]
+    elif want is None:
+        assert set(scores.values()) == {0}
+    else:
+        top = max(scores.values())
+        assert [n for n, s in scores.items() if s == top] == [want["node"]]
+        assert top == want["score"]
+
+
+CACHE = load_vectors("nrt_cache")["cases"]
+
+
+@pytest.mark.parametrize("case", CACHE, ids=[c["id"] for c in CACHE])
+def test_cache(case: dict) -> None:
+    given, want = case["input"], case["expected"]
+    cache = OverReserve({n["name"]: zones_of(n) for n in given["nrts"]})
+    returns = []
+    for op, node, spec in given["ops"]:
+        key = f"{spec['namespace']}/{spec['name']}"  # upstream's key, empty names included
+        if op == "reserve":
+            returns.append(cache.reserve(node, key, effective_request(pod_of(spec))))
+        else:
+            returns.append(cache.unreserve(node, key))
+    if "returns" in want:
+        assert returns == want["returns"]
+    for node, expected in want.get("zones", {}).items():
+        zones = cache.zones(node)
+        if expected is None:
+            assert zones is None
+            continue
+        assert zones is not None
+        got = {f"node-{z.numa_id}": z.resources for z in zones}
+        assert got == {name: amounts(res) for name, res in expected.items()}
