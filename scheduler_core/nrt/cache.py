@@ -18,6 +18,8 @@ class OverReserve:
     def __init__(self, zones: Mapping[str, Sequence[Zone] | None]) -> None:
         self.nrts = dict(zones)
         self.assumed: dict[str, dict[str, dict[str, int]]] = {}
+        #: per node with assumed pods, its zones with them taken off (read far more often than changed)
+        self.views: dict[str, list[Zone]] = {}
 
     def reserve(self, node: str, pod_key: str, request: Mapping[str, int]) -> bool:
         """ReserveNodeResources; whether the pod was assumed there already. Nothing is kept for a
@@ -27,21 +29,36 @@ class OverReserve:
         pods = self.assumed.setdefault(node, {})
         known = pod_key in pods
         pods[pod_key] = dict(request)
+        if known:
+            self._rebuild(node)
+        else:  # taking amounts off with a floor at 0 gives the same whatever the order: one more pod, one step
+            view = self.views.get(node)
+            if view is None:
+                view = self.views[node] = [z.copy() for z in self.nrts[node] or ()]
+            update_zones(view, request)
         return known
 
     def unreserve(self, node: str, pod_key: str) -> bool:
         """UnreserveNodeResources; whether the pod was assumed there."""
-        return self.assumed.get(node, {}).pop(pod_key, None) is not None
+        known = self.assumed.get(node, {}).pop(pod_key, None) is not None
+        if known:
+            self._rebuild(node)
+        return known
+
+    def _rebuild(self, node: str) -> None:
+        view = [z.copy() for z in self.nrts[node] or ()]
+        for request in self.assumed[node].values():
+            update_zones(view, request)
+        self.views[node] = view
+
+    def view(self, node: str) -> Sequence[Zone] | None:
+        """The node's zones minus every assumed pod in every zone, shared: read it, never change it."""
+        return self.views.get(node) or self.nrts.get(node)
 
     def zones(self, node: str) -> list[Zone] | None:
-        """GetCachedNRTCopy: the node's zones minus every assumed pod in every zone."""
-        nrt = self.nrts.get(node)
-        if nrt is None:
-            return None
-        out = [z.copy() for z in nrt]
-        for request in self.assumed.get(node, {}).values():
-            update_zones(out, request)
-        return out
+        """GetCachedNRTCopy: `view` as a copy the caller may change."""
+        nrt = self.view(node)
+        return None if nrt is None else [z.copy() for z in nrt]
 
 
 def update_zones(zones: Sequence[Zone], request: Mapping[str, int]) -> None:

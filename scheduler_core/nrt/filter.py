@@ -14,18 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..model.pods import BEST_EFFORT, GUARANTEED, SIDECAR, Pod
-from .zones import (
-    POD,
-    SINGLE_NUMA_NODE,
-    TopologyManagerConf,
-    Zone,
-    effective_request,
-    includes_non_native,
-    is_host_level,
-    is_numa_affine,
-    suitable,
-)
+from ..model.pods import BEST_EFFORT, SIDECAR
+from .zones import POD, SINGLE_NUMA_NODE, PodView, TopologyManagerConf, Zone, is_host_level, is_numa_affine
 
 UNSCHEDULABLE, ERROR = "Unschedulable", "Error"
 #: what the scheduler's NodeInfo always lists as allocatable, whatever the node states
@@ -60,14 +50,14 @@ class FilterResult:
 def fit_zone(zones: Sequence[Zone], guaranteed: bool, requests: Mapping[str, int],
              allocatable: Collection[str]) -> tuple[int, str | None]:
     """resourcesAvailableInAnyNUMANodes: (the lowest zone id where every request fits, None), or
-    (-1, the resource that left no zone)."""
+    (-1, the resource that left no zone), the requests checked in the order given."""
     mask = (1 << 64) - 1
-    for resource in sorted(requests):
-        quantity = requests[resource]
+    for resource, quantity in requests.items():
         if quantity == 0:
             continue
         if resource not in allocatable and resource not in ALWAYS_ALLOCATABLE:
             return -1, resource
+        always = not guaranteed and is_numa_affine(resource)  # isResourceSetSuitable's QoS rule
         affine = False
         fits = 0
         for zone in zones:
@@ -75,7 +65,7 @@ def fit_zone(zones: Sequence[Zone], guaranteed: bool, requests: Mapping[str, int
             if available is None:
                 continue
             affine = True
-            if suitable(guaranteed, resource, quantity, available):
+            if always or available >= quantity:
                 fits |= 1 << zone.numa_id
         if not affine and is_host_level(resource):
             continue
@@ -100,31 +90,32 @@ def _take(zones: Sequence[Zone], numa_id: int, guaranteed: bool, requests: Mappi
     return None
 
 
-def filter_pod(pod: Pod, zones: Sequence[Zone] | None, conf: TopologyManagerConf,
+def filter_pod(pod: PodView, zones: Sequence[Zone] | None, conf: TopologyManagerConf,
                allocatable: Collection[str]) -> FilterResult:
     """The Filter on one node: `zones` None when the node publishes no NRT object (it passes)."""
-    qos = pod.qos_class
-    if (qos == BEST_EFFORT and not includes_non_native(pod)) or zones is None or conf.policy != SINGLE_NUMA_NODE:
+    if (pod.qos == BEST_EFFORT and not pod.non_native) or zones is None or conf.policy != SINGLE_NUMA_NODE:
         return FilterResult()
-    guaranteed = qos == GUARANTEED
+    guaranteed = pod.guaranteed
     if conf.scope == POD:
-        numa_id, resource = fit_zone(zones, guaranteed, effective_request(pod), allocatable)
+        numa_id, resource = fit_zone(zones, guaranteed, pod.effective, allocatable)
         if resource is not None:
             return FilterResult(UNSCHEDULABLE, "cannot align pod", resource=resource, checked=True)
         return FilterResult(checked=True, numa_mask=1 << numa_id)
-    for c in pod.init_containers:
+    for c in pod.init:
         numa_id, resource = fit_zone(zones, guaranteed, c.requests, allocatable)
         if resource is not None:
             kind = "sidecar" if c.kind == SIDECAR else "init"
             return FilterResult(UNSCHEDULABLE, f"cannot align {kind} container", c.name, resource, True)
-    work = [z.copy() for z in zones]
+    # what one app container takes matters only to the next: a single one reads the zones as they are
+    work = [z.copy() for z in zones] if len(pod.apps) > 1 else zones
     mask = 0
-    for c in pod.containers:
+    for i, c in enumerate(pod.apps):
         numa_id, resource = fit_zone(work, guaranteed, c.requests, allocatable)
         if resource is not None:
             return FilterResult(UNSCHEDULABLE, "cannot align container", c.name, resource, True)
-        short = _take(work, numa_id, guaranteed, c.requests)
-        if short is not None:
-            return FilterResult(ERROR, "inconsistent resource accounting", c.name, short, True)
+        if i + 1 < len(pod.apps):
+            short = _take(work, numa_id, guaranteed, c.requests)
+            if short is not None:
+                return FilterResult(ERROR, "inconsistent resource accounting", c.name, short, True)
         mask |= 1 << numa_id
     return FilterResult(checked=True, numa_mask=mask)

@@ -14,21 +14,10 @@ the strategy's 0-100 value (the scheduler multiplies it by the plugin's weight).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 
-from ..model.pods import GUARANTEED, Pod
-from .zones import (
-    CONTAINER,
-    POD,
-    SINGLE_NUMA_NODE,
-    TopologyManagerConf,
-    Zone,
-    containers_in_order,
-    effective_request,
-    suitable,
-    value,
-)
+from .zones import CONTAINER, POD, SINGLE_NUMA_NODE, PodView, TopologyManagerConf, Zone, suitable, value
 
 MAX_SCORE = 100
 LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES = (
@@ -38,40 +27,33 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_N
 MAX_DISTANCE = 255
 
 Weights = Mapping[str, int]
-Strategy = Callable[[Mapping[str, int], Mapping[str, int], Weights], int]
-
-
 def weight(weights: Weights, resource: str) -> int:
     """A resource's weight: 1 when not given or below 1."""
     w = weights.get(resource, 1)
     return w if w >= 1 else 1
 
 
-def _weighted(per_resource: Callable[[str, int, int], int]) -> Strategy:
-    def strategy(requested: Mapping[str, int], available: Mapping[str, int], weights: Weights) -> int:
-        total = weight_sum = 0
-        for resource, quantity in requested.items():
-            w = weight(weights, resource)
-            total += per_resource(resource, quantity, available.get(resource, 0)) * w
-            weight_sum += w
-        return total // weight_sum if weight_sum else 0
-    return strategy
+def _allocation(most: bool, requested: Mapping[str, int], zones: Sequence[Zone], weights: Weights) -> int:
+    """LeastAllocated / MostAllocated through min_zone_score: per zone, the weighted mean over every
+    requested resource of `(available - request) * 100 // available` (Least) or `request * 100 // available`
+    (Most), in whole units, 0 for a resource the zone lacks or cannot hold."""
+    table = [(r, q, value(r, q), weight(weights, r)) for r, q in requested.items()]
+    weight_sum = sum(w for _r, _q, _v, w in table)
+    scores = []
+    for zone in zones:
+        available = zone.resources
+        total = 0
+        for resource, quantity, qv, w in table:
+            cap = available.get(resource, 0)
+            if cap == 0 or quantity > cap:
+                continue
+            cv = value(resource, cap)
+            total += (qv if most else cv - qv) * MAX_SCORE // cv * w
+        scores.append(total // weight_sum if weight_sum else 0)
+    return min_zone_score(scores)
 
 
-def _least(resource: str, requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    cap = value(resource, capacity)
-    return (cap - value(resource, requested)) * MAX_SCORE // cap
-
-
-def _most(resource: str, requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return value(resource, requested) * MAX_SCORE // value(resource, capacity)
-
-
-def balanced(requested: Mapping[str, int], available: Mapping[str, int], weights: Weights) -> int:
+def balanced(requested: Mapping[str, int], available: Mapping[str, int]) -> int:
     """1 - the sample variance of the requested fractions, × 100; 0 when one exceeds its zone. With a
     single resource the variance is undefined (NaN in gonum) and Go's conversion of it on amd64 gives
     the smallest int64, which is what upstream returns."""
@@ -92,19 +74,21 @@ def balanced(requested: Mapping[str, int], available: Mapping[str, int], weights
     return int((1 - variance) * MAX_SCORE)
 
 
-STRATEGY: dict[str, Strategy] = {LEAST_ALLOCATED: _weighted(_least), MOST_ALLOCATED: _weighted(_most),
-                                 BALANCED_ALLOCATION: balanced}
-
-
-def min_zone_score(requested: Mapping[str, int], zones: Sequence[Zone], strategy: Strategy, weights: Weights) -> int:
-    """scoreForEachNUMANode: the smallest zone score, where a 0 (the request does not fit) counts
-    only until some zone scores above it."""
+def min_zone_score(scores: Sequence[int]) -> int:
+    """scoreForEachNUMANode over the zones' scores: the smallest, where a 0 (the request does not fit)
+    counts only until some zone scores above it."""
     low = 0
-    for zone in zones:
-        s = strategy(requested, zone.resources, weights)
+    for s in scores:
         if low == 0 or (s != 0 and s < low):
             low = s
     return low
+
+
+def zone_score(strategy: str, requested: Mapping[str, int], zones: Sequence[Zone], weights: Weights) -> int:
+    """The strategy's node score for one request (a container's, or the pod's effective one)."""
+    if strategy == BALANCED_ALLOCATION:
+        return min_zone_score([balanced(requested, z.resources) for z in zones])
+    return _allocation(strategy == MOST_ALLOCATED, requested, zones, weights)
 
 
 # -- LeastNUMANodes --------------------------------------------------------------------------------
@@ -177,17 +161,17 @@ def least_numa_score(count: int, closest: bool, max_numa_nodes: int) -> int:
     return score + step // 2 if closest else score
 
 
-def _least_numa(pod: Pod, zones: Sequence[Zone], conf: TopologyManagerConf) -> int:
-    guaranteed = pod.qos_class == GUARANTEED
+def _least_numa(pod: PodView, zones: Sequence[Zone], conf: TopologyManagerConf) -> int:
+    guaranteed = pod.guaranteed
     if conf.scope == POD:
-        requests = effective_request(pod)
+        requests = pod.effective
         if _only_non_numa(zones, requests):
             return MAX_SCORE
         ids, closest = numa_nodes_required(zones, guaranteed, requests)
         return 0 if ids is None else least_numa_score(len(ids), closest, conf.max_numa_nodes)
     work = [z.copy() for z in zones]
     most, all_closest = 0, True
-    for c in containers_in_order(pod):
+    for c in pod.in_order():
         if _only_non_numa(work, c.requests):
             continue
         ids, closest = numa_nodes_required(work, guaranteed, c.requests)
@@ -199,10 +183,10 @@ def _least_numa(pod: Pod, zones: Sequence[Zone], conf: TopologyManagerConf) -> i
     return MAX_SCORE if most == 0 else least_numa_score(most, all_closest, conf.max_numa_nodes)
 
 
-def score_pod(pod: Pod, zones: Sequence[Zone] | None, conf: TopologyManagerConf, strategy: str,
+def score_pod(pod: PodView, zones: Sequence[Zone] | None, conf: TopologyManagerConf, strategy: str,
               weights: Weights) -> int:
     """The plugin's Score on one node (0-100; the smallest int64 in BalancedAllocation's one-resource case)."""
-    if pod.qos_class != GUARANTEED:
+    if not pod.guaranteed:
         return MAX_SCORE
     if zones is None:
         return 0
@@ -210,8 +194,7 @@ def score_pod(pod: Pod, zones: Sequence[Zone] | None, conf: TopologyManagerConf,
         return _least_numa(pod, zones, conf) if conf.scope in (POD, CONTAINER) else 0
     if conf.policy != SINGLE_NUMA_NODE:
         return 0
-    fn = STRATEGY[strategy]
     if conf.scope == POD:
-        return min_zone_score(effective_request(pod), zones, fn, weights)
-    scores = [min_zone_score(c.requests, zones, fn, weights) for c in containers_in_order(pod)]
+        return zone_score(strategy, pod.effective, zones, weights)
+    scores = [zone_score(strategy, c.requests, zones, weights) for c in pod.in_order()]
     return int(sum(scores) / len(scores)) if scores else 0

@@ -9,10 +9,10 @@ scoring strategies divide with.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..model.node import Node
-from ..model.pods import Container, Pod, is_memory_resource
+from ..model.pods import GUARANTEED, Container, Pod, is_memory_resource
 
 SINGLE_NUMA_NODE, CONTAINER, POD = "single-numa-node", "container", "pod"
 POLICIES = ("none", "best-effort", "restricted", SINGLE_NUMA_NODE)
@@ -107,13 +107,47 @@ def effective_request(pod: Pod) -> dict[str, int]:
     return total
 
 
-def includes_non_native(pod: Pod) -> bool:
-    return any(not is_native(r) for c in pod.all_containers() for r in c.requests)
+def _by_name(amounts: Mapping[str, int], keep: bool = True) -> dict[str, int]:
+    return {r: amounts[r] for r in sorted(amounts) if keep or not is_memory_resource(r)}
 
 
-def containers_in_order(pod: Pod) -> list[Container]:
-    """Init containers then app containers, the order the Topology Manager asks for hints."""
-    return [*pod.init_containers, *pod.containers]
+@dataclass(frozen=True)
+class ContainerRequest:
+    """A container's name, kind and requests (in resource name order, the order the Filter checks them)."""
+
+    name: str
+    kind: str
+    requests: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PodView:
+    """What the plugin reads of a pod, read once: its QoS class, its init and app containers' requests, its
+    effective request, and whether it asks for a non-native (extended) resource."""
+
+    qos: str
+    init: tuple[ContainerRequest, ...]
+    apps: tuple[ContainerRequest, ...]
+    effective: dict[str, int]
+    non_native: bool
+
+    @classmethod
+    def of(cls, pod: Pod, memory: bool = True) -> PodView:
+        """`memory` False: the memory and hugepage requests left out (a node whose memory the engine does
+        not know, as the resource fit leaves them out there); the QoS class is the pod's all the same."""
+        def view(c: Container) -> ContainerRequest:
+            return ContainerRequest(c.name, c.kind, _by_name(c.requests, memory))
+        return cls(pod.qos_class, tuple(map(view, pod.init_containers)), tuple(map(view, pod.containers)),
+                   _by_name(effective_request(pod), memory),
+                   any(not is_native(r) for c in pod.all_containers() for r in c.requests))
+
+    @property
+    def guaranteed(self) -> bool:
+        return self.qos == GUARANTEED
+
+    def in_order(self) -> tuple[ContainerRequest, ...]:
+        """Init containers then app containers, the order the Topology Manager asks for hints."""
+        return self.init + self.apps
 
 
 def zones_of(node: Node) -> list[Zone]:
@@ -162,13 +196,3 @@ def conf_of(node: Node) -> TopologyManagerConf:
 def states_memory(node: Node) -> bool:
     """Whether the node's topology says how much memory each NUMA node has."""
     return any(node.topology.numa_node(n).memory for n in node.topology.numa_ids)
-
-
-def without_memory(pod: Pod) -> Pod:
-    """The pod as the plugin is asked about a node whose memory the engine does not know: its memory
-    and hugepage requests left out (as the resource fit leaves them out there), its QoS kept."""
-    def strip(c: Container) -> Container:
-        return replace(c, requests={r: q for r, q in c.requests.items() if not is_memory_resource(r)},
-                       limits={r: q for r, q in c.limits.items() if not is_memory_resource(r)})
-    return replace(pod, containers=tuple(map(strip, pod.containers)),
-                   init_containers=tuple(map(strip, pod.init_containers)), qos=pod.qos_class)

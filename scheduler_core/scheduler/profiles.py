@@ -43,7 +43,7 @@ from ..model.pods import Pod
 from ..nrt.cache import OverReserve
 from ..nrt.filter import filter_pod
 from ..nrt.score import LEAST_ALLOCATED, STRATEGIES, score_pod
-from ..nrt.zones import conf_of, effective_request, node_resources, states_memory, without_memory, zones_of
+from ..nrt.zones import PodView, Zone, conf_of, node_resources, states_memory, zones_of
 from ..volcano.cache import NumaCache
 from ..volcano.cpumanager.provider import NumaModel
 from ..volcano.numaaware import (
@@ -270,8 +270,8 @@ class UnawareProfile(Profile):
 
 class _NRTSession(ProfileSession):
     """scheduler-plugins' NodeResourceTopologyMatch: Filter and Score on each node's NRT zones as the
-    session began, minus the pods it assumed there (the reserve cache); `prepared` is the pod's
-    cache key, effective request, and the pod without memory for nodes whose memory is unknown."""
+    session began, minus the pods it assumed there (the reserve cache); `prepared` is the pod's cache
+    key, its reading (`PodView`), and that reading without memory for nodes whose memory is unknown."""
 
     def __init__(self, cluster: Cluster, profile: NRTProfile) -> None:
         self.profile = profile
@@ -280,34 +280,38 @@ class _NRTSession(ProfileSession):
                                   for name, node in cluster.nodes.items()})
         self.confs = {name: conf_of(node) for name, node in cluster.nodes.items()}
         self.allocatable = {name: node_resources(node) for name, node in cluster.nodes.items()}
-        self.current = {name: self.cache.zones(name) for name in cluster.nodes}
         self.memoryless = {name for name, node in cluster.nodes.items() if not states_memory(node)}
+        self.current: dict[str, Sequence[Zone] | None] = {}
+        self.keys: dict[str, Hashable] = {}
+        for name in cluster.nodes:
+            self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        zones = self.current[name] = self.cache.view(name)
+        self.keys[name] = None if zones is None else tuple(tuple(z.resources.values()) for z in zones)
 
     def state_key(self, name: str) -> Hashable:
-        zones = self.current[name]
-        return None if zones is None else tuple(tuple(z.resources.items()) for z in zones)
+        return self.keys[name]
 
-    def prepare(self, pod: Pod) -> tuple[str, dict[str, int], Pod]:
-        return f"{pod.namespace}/{pod.name}", effective_request(pod), without_memory(pod)
+    def prepare(self, pod: Pod) -> tuple[str, PodView, PodView]:
+        return f"{pod.namespace}/{pod.name}", PodView.of(pod), PodView.of(pod, memory=False)
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
         zones, conf = self.current[name], self.confs[name]
+        _key, view, memoryless = cast(tuple[str, PodView, PodView], prepared)
         if name in self.memoryless:
-            pod = cast(tuple[str, dict[str, int], Pod], prepared)[2]
-        result = filter_pod(pod, zones, conf, self.allocatable[name])
+            view = memoryless
+        result = filter_pod(view, zones, conf, self.allocatable[name])
         if not result.passed:
             return NodeVerdict(FILTERED, reason=result.explain(), code=result.code)
-        score = score_pod(pod, zones, conf, self.profile.strategy, self.weights) * self.profile.weight
+        score = score_pod(view, zones, conf, self.profile.strategy, self.weights) * self.profile.weight
         mask = result.numa_mask
         return NodeVerdict(PASSED if result.checked else SKIPPED, numa_count=mask.bit_count(), numa_mask=mask,
                            score=score)
 
-    def _refresh(self, name: str) -> None:
-        self.current[name] = self.cache.zones(name)
-
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
-        key, request, _ = cast(tuple[str, dict[str, int], Pod], prepared)
-        self.cache.reserve(name, key, request)
+        key, view, _ = cast(tuple[str, PodView, PodView], prepared)
+        self.cache.reserve(name, key, view.effective)
         self._refresh(name)
 
     def on_rollback(self, pod: Pod, name: str) -> None:

@@ -13,7 +13,7 @@ from scheduler_core.model.quantity import count, cpu_milli
 from scheduler_core.nrt.cache import OverReserve
 from scheduler_core.nrt.filter import filter_pod
 from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required, score_pod
-from scheduler_core.nrt.zones import MAX_NUMA_ID, TopologyManagerConf, Zone, effective_request
+from scheduler_core.nrt.zones import MAX_NUMA_ID, PodView, TopologyManagerConf, Zone
 from tests.conftest import load_vectors
 
 
@@ -61,7 +61,7 @@ def test_filter(case: dict) -> None:
     nrt, want = case["input"]["nrt"], case["expected"]
     conf = TopologyManagerConf.from_nrt(nrt["attributes"], nrt["topology_policies"])
     allocatable = {r for z in nrt["zones"] for r in z["resources"]} | set(nrt.get("node_extra", {}))
-    got = filter_pod(pod_of(case["input"]["pod"]), zones_of(nrt), conf, allocatable)
+    got = filter_pod(PodView.of(pod_of(case["input"]["pod"])), zones_of(nrt), conf, allocatable)
     if want is None:
         assert got.passed, got.explain()
     else:
@@ -97,7 +97,7 @@ SCORE = load_vectors("nrt_score")["cases"]
 @pytest.mark.parametrize("case", SCORE, ids=[c["id"] for c in SCORE])
 def test_score(case: dict) -> None:
     given, want = case["input"], case["expected"]
-    pod = pod_of(given["pod"])
+    pod = PodView.of(pod_of(given["pod"]))
     scores = {}
     for nrt in given["nrts"]:
         conf = TopologyManagerConf.from_nrt(nrt["attributes"], nrt["topology_policies"])
@@ -124,7 +124,7 @@ def test_cache(case: dict) -> None:
     for op, node, spec in given["ops"]:
         key = f"{spec['namespace']}/{spec['name']}"  # upstream's key, empty names included
         if op == "reserve":
-            returns.append(cache.reserve(node, key, effective_request(pod_of(spec))))
+            returns.append(cache.reserve(node, key, PodView.of(pod_of(spec)).effective))
         else:
             returns.append(cache.unreserve(node, key))
     if "returns" in want:
