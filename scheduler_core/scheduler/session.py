@@ -13,7 +13,7 @@ Node choice is deterministic: highest total score, then fewest NUMA nodes spanne
 placement, then the profile's tie-break (aligned with `distance_tie_break`: the lower mean NUMA
 distance), then node name.
 
-Every profile (`profiles`: volcano, aligned, unaware) sits behind the same resource-fit filter
+Every profile (`profiles.PROFILES`) sits behind the same resource-fit filter
 (the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
 checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
 keeps its own state through the place / rollback / close hooks.
@@ -30,7 +30,7 @@ the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first fo
 Speed (the classes and shape views are in `classes`): nodes with the same shape, settings and free
 state form a class (interned int id); a pod is evaluated once per class, and verdicts are kept per
 (class, pod shape), so only the node that just changed is re-evaluated on the next step. Each pod
-shape keeps its passing classes bucketed by (outcome, NUMA count, tie-break) and catches up with the
+shape keeps its passing classes bucketed by (outcome, NUMA count, own score, tie-break) and catches up with the
 classes born and gone since its last pod, so choosing a node does not walk every class; its verdict
 groups (the explanation rows) are kept the same way, from the classes' change log, so a pod copies
 one row per verdict. The cyclic collector is paused while the session runs (gc_pause.py).
