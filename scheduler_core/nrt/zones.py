@@ -37,10 +37,12 @@ class TopologyManagerConf:
     max_numa_nodes: int = DEFAULT_MAX_NUMA_NODES
 
     @classmethod
-    def from_nrt(cls, attributes: Mapping[str, str], topology_policies: Iterable[str] = ()) -> TopologyManagerConf:
-        """The legacy `topologyPolicies` first (only its first entry), then the attributes, each
-        value taken only when valid, as upstream does."""
-        policy, scope, max_numa = "none", CONTAINER, DEFAULT_MAX_NUMA_NODES
+    def from_nrt(cls, attributes: Mapping[str, str], topology_policies: Iterable[str] = (),
+                 base: TopologyManagerConf | None = None) -> TopologyManagerConf:
+        """`base` (the plugin's defaults) updated from the legacy `topologyPolicies` first (only its first
+        entry), then from the attributes, each value taken only when valid, as upstream does."""
+        start = base or cls()
+        policy, scope, max_numa = start.policy, start.scope, start.max_numa_nodes
         legacy = list(topology_policies)
         if legacy and legacy[0] in LEGACY_POLICIES:
             policy, scope = LEGACY_POLICIES[legacy[0]]

@@ -13,7 +13,7 @@ from scheduler_core.model.quantity import count, cpu_milli
 from scheduler_core.nrt.cache import OverReserve
 from scheduler_core.nrt.filter import filter_pod
 from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required, score_pod
-from scheduler_core.nrt.zones import MAX_NUMA_ID, PodView, TopologyManagerConf, Zone
+from scheduler_core.nrt.zones import MAX_NUMA_ID, PodView, TopologyManagerConf, Zone, is_host_level, is_numa_affine
 from tests.conftest import load_vectors
 
 
@@ -137,3 +137,23 @@ def test_cache(case: dict) -> None:
         assert zones is not None
         got = {f"node-{z.numa_id}": z.resources for z in zones}
         assert got == {name: amounts(res) for name, res in expected.items()}
+
+
+NODECONFIG = load_vectors("nrt_nodeconfig")["cases"]
+
+
+@pytest.mark.parametrize("case", NODECONFIG, ids=[c["id"] for c in NODECONFIG])
+def test_nodeconfig(case: dict) -> None:
+    given, want = case["input"], case["expected"]
+    base = None if given["base"] is None else TopologyManagerConf(**given["base"])
+    got = TopologyManagerConf.from_nrt(given["attributes"], given["topology_policies"], base)
+    assert got == TopologyManagerConf(**want)
+
+
+RESOURCES = load_vectors("nrt_resources")["cases"]
+
+
+@pytest.mark.parametrize("case", RESOURCES, ids=[c["id"] for c in RESOURCES])
+def test_resource_kinds(case: dict) -> None:
+    check = is_host_level if case["kind"] == "host_level" else is_numa_affine
+    assert check(case["input"]["resource"]) is case["expected"]
