@@ -75,7 +75,7 @@ def fit_zone(zones: Sequence[Zone], guaranteed: bool, requests: Mapping[str, int
     return (mask & -mask).bit_length() - 1, None
 
 
-def _take(zones: Sequence[Zone], numa_id: int, guaranteed: bool, requests: Mapping[str, int]) -> str | None:
+def take_from_zone(zones: Sequence[Zone], numa_id: int, guaranteed: bool, requests: Mapping[str, int]) -> str | None:
     """subtractResourcesFromNUMANodeList; the resource that would go negative (an internal error)."""
     for zone in zones:
         if zone.numa_id != numa_id:
@@ -114,7 +114,7 @@ def filter_pod(pod: PodView, zones: Sequence[Zone] | None, conf: TopologyManager
         if resource is not None:
             return FilterResult(UNSCHEDULABLE, "cannot align container", c.name, resource, True)
         if i + 1 < len(pod.apps):
-            short = _take(work, numa_id, guaranteed, c.requests)
+            short = take_from_zone(work, numa_id, guaranteed, c.requests)
             if short is not None:
                 return FilterResult(ERROR, "inconsistent resource accounting", c.name, short, True)
         mask |= 1 << numa_id

@@ -141,7 +141,7 @@ def _only_non_numa(zones: Sequence[Zone], requests: Mapping[str, int]) -> bool:
     return not any(r in z.resources for r in requests for z in zones)
 
 
-def _subtract(requests: Mapping[str, int], zones: Sequence[Zone], ids: Sequence[int]) -> None:
+def subtract_from_zones(requests: Mapping[str, int], zones: Sequence[Zone], ids: Sequence[int]) -> None:
     """subtractFromNUMAs: take each request from the chosen zones in turn (zones indexed by NUMA id,
     as upstream indexes its list)."""
     for resource, quantity in requests.items():
@@ -179,7 +179,7 @@ def _least_numa(pod: PodView, zones: Sequence[Zone], conf: TopologyManagerConf) 
             return 0
         all_closest = all_closest and closest
         most = max(most, len(ids))
-        _subtract(c.requests, work, ids)
+        subtract_from_zones(c.requests, work, ids)
     return MAX_SCORE if most == 0 else least_numa_score(most, all_closest, conf.max_numa_nodes)
 
 

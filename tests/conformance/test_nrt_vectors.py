@@ -11,8 +11,14 @@ import pytest
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.quantity import count, cpu_milli
 from scheduler_core.nrt.cache import OverReserve
-from scheduler_core.nrt.filter import filter_pod
-from scheduler_core.nrt.score import least_numa_score, min_avg_distance, numa_nodes_required, score_pod
+from scheduler_core.nrt.filter import filter_pod, take_from_zone
+from scheduler_core.nrt.score import (
+    least_numa_score,
+    min_avg_distance,
+    numa_nodes_required,
+    score_pod,
+    subtract_from_zones,
+)
 from scheduler_core.nrt.zones import MAX_NUMA_ID, PodView, TopologyManagerConf, Zone, is_host_level, is_numa_affine
 from tests.conftest import load_vectors
 
@@ -154,6 +160,18 @@ RESOURCES = load_vectors("nrt_resources")["cases"]
 
 
 @pytest.mark.parametrize("case", RESOURCES, ids=[c["id"] for c in RESOURCES])
-def test_resource_kinds(case: dict) -> None:
-    check = is_host_level if case["kind"] == "host_level" else is_numa_affine
-    assert check(case["input"]["resource"]) is case["expected"]
+def test_resources(case: dict) -> None:
+    given, want = case["input"], case["expected"]
+    if case["kind"] in ("host_level", "numa_affine"):
+        check = is_host_level if case["kind"] == "host_level" else is_numa_affine
+        assert check(given["resource"]) is want
+        return
+    zones = zone_list(given["zones"])
+    if case["kind"] == "subtract_container":
+        short = take_from_zone(zones, given["numa_id"], given["qos"] == "Guaranteed", amounts(given["requests"]))
+        assert (short is not None) is want["error"]
+        if want["error"]:
+            return
+    else:
+        subtract_from_zones(amounts(given["requests"]), zones, given["ids"])
+    assert [(z.numa_id, z.resources) for z in zones] == [(z.numa_id, z.resources) for z in zone_list(want["zones"])]
