@@ -137,7 +137,7 @@ def numa_nodes_required(zones: Sequence[Zone], guaranteed: bool, requests: Mappi
     return None, False
 
 
-def _only_non_numa(zones: Sequence[Zone], requests: Mapping[str, int]) -> bool:
+def only_non_numa(zones: Sequence[Zone], requests: Mapping[str, int]) -> bool:
     return not any(r in z.resources for r in requests for z in zones)
 
 
@@ -165,14 +165,14 @@ def _least_numa(pod: PodView, zones: Sequence[Zone], conf: TopologyManagerConf) 
     guaranteed = pod.guaranteed
     if conf.scope == POD:
         requests = pod.effective
-        if _only_non_numa(zones, requests):
+        if only_non_numa(zones, requests):
             return MAX_SCORE
         ids, closest = numa_nodes_required(zones, guaranteed, requests)
         return 0 if ids is None else least_numa_score(len(ids), closest, conf.max_numa_nodes)
     work = [z.copy() for z in zones]
     most, all_closest = 0, True
     for c in pod.in_order():
-        if _only_non_numa(work, c.requests):
+        if only_non_numa(work, c.requests):
             continue
         ids, closest = numa_nodes_required(work, guaranteed, c.requests)
         if ids is None:

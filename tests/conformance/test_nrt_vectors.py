@@ -16,6 +16,7 @@ from scheduler_core.nrt.score import (
     least_numa_score,
     min_avg_distance,
     numa_nodes_required,
+    only_non_numa,
     score_pod,
     subtract_from_zones,
 )
@@ -167,6 +168,9 @@ def test_resources(case: dict) -> None:
         assert check(given["resource"]) is want
         return
     zones = zone_list(given["zones"])
+    if case["kind"] == "only_non_numa":
+        assert only_non_numa(zones, amounts(given["requests"])) is want
+        return
     if case["kind"] == "subtract_container":
         short = take_from_zone(zones, given["numa_id"], given["qos"] == "Guaranteed", amounts(given["requests"]))
         assert (short is not None) is want["error"]
