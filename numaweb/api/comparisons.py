@@ -33,7 +33,7 @@ from numaweb.jobs.models import Job
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import TOPOLOGY_POLICIES
-from scheduler_core.scheduler.compare import Shape
+from scheduler_core.scheduler.compare import STRATEGIES, Shape
 from scheduler_core.scheduler.profiles import PROFILES
 
 ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
@@ -57,9 +57,10 @@ class CreateComparisonSerializer(CappedLists, serializers.Serializer):
                                               help_text="jobs of the cluster to place; omitted or empty: the "
                                                         "jobs a session would take (every job of the cluster "
                                                         "with a pod left to place)")
-    variants = limits.JSONField(help_text='1 to 8 variants: {"profile": "volcano|aligned|unaware", '
+    variants = limits.JSONField(help_text='1 to 8 variants: {"profile": "' + "|".join(PROFILES) + '", '
                                                '"topology_manager_policy", "topology_manager_scope", '
-                                               '"cpu_manager_options": {...}, "weight", "distance_tie_break"}')
+                                               '"cpu_manager_options": {...}, "weight", "distance_tie_break" '
+                                               '(aligned), "strategy" (nrt: ' + ", ".join(STRATEGIES) + ')}')
     shape = limits.JSONField(required=False, allow_null=True,
                                   help_text='pod shape for headroom: {"cpu": "4", "memory": "8Gi", '
                                             '"devices": {"nvidia.com/gpu": 1}, "policy": "single-numa-node"}')

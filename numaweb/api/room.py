@@ -20,6 +20,7 @@ from numaweb.inventory.models import Cluster
 from numaweb.room import defrag, services, tasks
 from numaweb.room.export import kubectl_script, plan_json, room_dict
 from numaweb.room.models import DefragRun, RoomPlan
+from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 
 ERROR = inline_serializer("MakeRoomError", {"detail": serializers.CharField()})
@@ -34,7 +35,7 @@ class MakeRoomRequestSerializer(serializers.Serializer):
                                                             '"policy": "single-numa-node"}')
     count = serializers.IntegerField(required=False, help_text="pods of the shape, a gang of all of them")
     policy = serializers.CharField(required=False, help_text="the shape's task topology policy")
-    profile = serializers.ChoiceField(choices=["volcano", "aligned", "unaware"], required=False, help_text=(
+    profile = serializers.ChoiceField(choices=list(SchedulingSession.PROFILES), required=False, help_text=(
         "default: for a job, the profile (and numa-aware weight) of its last session, the one that left it pending "
         "(the answer's profile_from names it; aligned when it has none); for a shape, aligned"))
     allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
@@ -168,7 +169,7 @@ class DefragRequestSerializer(serializers.Serializer):
     """The advisor's options, all optional (documentation; checked by room.defrag.parse_request, which names the
     field)."""
 
-    profile = serializers.ChoiceField(choices=["volcano", "aligned", "unaware"], required=False, help_text=(
+    profile = serializers.ChoiceField(choices=list(SchedulingSession.PROFILES), required=False, help_text=(
         "default: the profile (and numa-aware weight) of the last session of the pending jobs, the one that left them "
         "pending (profile_from names it; aligned when there is none)"))
     allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "

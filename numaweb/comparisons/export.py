@@ -40,7 +40,7 @@ METRICS: tuple[Metric, ...] = (
 #: exported, not drawn: headroom as the scheduler counts it (refused pods included)
 EXPORT_ONLY = ("headroom",)
 SETTINGS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
-            "distance_tie_break")
+            "distance_tie_break", "strategy")
 
 
 def reason_key(reason: str) -> str:

@@ -22,7 +22,9 @@ LARGE = 2 / 3
 #: why a profile places pods the kubelet refuses
 BLIND = {"volcano": "Volcano's plugin aligns CPUs only, container by container, and ignores the CPU Manager's "
                     "options, memory and devices",
-         "unaware": "the unaware profile checks resource counts only"}
+         "unaware": "the unaware profile checks resource counts only",
+         "nrt": "the NodeResourceTopology plugin checks only single-numa-node nodes, each zone's counts as the NRT "
+                "publishes them (no CPU ids, no CPU Manager options), and passes every other node unchecked"}
 #: what a kubelet reason means, in a few words
 REASONS = {"SMTAlignmentError": "full-pcpus-only refuses CPUs that are not whole cores",
            "TopologyAffinityError": "the Topology Manager found no NUMA alignment it allows"}

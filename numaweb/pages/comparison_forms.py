@@ -13,13 +13,14 @@ from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHO
 from numaweb.jobs.forms import ClusterJobsMixin
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
-from scheduler_core.scheduler.compare import Shape, Variant
+from scheduler_core.scheduler.compare import STRATEGIES, Shape, Variant
 from scheduler_core.scheduler.profiles import PROFILES
 
 PROFILE_CHOICES = [(p, p) for p in PROFILES]
 KEEP = ("", "each node's own")
-VARIANT_ROWS = 4
-DEFAULT_PROFILES = ("volcano", "aligned", "unaware")
+#: a row per engine profile, each chosen at first, and one to spare (the API takes at most 8 variants)
+DEFAULT_PROFILES = tuple(PROFILES)
+VARIANT_ROWS = min(len(DEFAULT_PROFILES) + 1, 8)
 
 
 class ShapeMixin(forms.Form):
@@ -73,8 +74,10 @@ class VariantForm(forms.Form):
                                                     help_text="ticked: replace every node's options")
     replace_cpu_options = forms.BooleanField(required=False, label="set CPU options",
                                              help_text="override each node's CPU Manager options with the ticked ones")
-    weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="numa-aware weight")
+    weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="plugin weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
+    strategy = forms.ChoiceField(choices=[("", "default (LeastAllocated)"), *((s, s) for s in STRATEGIES)],
+                                 required=False, label="scoring strategy (nrt)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """The controls the row shows without a label of their own are named for their row ("variant 2:
@@ -95,7 +98,7 @@ class VariantForm(forms.Form):
             "profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
             "topology_manager_scope": data.get("topology_manager_scope") or None,
             "weight": 1 if data.get("weight") is None else data["weight"],
-            "distance_tie_break": bool(data.get("distance_tie_break"))}
+            "distance_tie_break": bool(data.get("distance_tie_break")), "strategy": data.get("strategy") or None}
         if data.get("replace_cpu_options") or data.get("cpu_manager_options"):
             settings["cpu_manager_options"] = {o: "true" for o in data.get("cpu_manager_options") or ()}
         try:

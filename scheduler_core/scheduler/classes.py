@@ -118,14 +118,14 @@ class NodeClasses:
             self.members[new] = (new, (*names[:i], name, *names[i:]))
 
 
-#: a pod shape's passing classes are bucketed by (outcome, NUMA count, tie-break)
-BucketKey = tuple[Outcome, int, float]
+#: a pod shape's passing classes are bucketed by (outcome, NUMA count, the verdict's own score, tie-break)
+BucketKey = tuple[Outcome, int, int, float]
 
 
 class ShapeView:
     """What one pod shape knows of the node classes: its verdict on every class it has seen (a class
     is a fixed state, so a verdict never goes stale), and the live classes that pass, bucketed by
-    what decides the node choice besides the node's name: (outcome, NUMA count, tie-break). Kept up to
+    what decides the node choice besides the node's name: (outcome, NUMA count, own score, tie-break). Kept up to
     date by the classes born and gone since the shape's last pod, never by walking every class."""
 
     __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")

@@ -3,7 +3,7 @@ metrics that tell variants apart, the free single-NUMA blocks a placement leaves
 a pod shape. Every figure is computed from the engine's own inputs and results; nothing is estimated.
 
 - `Variant.from_dict({"profile": "aligned", "topology_manager_policy": ..., "topology_manager_scope":
-  ..., "cpu_manager_options": {...}, "weight": 1, "distance_tie_break": false})`: a profile and the
+  ..., "cpu_manager_options": {...}, "weight": 1, "distance_tie_break": false, "strategy": null})`: a profile and the
   overrides applied to *every* node's kubelet settings (`Variant.apply(nodes)` returns new nodes;
   the given ones are untouched).
 - `Shape` and `headroom` (for a pod shape, on what a placement leaves): see `headroom.py`, whose names this
@@ -22,11 +22,12 @@ from ..errors import PolicyError, RequestError
 from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
+from ..nrt.score import STRATEGIES
 from ..volcano.numaaware import reason_policy_mismatch
 from .cluster import Cluster
 from .explain import PodStatus, SessionResult
 from .headroom import HeadroomSummary, Shape, headroom
-from .profiles import PROFILES, AlignedProfile, Profile, get_profile
+from .profiles import PROFILES, AlignedProfile, NRTProfile, Profile, get_profile
 from .session import run_session
 
 #: single-NUMA block histogram bins: (label, smallest, largest) free CPUs on one NUMA node
@@ -43,6 +44,7 @@ class VariantDict(TypedDict):
     cpu_manager_options: dict[str, str] | None
     weight: int
     distance_tie_break: bool
+    strategy: str | None
 
 
 class NodeRow(TypedDict):
@@ -93,8 +95,9 @@ class VariantResult(TypedDict):
 @dataclass(frozen=True)
 class Variant:
     """A scheduler profile plus optional overrides of every node's kubelet settings (None: keep
-    each node's own). `weight` is the numa-aware plugin weight (volcano); `distance_tie_break`
-    (aligned only) prefers, among equally narrow placements, the lowest mean NUMA distance."""
+    each node's own). `weight` is the profile's plugin weight (volcano, nrt); `distance_tie_break`
+    (aligned only) prefers, among equally narrow placements, the lowest mean NUMA distance; `strategy`
+    (nrt only) is the NodeResourceTopologyMatch scoring strategy (None: upstream's default)."""
 
     profile: str
     topology_manager_policy: str | None = None
@@ -102,9 +105,10 @@ class Variant:
     cpu_manager_options: CPUOptions | None = None
     weight: int = 1
     distance_tie_break: bool = False
+    strategy: str | None = None
 
     FIELDS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
-              "distance_tie_break")
+              "distance_tie_break", "strategy")
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -123,11 +127,17 @@ class Variant:
                 raise PolicyError(f"cpu_manager_options: {exc}") from None
             object.__setattr__(self, "cpu_manager_options", options)
         if isinstance(self.weight, bool) or not isinstance(self.weight, int) or not 0 <= self.weight <= 100:
-            raise RequestError(f"weight: the numa-aware weight must be an integer from 0 to 100, not {self.weight!r}")
+            raise RequestError(f"weight: the plugin weight must be an integer from 0 to 100, not {self.weight!r}")
         if not isinstance(self.distance_tie_break, bool):
             raise RequestError(f"distance_tie_break: must be true or false, not {self.distance_tie_break!r}")
         if self.distance_tie_break and self.profile != "aligned":
             raise PolicyError("distance_tie_break: only the aligned profile has a distance-aware tie-break")
+        if self.strategy is not None:
+            if self.profile != NRTProfile.name:
+                raise PolicyError("strategy: only the nrt profile has a scoring strategy")
+            if self.strategy not in STRATEGIES:
+                raise PolicyError(f"strategy: unknown scoring strategy {self.strategy!r}; expected one of: "
+                                  f"{', '.join(STRATEGIES)}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Variant:
@@ -150,7 +160,7 @@ class Variant:
         return {"profile": self.profile, "topology_manager_policy": self.topology_manager_policy,
                 "topology_manager_scope": self.topology_manager_scope,
                 "cpu_manager_options": None if self.cpu_manager_options is None else self.cpu_manager_options.to_dict(),
-                "weight": self.weight, "distance_tie_break": self.distance_tie_break}
+                "weight": self.weight, "distance_tie_break": self.distance_tie_break, "strategy": self.strategy}
 
     @property
     def label(self) -> str:
@@ -165,6 +175,8 @@ class Variant:
             parts.append(f"weight {self.weight}")
         if self.distance_tie_break:
             parts.append("closest")
+        if self.strategy is not None:
+            parts.append(self.strategy)
         return " · ".join(parts)
 
     @property
@@ -175,6 +187,8 @@ class Variant:
         """The engine's profile object with this variant's options."""
         if self.profile == "aligned":
             return AlignedProfile(weight=self.weight, distance_tie_break=self.distance_tie_break)
+        if self.profile == NRTProfile.name and self.strategy is not None:
+            return NRTProfile(weight=self.weight, strategy=self.strategy)
         return get_profile(self.profile, self.weight)
 
     def kubelet(self, config: KubeletConfig) -> KubeletConfig:
@@ -355,5 +369,6 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
     return out
 
 
-__all__ = ["BLOCK_BINS", "SPAN_BINS", "Shape", "Variant", "block_histogram", "headroom", "metrics", "node_table",
-           "numa_use", "policy_nodes", "run_variant", "span_histogram"]
+#: STRATEGIES: the nrt variant's scoring strategies, for the pages and the API that offer them
+__all__ = ["BLOCK_BINS", "SPAN_BINS", "STRATEGIES", "Shape", "Variant", "block_histogram", "headroom", "metrics",
+           "node_table", "numa_use", "policy_nodes", "run_variant", "span_histogram"]

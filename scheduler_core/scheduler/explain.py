@@ -256,6 +256,9 @@ class NodeVerdict:
     numa_count: int = 0
     numa_mask: int = 0
     cpus: int = 0
+    #: the profile's score of this node alone (nrt: the plugin scores each node from its own zones),
+    #: added to what `ProfileSession.scores` gives; None when the profile scores by NUMA count only
+    score: int | None = None
     sig: int = -1
 
     @property
@@ -348,7 +351,7 @@ class VerdictTable:
         if v.admission is not None:
             admission = (tuple(decision_key(d) for d in v.admission.decisions),
                          tuple(_allocation_key(a) for a in v.admission.allocations), v.admission.reason)
-        return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission)
+        return (v.outcome, v.code, v.reason, v.numa_count, v.numa_mask, v.cpus, containers, admission, v.score)
 
     def intern(self, verdict: NodeVerdict) -> int:
         key = self.signature(verdict)

@@ -13,7 +13,7 @@ Node choice is deterministic: highest total score, then fewest NUMA nodes spanne
 placement, then the profile's tie-break (aligned with `distance_tie_break`: the lower mean NUMA
 distance), then node name.
 
-Every profile (`profiles`: volcano, aligned, unaware) sits behind the same resource-fit filter
+Every profile (`profiles.PROFILES`) sits behind the same resource-fit filter
 (the default scheduler's NodeResourcesFit: cpu/memory/device requests against allocatable; memory is
 checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
 keeps its own state through the place / rollback / close hooks.
@@ -31,7 +31,7 @@ the caller can persist `cluster.nodes` afterwards. Use `cluster.copy()` first fo
 Speed (the classes and shape views are in `classes`): nodes with the same shape, settings and free
 state form a class (interned int id); a pod is evaluated once per class, and verdicts are kept per
 (class, pod shape), so only the node that just changed is re-evaluated on the next step. Each pod
-shape keeps its passing classes bucketed by (outcome, NUMA count, tie-break) and catches up with the
+shape keeps its passing classes bucketed by (outcome, NUMA count, own score, tie-break) and catches up with the
 classes born and gone since its last pod, so choosing a node does not walk every class; its verdict
 groups (the explanation rows) are kept the same way, from the classes' change log, so a pod copies
 one row per verdict. The cyclic collector is paused while the session runs (gc_pause.py).
@@ -164,7 +164,8 @@ class _Session:
                 verdict = verdicts[cid] = self.evaluate(first, pod, prepared, view.request)
                 self.table.intern(verdict)
                 if verdict.outcome in (PASSED, SKIPPED):
-                    bucket_of[cid] = (verdict.outcome, verdict.numa_count, self.profile.tie_break(first, verdict))
+                    bucket_of[cid] = (verdict.outcome, verdict.numa_count, verdict.score or 0,
+                                      self.profile.tie_break(first, verdict))
             counted.add(cid)
             sig = verdicts[cid].sig
             into = groups.get(sig)
@@ -183,10 +184,11 @@ class _Session:
         items, limit = self.table.items, self.explain_names
         for sig, group in view.groups.items():
             score = None
-            if scores is not None:
-                verdict = items[sig]
-                if verdict.outcome in (PASSED, SKIPPED):
-                    score = scores[(verdict.outcome, verdict.numa_count)]
+            verdict = items[sig]
+            if scores is not None and verdict.outcome in (PASSED, SKIPPED):
+                score = scores[(verdict.outcome, verdict.numa_count)]
+            if verdict.score is not None:
+                score = (score or 0) + verdict.score
             rows.append(group.row(sig, score, limit))
         return rows
 
@@ -206,17 +208,18 @@ class _Session:
         scores = None
         best = None
         if buckets:
-            # a score depends on a verdict's (outcome, NUMA count) and on the set of those that pass
+            # the profile's score depends on a verdict's (outcome, NUMA count) and on the set of those
+            # that pass; a verdict's own score (a profile scoring each node alone) is added to it
             pairs: dict[tuple[str, int], set[int]] = {}
-            for (outcome, count, _tie), cids in buckets.items():
+            for (outcome, count, _own, _tie), cids in buckets.items():
                 pairs.setdefault((outcome, count), cids)
             values = self.profile.scores(prepared, [verdicts[next(iter(c))] for c in pairs.values()])
             if values is not None:
                 scores = dict(zip(pairs, values, strict=True))
             best_key = None
             chosen: list[set[int]] = []
-            for (outcome, count, tie), cids in buckets.items():
-                key = (-(scores[(outcome, count)] if scores is not None else 0), count, tie)
+            for (outcome, count, own, tie), cids in buckets.items():
+                key = (-(scores[(outcome, count)] if scores is not None else 0) - own, count, tie)
                 if best_key is None or key < best_key:
                     best_key, chosen = key, [cids]
                 elif key == best_key:
@@ -239,6 +242,8 @@ class _Session:
         verdict = verdicts[self.classes.of[best]]
         record.node = best
         record.score = None if scores is None else scores[(verdict.outcome, verdict.numa_count)]
+        if verdict.score is not None:
+            record.score = (record.score or 0) + verdict.score
         record.predicted = verdict
         return record, best, verdict
 

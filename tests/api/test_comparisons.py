@@ -371,3 +371,54 @@ def test_headroom_on_the_demo_stays_within_its_budget(api, demo, settings):
     body = one.result.json()
     assert one.result.status_code == 200 and body["at_least"] and body["sessions"] >= 1
     assert one.seconds < settings.NUMAWEB_HEADROOM_SECONDS and one.growth < 200 * MiB, (one.seconds, one.growth)
+
+
+def test_every_engine_profile_is_compared_and_exported_with_its_kubelet_refusals(
+        api, demo, eager, django_capture_on_commit_callbacks):
+    """A comparison of every profile in the engine's registry (nrt also with another scoring strategy) runs
+    through the API; the CSV and JSON exports carry each variant's settings and its kubelet refusals by reason,
+    equal to what the engine computes for that variant directly."""
+    from scheduler_core.scheduler.compare import Shape, Variant, run_variant
+    from scheduler_core.scheduler.profiles import PROFILES
+
+    variants = [{"profile": p} for p in PROFILES] + [{"profile": "nrt", "strategy": "MostAllocated"}]
+    r = ask(api, demo, django_capture_on_commit_callbacks, variants=variants, shape=SHAPE)
+    assert r.status_code == 202, r.content
+    body = api.get(r.headers["Location"]).json()
+    assert [v["profile"] for v in body["variants"]] == [*PROFILES, "nrt"]
+    assert all(v["status"] == "done" and v["error"] == "" for v in body["variants"]), body
+    assert body["variants"][-1]["label"] == "nrt · MostAllocated"
+
+    nodes, _seen = inventory.cluster_nodes(demo)
+    _rows, jobs = job_services.engine_jobs(Job.objects.filter(pk__in=body["jobs"]))
+    stored = {v.index: v for v in ComparisonVariant.objects.filter(comparison_id=body["id"])}
+    for i, spec in enumerate(variants):
+        direct = run_variant(nodes, jobs, Variant.from_dict(spec), Shape.parse(**SHAPE))["metrics"]
+        assert {k: v for k, v in direct.items() if k != "engine_s"} == \
+            {k: v for k, v in stored[i].metrics.items() if k != "engine_s"}, spec
+
+    rows = list(csv.DictReader(io.StringIO(api.get(f"/api/comparisons/{body['id']}/export/?format=csv")
+                                           .content.decode())))
+    assert [row["profile"] for row in rows] == [*PROFILES, "nrt"]
+    assert [row["strategy"] for row in rows] == [""] * len(PROFILES) + ["MostAllocated"]
+    for i, row in enumerate(rows):
+        m = stored[i].metrics
+        assert int(row["pods_rejected"]) == m["pods_rejected"]
+        assert int(row["topology_affinity_errors"]) == m["topology_affinity_errors"]
+        for reason, n in m["admission_errors_by_reason"].items():
+            column = "topology_affinity_errors" if reason == "TopologyAffinityError" else f"rejected_{reason}"
+            assert int(row[column]) == n
+    data = json.loads(api.get(f"/api/comparisons/{body['id']}/export/?format=json").content)
+    assert [v["profile"] for v in data["variants"]] == [*PROFILES, "nrt"]
+    assert [v["strategy"] for v in data["variants"]] == [None] * len(PROFILES) + ["MostAllocated"]
+    assert [v["metrics"]["pods_rejected"] for v in data["variants"]] == \
+        [stored[i].metrics["pods_rejected"] for i in range(len(variants))]
+
+
+@pytest.mark.parametrize(("variant", "text"), [
+    ({"profile": "aligned", "strategy": "MostAllocated"}, "strategy: only the nrt profile has a scoring strategy"),
+    ({"profile": "nrt", "strategy": "Fastest"}, "strategy: unknown scoring strategy 'Fastest'"),
+])
+def test_a_bad_strategy_is_refused_naming_it(api, cluster, variant, text):
+    r = api.post("/api/comparisons/", {"cluster": cluster.pk, "variants": [variant]}, format="json")
+    assert r.status_code == 400 and text in r.json()["variants"][0]

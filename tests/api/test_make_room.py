@@ -66,6 +66,24 @@ def test_a_shape_times_count(api, db, eager, django_capture_on_commit_callbacks)
     assert api.get(answer["plan_json"]).status_code == 200
 
 
+def test_every_engine_profile_is_accepted(api, db, eager, django_capture_on_commit_callbacks):
+    """The profile choice is the engine's registry: each profile answers the same question (a 16-CPU pod fits after
+    one move), the answer names the profile it used, and the schema lists every profile."""
+    from scheduler_core.scheduler.profiles import PROFILES
+
+    cluster = fragmented_rows()
+    body = {"shape": {"cpu": "16", "memory": "1Gi"}, "count": 1, "policy": "single-numa-node"}
+    for profile in PROFILES:
+        r = ask(api, cluster, {**body, "profile": profile}, django_capture_on_commit_callbacks)
+        assert r.status_code == 202, (profile, r.content)
+        answer = api.get(r.headers["Location"]).json()
+        assert (answer["profile"], answer["found"], len(answer["moves"])) == (profile, True, 1), answer
+    schema = api.get("/api/schema/?format=json").json()
+    field = schema["components"]["schemas"]["MakeRoomRequestRequest"]["properties"]["profile"]
+    ref = field.get("$ref") or field["allOf"][0]["$ref"]
+    assert schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["enum"] == list(PROFILES)
+
+
 def test_what_may_not_move_is_respected(api, db, eager, django_capture_on_commit_callbacks):
     cluster = fragmented_rows(nodes=3)
     job = gang_job(pods=1)

@@ -51,6 +51,22 @@ def test_session_places_seed_pods(api, seed_cluster, eager, django_capture_on_co
     assert api.post(f"{url}rerun/").status_code == 409
 
 
+def test_an_nrt_session_explains_what_the_plugin_checked(api, seed_cluster, eager, django_capture_on_commit_callbacks):
+    """The nrt profile: the 2-CPU pod goes to node-1, the one single-numa-node node (scored; the best-effort nodes
+    pass unchecked and score 0); the 20-CPU pod fits no 16-CPU zone of node-1, which is filtered with the plugin's
+    reason, and goes to node-2, unchecked, first by name among the equal ones, where the kubelet admits it."""
+    r = start(api, seed_cluster, django_capture_on_commit_callbacks, profile="nrt", dry_run=True)
+    session = api.get(r.headers["Location"]).json()
+    assert session["status"] == "done", session["error"]
+    where = {p["job"]: p for p in api.get(session["results_url"]).json()["results"]}
+    assert (where["numa-test"]["node_name"], where["vj-test"]["node_name"]) == ("node-1", "node-2")
+    assert where["vj-test"]["admitted"] is True
+    groups = where["vj-test"]["detail"]["groups"]
+    reasons = {g["outcome"]: g["reason"] for g in groups}
+    assert reasons["filtered"] == "cannot align container: container c, resource cpu"
+    assert sorted(n for g in groups if g["outcome"] == "skipped" for n in g["nodes"]) == ["node-2", "node-3"]
+
+
 def test_dry_run_allocates_nothing(api, seed_cluster, eager, django_capture_on_commit_callbacks):
     r = start(api, seed_cluster, django_capture_on_commit_callbacks, profile="aligned", dry_run=True)
     session = api.get(r.headers["Location"]).json()

@@ -12,6 +12,7 @@ from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 from numaweb.scheduling import results
 from scheduler_core.scheduler.compare import BLOCK_BINS, Shape
+from scheduler_core.scheduler.profiles import PROFILES
 from tests.pages.helpers import parse
 
 pytestmark = pytest.mark.django_db
@@ -41,13 +42,15 @@ def marks(html: str, cls: str) -> list[dict]:
 
 def test_jobs_page_has_the_comparison_form(client, demo):
     html = client.get(reverse("pages:jobs")).content.decode()
-    assert 'id="compare-form"' in html and html.count('data-variant-row=') == 4
+    rows = len(PROFILES) + 1  # every engine profile chosen, and one row to spare
+    assert 'id="compare-form"' in html and html.count('data-variant-row=') == rows
     profiles = []
-    for i in range(4):
+    for i in range(rows):
         select = html[html.index(f'name="v-{i}-profile"'):]
         select = select[:select.index("</select>")]
         profiles += [a["value"] for tag, a in parse(select).elements if tag == "option" and "selected" in a]
-    assert profiles == ["volcano", "aligned", "unaware", ""]
+    assert profiles == [*PROFILES, ""]
+    assert 'name="v-0-strategy"' in html and '<option value="LeastNUMANodes">' in html
 
 
 def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo, monkeypatch):
@@ -272,3 +275,15 @@ def test_every_kubelet_verdict_is_counted_and_large_gaps_are_explained(client, m
             for r in rows][:2] == [("0", "2", "3", "0"), ("2", "0", "15", "0")]
     data = client.get(reverse("api:comparison-export", args=[comparison.pk]) + "?format=json").json()
     assert [g["metric"] for g in data["gaps"] if g["variant"] == 0][:2] == ["pods_rejected", "headroom_admitted"]
+
+
+def test_the_nrt_strategy_is_a_variant_option(client, demo, monkeypatch):
+    monkeypatch.setattr(services, "enqueue", lambda ids: None)
+    rows = (("nrt", {}), ("nrt", {"strategy": "LeastNUMANodes"}))
+    client.post(reverse("comparisons:start"), form_data(demo, rows))
+    variants = list(Comparison.objects.get().variants.all())
+    assert [(v.label, v.settings["strategy"]) for v in variants] == [("nrt", None),
+                                                                       ("nrt · LeastNUMANodes", "LeastNUMANodes")]
+    # a strategy on another profile is refused on its field
+    response = client.post(reverse("comparisons:start"), form_data(demo, (("aligned", {"strategy": "MostAllocated"}),)))
+    assert response.status_code == 422 and "only the nrt profile has a scoring strategy" in response.content.decode()

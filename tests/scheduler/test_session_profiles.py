@@ -1,4 +1,4 @@
-"""The three profiles: `aligned` never gets a TopologyAffinityError from the kubelet (property test),
+"""The profiles: `aligned` never gets a TopologyAffinityError from the kubelet (property test),
 `unaware` does on a workload built to show it, and the counts of all three are compared."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def fragmenting_workload() -> tuple[list[Node], list[Job]]:
 
 def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not():
     counts = {}
-    for profile in PROFILES:
+    for profile in ("volcano", "aligned", "unaware"):
         nodes, jobs = fragmenting_workload()
         result = run_session(Cluster(nodes), jobs, profile=profile)
         counts[profile] = result.counts["topology_affinity_errors"]
@@ -50,6 +50,22 @@ def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not(
             assert result.pod("j2-t-0").node == "n1"
             assert result.counts["admitted"] == 3
     assert counts == {"volcano": 0, "aligned": 0, "unaware": 1}
+
+
+def test_nrt_over_reserves_what_it_placed_in_every_zone():
+    """NodeResourceTopologyMatch cannot know which zone the kubelet gave a pod until the exporter
+    publishes again: its cache takes each placed pod from every zone of the node. After a 3-CPU pod
+    on each node (zones of 4 CPUs), both zones of both nodes count 1 CPU free, so the 2-CPU pod is
+    refused everywhere although each node has a zone with 4 free CPUs, and nothing is rejected."""
+    nodes, jobs = fragmenting_workload()
+    result = run_session(Cluster(nodes), jobs, profile="nrt")
+    assert [result.pod(f"j{i}-t-0").node for i in range(3)] == ["n0", "n1", None]
+    refused = result.pod("j2-t-0")
+    assert refused.status == "unschedulable"
+    assert refused.message == "0/2 nodes are unavailable: 2 cannot align container: container app, resource cpu."
+    assert result.counts["topology_affinity_errors"] == 0 and result.counts["admitted"] == 2
+    # LeastAllocated on the first pod: (4 - 3) * 100 // 4 in its best zone (the nodes state no memory)
+    assert result.pod("j0-t-0").score == 25
 
 
 def test_volcano_misses_device_alignment_that_aligned_sees():
@@ -131,13 +147,13 @@ def test_profiles_are_objects_from_one_registry():
     from scheduler_core.errors import PolicyError
     from scheduler_core.scheduler.profiles import AlignedProfile, VolcanoProfile, get_profile
 
-    assert list(PROFILES) == ["volcano", "aligned", "unaware"]
+    assert list(PROFILES) == ["volcano", "aligned", "unaware", "nrt"]
     assert get_profile("volcano", 7) == VolcanoProfile(weight=7)
     assert isinstance(get_profile("aligned"), AlignedProfile)
     try:
         get_profile("fastest")
     except PolicyError as exc:
-        assert "expected one of: volcano, aligned, unaware" in str(exc)
+        assert "expected one of: volcano, aligned, unaware, nrt" in str(exc)
     else:
         raise AssertionError("an unknown profile name must be refused")
     # a Profile object carries its own options: the same session as the name plus weight

@@ -30,11 +30,13 @@ MARKS = {"target": "T", "moved": "M", "reserved": "R"}  # colour is never the on
 
 def room_context(job: Job, sessions: Iterable[SchedulingSession]) -> dict[str, object]:
     """What a job's page needs for its Make room button: the clusters (the job's last session's first), the job's
-    latest make-room answers, and its last session, whose profile the question uses unless another is chosen."""
+    latest make-room answers, its last session, whose profile the question uses unless another is chosen, and the
+    engine's profiles to choose from."""
     clusters = list(Cluster.objects.order_by("name").only("pk", "name"))
     last = next((s.cluster_id for s in sessions), None)
     return {"room_clusters": clusters, "room_cluster": last or (clusters[0].pk if clusters else None),
-            "room_plans": list(job.room_plans.order_by("-id")[:5]), "room_last": services.last_session(job)}
+            "room_plans": list(job.room_plans.order_by("-id")[:5]), "room_last": services.last_session(job),
+            "room_profiles": SchedulingSession.PROFILES}
 
 
 @requires("room.add_roomplan")
