@@ -15,7 +15,7 @@ the session calls:
 - `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
 - `close()`: what the profile hands over when the session ends.
 
-The three profiles (ENGINE.md §4.2):
+The profiles (ENGINE.md §4.2):
 - `volcano`: Volcano's numa-aware plugin as upstream decides, driven through `volcano.VolcanoPlugin`:
   task policy must equal the node's, CPU only, per container, init containers ignored, legacy merge,
   NUMA-span score × `weight` (none when the task has no policy); allocate events keep the plugin's
@@ -24,6 +24,10 @@ The three profiles (ENGINE.md §4.2):
   scope, CPU + memory + hugepages + devices, init containers, modern merge and options); the score
   is the same NUMA-span normalisation over the predicted allocation (weight 1).
 - `unaware`: resource fit only, no score (the default kube-scheduler's view of NUMA: none).
+- `kai`: KAI-Scheduler's `numa` plugin driven through `kai.KaiPlugin`: the zones each node's NRT
+  would publish, filter on single-numa-node / restricted, ledger and score (100 / span) also on
+  best-effort, CPU and memory taken as aligned for Guaranteed pods; its zone ledger is charged on
+  place and credited on rollback.
 
 `PROFILES` maps each name to its class, in the order pages list them; `get_profile(name)` builds one.
 """
@@ -35,6 +39,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from ..errors import PolicyError, check_int
+from ..kai.plugin import NOT_ALIGNED, KaiPlugin
+from ..kai.requests import PodRequests
+from ..kai.zones import Amounts, ZoneTopology, node_zones
 from ..kubelet.admission import admit_pod
 from ..model.pods import Pod
 from ..volcano.cache import NumaCache
@@ -258,8 +265,67 @@ class UnawareProfile(Profile):
         return _UnawareSession()
 
 
+# -- kai -------------------------------------------------------------------------------------------------
+
+
+class _KaiSession(ProfileSession):
+    """Drives one `KaiPlugin`: the predicate and expected placement on a class's first node, the
+    score from the verdicts' spans, the placement re-evaluated on the chosen node and charged there
+    (upstream's NumaPlacementFn, then AllocateFunc), credited back on rollback. A verdict's
+    `numa_count` is the span KAI assumes for scoring (0: it scores the node 0), its `numa_mask` the
+    zones it charges."""
+
+    def __init__(self, cluster: Cluster, ignore: frozenset[str]) -> None:
+        shapes: dict[ZoneTopology, ZoneTopology] = {}  # one object per distinct zone topology
+        nodes: dict[str, tuple[ZoneTopology | None, Amounts]] = {}
+        for name, node in cluster.nodes.items():
+            topo, available = node_zones(node)
+            nodes[name] = (shapes.setdefault(topo, topo), available)
+        self.plugin = KaiPlugin(nodes, ignore)
+
+    def state_key(self, name: str) -> Hashable:
+        return self.plugin.available[name]
+
+    def prepare(self, pod: Pod) -> PodRequests:
+        return PodRequests.of(pod)
+
+    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
+        e = self.plugin.evaluate(cast(PodRequests, prepared), name)
+        if not e.aligned:
+            return NodeVerdict(FILTERED, reason=NOT_ALIGNED, code="Unschedulable")
+        mask = self.plugin.zone_mask(name, e.placement)
+        return NodeVerdict(PASSED, numa_count=e.span, numa_mask=mask)
+
+    def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
+        values = self.plugin.scores(cast(PodRequests, prepared), [v.numa_count for v in verdicts])
+        # upstream's float 100/span, floored: the session's next key (fewest zones) keeps its order
+        return None if values is None else [int(v) for v in values]
+
+    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        e = self.plugin.evaluate(cast(PodRequests, prepared), name)
+        self.plugin.allocate(pod.uid, name, e.placement)
+
+    def on_rollback(self, pod: Pod, name: str) -> None:
+        self.plugin.deallocate(pod.uid, name)
+
+
+@dataclass(frozen=True)
+class KaiProfile(Profile):
+    """`ignore_list`: upstream's `ignoreList` argument (resources reported per zone but not aligned)."""
+
+    name: ClassVar[str] = "kai"
+    summary: ClassVar[str] = ("KAI-Scheduler's numa plugin: filters on single-numa-node and restricted, "
+                              "scores 100/span, per-zone reservation within the session")
+
+    ignore_list: frozenset[str] = frozenset()
+
+    def open(self, cluster: Cluster) -> ProfileSession:
+        return _KaiSession(cluster, self.ignore_list)
+
+
 #: every profile by name, in the order pages list them
-PROFILES: dict[str, type[Profile]] = {p.name: p for p in (VolcanoProfile, AlignedProfile, UnawareProfile)}
+PROFILES: dict[str, type[Profile]] = {p.name: p for p in (VolcanoProfile, AlignedProfile, UnawareProfile,
+                                                          KaiProfile)}
 
 
 def get_profile(profile: str | Profile, weight: int = 1) -> Profile:
