@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .evaluator import Placement, project, solve
+from .evaluator import Need, Placement, project, solve
 from .requests import PodRequests
 from .zones import MODELED, SCORED, Amounts, ZoneTopology, is_qos_gated
 
@@ -39,6 +39,17 @@ class Evaluation:
     span: int
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """A pod on one zone topology: whether the predicate and the ledger/score apply, and its units
+    projected on the topology's resource columns."""
+
+    filter: bool
+    score: bool
+    concurrent: list[Need]
+    serial: list[Need]
+
+
 class KaiPlugin:
     """`nodes`: per node, its zone topology (None: it publishes no NRT) and its zones' Available.
     `ignore`: upstream's `ignoreList`, resources reported per zone that the kubelet does not align."""
@@ -49,6 +60,8 @@ class KaiPlugin:
         self.available = {name: avail for name, (_t, avail) in nodes.items()}
         self.ignore = ignore
         self.placed: dict[str, tuple[str, Placement]] = {}
+        self._readings: dict[tuple[PodRequests, int], _Reading] = {}
+        self._evaluations: dict[tuple[PodRequests, int, Amounts], Evaluation] = {}
         self.max_zones = max((len(t.numa_ids) for t in self.topo.values() if t is not None), default=0)
         #: devices (not cpu/memory/hugepages, not ignored) some best-effort/restricted/single node reports
         self.aware_devices = frozenset(r for t in self.topo.values() if t is not None and t.policy in SCORED
@@ -64,39 +77,48 @@ class KaiPlugin:
         return req.guaranteed or self._asks_device(req, topo)
 
     def should_filter(self, req: PodRequests, name: str) -> bool:
+        """Upstream's shouldFilter: does the predicate judge this pod on this node?"""
         return self._gated(req, self.topo[name], MODELED)
-
-    def should_score(self, req: PodRequests, name: str) -> bool:
-        return self._gated(req, self.topo[name], SCORED)
 
     def wants_numa(self, req: PodRequests) -> bool:
         """Scored at all: a Guaranteed pod, or one asking for a device some scored node reports per zone."""
         return req.guaranteed or any(r in req.requested for r in self.aware_devices)
 
     # -- evaluation --------------------------------------------------------------------------------
-    def _solve(self, req: PodRequests, name: str) -> Placement | None:
-        topo = self.topo[name]
-        assert topo is not None  # callers gate on the node's topology
-        aligned = frozenset(r for r in topo.resources
-                            if r not in self.ignore and (req.guaranteed or not is_qos_gated(r)))
-        concurrent, serial = req.for_scope(topo.scope)
-        return solve(topo, self.available[name], [project(u, topo.resources, aligned) for u in concurrent],
-                     [project(u, topo.resources, aligned) for u in serial])
+    def _reading(self, req: PodRequests, topo: ZoneTopology) -> _Reading:
+        """The gates and the projected units of a pod on a zone topology, kept for the session."""
+        reading = self._readings.get((req, id(topo)))
+        if reading is None:
+            aligned = frozenset(r for r in topo.resources
+                                if r not in self.ignore and (req.guaranteed or not is_qos_gated(r)))
+            concurrent, serial = req.for_scope(topo.scope)
+            reading = self._readings[req, id(topo)] = _Reading(
+                self._gated(req, topo, MODELED), self._gated(req, topo, SCORED),
+                [project(u, topo.resources, aligned) for u in concurrent],
+                [project(u, topo.resources, aligned) for u in serial])
+        return reading
 
     def evaluate(self, req: PodRequests, name: str) -> Evaluation:
-        """The predicate, the expected placement and the assumed span of one pod on one node."""
+        """The predicate, the expected placement and the assumed span of one pod on one node (the
+        same reading on the same zone topology and availability is answered once)."""
         topo = self.topo[name]
-        placement: Placement | None = {}
-        if self.should_score(req, name):
-            placement = self._solve(req, name)
-        aligned = placement is not None or not self.should_filter(req, name)
         if topo is None or not topo.numa_ids:
-            span = self.max_zones
-        elif topo.policy == "none" or not self.should_score(req, name):
+            return Evaluation(True, {}, self.max_zones)
+        reading = self._reading(req, topo)
+        key = (req, id(topo), self.available[name])
+        known = self._evaluations.get(key)
+        if known is not None:
+            return known
+        placement: Placement | None = {}
+        if reading.score:
+            placement = solve(topo, self.available[name], reading.concurrent, reading.serial)
+        aligned = placement is not None or not reading.filter
+        if topo.policy == "none" or not reading.score:
             span = len(topo.numa_ids)
         else:
             span = 0 if placement is None else max(1, len(placement))
-        return Evaluation(aligned, placement or {}, span)
+        known = self._evaluations[key] = Evaluation(aligned, placement or {}, span)
+        return known
 
     def scores(self, req: PodRequests, spans: Sequence[int]) -> list[float] | None:
         """The NodeOrderFn's values for the given spans; None when the plugin is silent for this pod

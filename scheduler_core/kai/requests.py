@@ -28,11 +28,11 @@ def _requested(resource: str) -> Callable[[Container], int]:
     return lambda c: c.requests.get(resource, 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PodRequests:
-    """A pod's units per scope, its QoS and the resources it asks for at all (pod level > 0)."""
+    """A pod's units per scope, its QoS and the resources it asks for at all (pod level > 0).
+    Compared and hashed by identity: the plugin's caches are keyed by the reading itself."""
 
-    uid: str
     guaranteed: bool
     requested: frozenset[str]
     pod_scope: tuple[Unit, ...]
@@ -50,7 +50,7 @@ class PodRequests:
         serial = tuple(units[c.name] for c in pod.init_containers if c.kind != SIDECAR)
         apps = tuple(units[c.name] for c in pod.containers)
         requested = frozenset(r for c in pod.all_containers() for r, v in c.requests.items() if v > 0)
-        return cls(pod.uid, pod.qos_class == GUARANTEED, requested, (whole,), sidecars + apps, serial)
+        return cls(pod.qos_class == GUARANTEED, requested, (whole,), sidecars + apps, serial)
 
     def for_scope(self, scope: str) -> tuple[tuple[Unit, ...], tuple[Unit, ...]]:
         """(concurrent, serial) units under the node's Topology Manager scope."""

@@ -41,7 +41,7 @@ from typing import ClassVar, cast
 from ..errors import PolicyError, check_int
 from ..kai.plugin import NOT_ALIGNED, KaiPlugin
 from ..kai.requests import PodRequests
-from ..kai.zones import Amounts, ZoneTopology, node_zones
+from ..kai.zones import Amounts, ZoneTopology
 from ..kubelet.admission import admit_pod
 from ..model.pods import Pod
 from ..volcano.cache import NumaCache
@@ -276,18 +276,27 @@ class _KaiSession(ProfileSession):
     zones it charges."""
 
     def __init__(self, cluster: Cluster, ignore: frozenset[str]) -> None:
-        shapes: dict[ZoneTopology, ZoneTopology] = {}  # one object per distinct zone topology
+        shapes: dict[int, ZoneTopology] = {}  # one per node shape and settings
         nodes: dict[str, tuple[ZoneTopology | None, Amounts]] = {}
         for name, node in cluster.nodes.items():
-            topo, available = node_zones(node)
-            nodes[name] = (shapes.setdefault(topo, topo), available)
+            static_id = cluster.static_id(name)
+            topo = shapes.get(static_id)
+            if topo is None:
+                topo = shapes[static_id] = ZoneTopology.of(node)
+            nodes[name] = (topo, topo.available(node))
+        self.requests: dict[tuple[object, ...], PodRequests] = {}
         self.plugin = KaiPlugin(nodes, ignore)
 
     def state_key(self, name: str) -> Hashable:
         return self.plugin.available[name]
 
     def prepare(self, pod: Pod) -> PodRequests:
-        return PodRequests.of(pod)
+        """One reading per pod shape, so the plugin's per-pod caches serve every pod of that shape."""
+        key = (pod.qos_class, *((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers()))
+        req = self.requests.get(key)
+        if req is None:
+            req = self.requests[key] = PodRequests.of(pod)
+        return req
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
         e = self.plugin.evaluate(cast(PodRequests, prepared), name)

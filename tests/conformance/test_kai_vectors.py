@@ -32,7 +32,7 @@ def zones_of(t: dict | None) -> tuple[ZoneTopology | None, Amounts]:
         return tuple(tuple(amount(r, zone[key][r]) if r in zone[key] else 0 for r in resources) for zone in t["zones"])
 
     numa_ids = tuple(int(zone["id"].rsplit("-", 1)[1]) for zone in t["zones"])
-    return ZoneTopology.build(t["policy"], t["scope"], numa_ids, resources, table("allocatable")), table("available")
+    return ZoneTopology(t["policy"], t["scope"], numa_ids, resources, table("allocatable")), table("available")
 
 
 def pod_of(p: dict) -> Pod:

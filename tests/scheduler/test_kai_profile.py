@@ -4,7 +4,7 @@ place, credited back on a gang's rollback), its pass-through and its explanation
 from __future__ import annotations
 
 from scheduler_core.kai.plugin import NOT_ALIGNED
-from scheduler_core.kai.zones import node_zones
+from scheduler_core.kai.zones import ZoneTopology
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.jobs import Job, Task
 from scheduler_core.model.kubelet_config import KubeletConfig
@@ -40,7 +40,8 @@ def test_node_zones_publish_allocatable_and_available_as_nrt_does():
     topo = synthetic(1, 2, 2, 2, memory_per_numa=8 * GiB, devices_per_numa={GPU: 2})
     # NUMA 0 holds CPUs 0-1,4-5 and gpu0-1; NUMA 1 holds 2-3,6-7 and gpu2-3
     busy = Allocation("default/busy", "app", CPUSet.parse("6,7"), {1: {"memory": GiB}}, {GPU: ("gpu2",)})
-    zones, available = node_zones(Node("a", topo, kubelet, [busy]))
+    node = Node("a", topo, kubelet, [busy])
+    zones, available = ZoneTopology.of(node), ZoneTopology.of(node).available(node)
     assert (zones.policy, zones.scope, zones.numa_ids) == ("restricted", "pod", (0, 1))
     assert zones.resources == ("cpu", "memory", GPU)
     assert zones.allocatable == ((3000, 8 * GiB, 2), (4000, 8 * GiB, 2))
