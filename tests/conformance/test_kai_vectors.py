@@ -62,7 +62,8 @@ def by_kind(kind: str) -> list:
 
 
 def test_every_case_has_its_source():
-    kinds = {"solve", "evaluate", "allocatable", "should_filter", "requests", "score", "wants_numa", "reservation"}
+    kinds = {"solve", "evaluate", "allocatable", "should_filter", "requests", "score", "wants_numa", "reservation",
+             "allocate"}
     for case in CASES:
         assert case["kind"] in kinds, case["id"]
         src = case["source"]
@@ -167,3 +168,27 @@ def test_reservation(case):
             assert plugin.evaluate(PodRequests.of(pod_of(step["pod"])), "node-a").aligned == exp["admit"]
         if "available_cpu" in exp:
             assert [zone[cpu] for zone in plugin.available["node-a"]] == [cpu_milli(v) for v in exp["available_cpu"]]
+
+
+@pytest.mark.parametrize("case", by_kind("allocate"))
+def test_allocate(case):
+    plugin = plugin_of(case["nodes"])
+    for p, want in zip(case["pods"], case["expected"]["pods"], strict=True):
+        req = PodRequests.of(pod_of(p))
+        names = sorted(case["nodes"])
+        evaluations = {n: plugin.evaluate(req, n) for n in names}
+        fit = [n for n in names if evaluations[n].aligned]
+        scores = plugin.scores(req, [evaluations[n].span for n in fit]) or [0.0] * len(fit)
+        best = max(zip(scores, fit), key=lambda sn: sn[0], default=None)  # max keeps the first name on ties
+        if best is None:
+            assert want["node"] is None
+            continue
+        name = best[1]
+        assert name == want["node"]
+        assert sorted(evaluations[name].placement) == want["zones"]
+        plugin.allocate(f"pod-{id(p)}", name, evaluations[name].placement)
+    for name, cpus in case["expected"]["available_cpu"].items():
+        topo = plugin.topo[name]
+        assert topo is not None
+        col = topo.resources.index("cpu")
+        assert [zone[col] for zone in plugin.available[name]] == [cpu_milli(v) for v in cpus]
