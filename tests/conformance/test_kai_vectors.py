@@ -179,7 +179,7 @@ def test_allocate(case):
         evaluations = {n: plugin.evaluate(req, n) for n in names}
         fit = [n for n in names if evaluations[n].aligned]
         scores = plugin.scores(req, [evaluations[n].span for n in fit]) or [0.0] * len(fit)
-        best = max(zip(scores, fit), key=lambda sn: sn[0], default=None)  # max keeps the first name on ties
+        best = max(zip(scores, fit, strict=True), key=lambda sn: sn[0], default=None)  # ties: the first name
         if best is None:
             assert want["node"] is None
             continue

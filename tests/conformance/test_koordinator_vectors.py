@@ -13,9 +13,9 @@ from scheduler_core.koordinator.cpu_accumulator import (
     PCPU_LEVEL,
     AccumulatorError,
     Allocated,
+    CPUAccumulator,
     CPUInfo,
     CPUTopology,
-    CPUAccumulator,
     take_cpus,
     take_preferred_cpus,
 )
