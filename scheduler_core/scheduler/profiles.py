@@ -272,8 +272,8 @@ class _KaiSession(ProfileSession):
     """Drives one `KaiPlugin`: the predicate and expected placement on a class's first node, the
     score from the verdicts' spans, the placement re-evaluated on the chosen node and charged there
     (upstream's NumaPlacementFn, then AllocateFunc), credited back on rollback. A verdict's
-    `numa_count` is the span KAI assumes for scoring (0: it scores the node 0), its `numa_mask` the
-    zones it charges."""
+    `numa_count` is the span KAI assumes for scoring (0: it scores the node 0, or does not score the
+    pod), its `numa_mask` the zones it charges."""
 
     def __init__(self, cluster: Cluster, ignore: frozenset[str]) -> None:
         shapes: dict[int, ZoneTopology] = {}  # one per node shape and settings
@@ -299,11 +299,13 @@ class _KaiSession(ProfileSession):
         return req
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
-        e = self.plugin.evaluate(cast(PodRequests, prepared), name)
+        req = cast(PodRequests, prepared)
+        e = self.plugin.evaluate(req, name)
         if not e.aligned:
             return NodeVerdict(FILTERED, reason=NOT_ALIGNED, code="Unschedulable")
-        mask = self.plugin.zone_mask(name, e.placement)
-        return NodeVerdict(PASSED, numa_count=e.span, numa_mask=mask)
+        # a pod the plugin does not score carries no span, so the session's next key does not rank by it
+        span = e.span if self.plugin.max_zones and self.plugin.wants_numa(req) else 0
+        return NodeVerdict(PASSED, numa_count=span, numa_mask=self.plugin.zone_mask(name, e.placement))
 
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
         values = self.plugin.scores(cast(PodRequests, prepared), [v.numa_count for v in verdicts])

@@ -84,3 +84,4 @@ def test_scores_prefer_the_narrower_node_and_stay_silent_for_a_burstable_pod():
     assert result.pods[0].node == "b"
     # cpu aligns only for Guaranteed pods: for a Burstable one the plugin is silent
     assert result.pods[1].score is None and all(grp["score"] is None for grp in b["groups"])
+    assert result.pods[1].predicted is not None and result.pods[1].predicted.numa_count == 0
