@@ -292,7 +292,8 @@ class _KaiSession(ProfileSession):
 
     def prepare(self, pod: Pod) -> PodRequests:
         """One reading per pod shape, so the plugin's per-pod caches serve every pod of that shape."""
-        key = (pod.qos_class, *((c.kind, tuple(sorted(c.requests.items()))) for c in pod.all_containers()))
+        # requests and limits decide the QoS class too, so it need not be computed for the key
+        key = (pod.qos, *((c.kind, tuple(c.requests.items()), tuple(c.limits.items())) for c in pod.all_containers()))
         req = self.requests.get(key)
         if req is None:
             req = self.requests[key] = PodRequests.of(pod)

@@ -1,7 +1,11 @@
 """The `kai` profile in sessions: the zones it reads from a node, its in-cycle reservation (charged on
-place, credited back on a gang's rollback), its pass-through and its explanation."""
+place, credited back on a gang's rollback), its pass-through, its explanation, and (property test)
+where it predicts the kubelet exactly."""
 
 from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.kai.plugin import NOT_ALIGNED
 from scheduler_core.kai.zones import ZoneTopology
@@ -85,3 +89,50 @@ def test_scores_prefer_the_narrower_node_and_stay_silent_for_a_burstable_pod():
     # cpu aligns only for Guaranteed pods: for a Burstable one the plugin is silent
     assert result.pods[1].score is None and all(grp["score"] is None for grp in b["groups"])
     assert result.pods[1].predicted is not None and result.pods[1].predicted.numa_count == 0
+
+
+@st.composite
+def single_numa_clusters(draw):
+    """single-numa-node nodes (static CPU Manager, no reserved CPUs) and Guaranteed pods without init
+    containers whose memory never binds: there the kubelet puts each container (or the pod) on the
+    lowest NUMA node with enough free CPUs, which is the zone KAI predicts and charges. (Init
+    containers break it: see the next test.)"""
+    nodes = []
+    for i in range(draw(st.integers(1, 3))):
+        shape = draw(st.sampled_from([(1, 2, 2, 2), (2, 1, 3, 2), (1, 2, 4, 1), (1, 4, 2, 1)]))
+        kubelet = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="single-numa-node",
+                                topology_manager_scope=draw(st.sampled_from(("container", "pod"))))
+        nodes.append(Node(f"n{i}", synthetic(*shape, memory_per_numa=64 * GiB), kubelet))
+    jobs = []
+    for j in range(draw(st.integers(1, 8))):
+        containers = tuple(Container.guaranteed(f"c{c}", draw(st.integers(1, 4)) * 1000, 2**28)
+                           for c in range(draw(st.integers(1, 2))))
+        replicas = draw(st.integers(1, 3))
+        jobs.append(Job(f"j{j}", (Task("t", Pod("t", containers), replicas),),
+                        min_available=draw(st.integers(0, replicas)), submitted=j))
+    return nodes, jobs
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(single_numa_clusters())
+def test_kai_predicts_the_kubelet_on_single_numa_node_cpu_pods(case):
+    nodes, jobs = case
+    result = run_session(Cluster(nodes), jobs, profile="kai")
+    assert result.counts["topology_affinity_errors"] == 0
+    for p in result.pods:
+        if p.status == "admitted" and p.predicted is not None and p.predicted.numa_mask:
+            assert p.admitted_numa == p.predicted.numa_mask  # the zones KAI charged are where the CPUs are
+
+
+def test_an_init_container_on_another_zone_is_refused_by_the_kubelet_kai_does_not_see_it():
+    """KAI checks an ordinary init container alone and places the app containers independently. The
+    kubelet makes the app containers reuse the init container's CPUs: their NUMA mask must include
+    the init's NUMA node. Init 3 CPUs (NUMA 0), then apps of 2 and 4 CPUs: KAI predicts NUMA 0 and 1,
+    the kubelet finds no single NUMA node for the 4-CPU app that includes NUMA 0 and refuses the pod."""
+    pod = Pod("t", (Container.guaranteed("a", 2000, 2**28), Container.guaranteed("b", 4000, 2**28)),
+              (Container.guaranteed("init", 3000, 2**28, kind="init"),))
+    cluster = Cluster([Node("n0", synthetic(1, 2, 2, 2, memory_per_numa=64 * GiB), SINGLE)])
+    result = run_session(cluster, [Job("j", (Task("t", pod, 1),))], profile="kai")
+    record = result.pods[0]
+    assert record.predicted is not None and record.predicted.numa_mask == 0b11
+    assert (record.status, record.kubelet_reason) == ("rejected", "TopologyAffinityError")
