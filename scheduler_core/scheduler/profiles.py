@@ -29,6 +29,10 @@ The profiles (ENGINE.md §4.2):
 - `nrt`: scheduler-plugins' NodeResourceTopologyMatch driven through `nrt/`: Filter on single-numa-node
   nodes' zones, every other node passing unchecked (skipped), the strategy's score × `weight` per
   node, Reserve/Unreserve into its over-reserving cache on place and rollback.
+- `kai`: KAI-Scheduler's `numa` plugin driven through `kai.KaiPlugin`: the zones each node's NRT
+  would publish, filter on single-numa-node / restricted, ledger and score (100 / span) also on
+  best-effort, CPU and memory taken as aligned for Guaranteed pods; its zone ledger is charged on
+  place and credited on rollback.
 
 `PROFILES` maps each name to its class, in the order pages list them; `get_profile(name)` builds one.
 """
@@ -40,6 +44,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from ..errors import PolicyError, check_int
+from ..kai.plugin import NOT_ALIGNED, KaiPlugin
+from ..kai.requests import PodRequests
+from ..kai.zones import Amounts, ZoneTopology
 from ..kubelet.admission import AdmitResult, admit_pod
 from ..model.pods import Container, Pod
 from ..nrt.cache import OverReserve
@@ -396,11 +403,79 @@ class NRTProfile(Profile):
 
     def open(self, cluster: Cluster) -> ProfileSession:
         return _NRTSession(cluster, self)
+# -- kai -------------------------------------------------------------------------------------------------
+
+
+class _KaiSession(ProfileSession):
+    """Drives one `KaiPlugin`: the predicate and expected placement on a class's first node, the
+    score from the verdicts' spans, the placement re-evaluated on the chosen node and charged there
+    (upstream's NumaPlacementFn, then AllocateFunc), credited back on rollback. A verdict's
+    `numa_count` is the span KAI assumes for scoring (0: it scores the node 0, or does not score the
+    pod), its `numa_mask` the zones it charges."""
+
+    def __init__(self, cluster: Cluster, ignore: frozenset[str]) -> None:
+        shapes: dict[int, ZoneTopology] = {}  # one per node shape and settings
+        nodes: dict[str, tuple[ZoneTopology | None, Amounts]] = {}
+        for name, node in cluster.nodes.items():
+            static_id = cluster.static_id(name)
+            topo = shapes.get(static_id)
+            if topo is None:
+                topo = shapes[static_id] = ZoneTopology.of(node)
+            nodes[name] = (topo, topo.available(node))
+        self.requests: dict[tuple[object, ...], PodRequests] = {}
+        self.plugin = KaiPlugin(nodes, ignore)
+
+    def state_key(self, name: str) -> Hashable:
+        return self.plugin.available[name]
+
+    def prepare(self, pod: Pod) -> PodRequests:
+        """One reading per pod shape, so the plugin's per-pod caches serve every pod of that shape."""
+        # requests and limits decide the QoS class too, so it need not be computed for the key
+        key = (pod.qos, *((c.kind, tuple(c.requests.items()), tuple(c.limits.items())) for c in pod.all_containers()))
+        req = self.requests.get(key)
+        if req is None:
+            req = self.requests[key] = PodRequests.of(pod)
+        return req
+
+    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
+        req = cast(PodRequests, prepared)
+        e = self.plugin.evaluate(req, name)
+        if not e.aligned:
+            return NodeVerdict(FILTERED, reason=NOT_ALIGNED, code="Unschedulable")
+        # a pod the plugin does not score carries no span, so the session's next key does not rank by it
+        span = e.span if self.plugin.max_zones and self.plugin.wants_numa(req) else 0
+        return NodeVerdict(PASSED, numa_count=span, numa_mask=self.plugin.zone_mask(name, e.placement))
+
+    def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
+        values = self.plugin.scores(cast(PodRequests, prepared), [v.numa_count for v in verdicts])
+        # upstream's float 100/span, floored: the session's next key (fewest zones) keeps its order
+        return None if values is None else [int(v) for v in values]
+
+    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        e = self.plugin.evaluate(cast(PodRequests, prepared), name)
+        self.plugin.allocate(pod.uid, name, e.placement)
+
+    def on_rollback(self, pod: Pod, name: str) -> None:
+        self.plugin.deallocate(pod.uid, name)
+
+
+@dataclass(frozen=True)
+class KaiProfile(Profile):
+    """`ignore_list`: upstream's `ignoreList` argument (resources reported per zone but not aligned)."""
+
+    name: ClassVar[str] = "kai"
+    summary: ClassVar[str] = ("KAI-Scheduler's numa plugin: filters on single-numa-node and restricted, "
+                              "scores 100/span, per-zone reservation within the session")
+
+    ignore_list: frozenset[str] = frozenset()
+
+    def open(self, cluster: Cluster) -> ProfileSession:
+        return _KaiSession(cluster, self.ignore_list)
 
 
 #: every profile by name, in the order pages list them
 PROFILES: dict[str, type[Profile]] = {p.name: p for p in (VolcanoProfile, AlignedProfile, UnawareProfile,
-                                                          NRTProfile)}
+                                                          NRTProfile, KaiProfile)}
 
 
 def get_profile(profile: str | Profile, weight: int = 1) -> Profile:
