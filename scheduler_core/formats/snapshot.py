@@ -36,6 +36,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from ..dra.model import DraState
+from ..dra.objects import DRA_KINDS, read_dra, read_pod_claims
 from ..errors import EngineError, FormatError
 from ..model.jobs import Job
 from ..model.kubelet_config import KubeletConfig
@@ -106,6 +108,8 @@ class Snapshot:
     #: each pending job's manifest: the object's metadata (name, namespace, labels, annotations) and spec
     manifests: dict[tuple[str, str], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the DRA objects (ResourceSlices, DeviceClasses, claims, templates) and the pods' claims; empty when none
+    dra: DraState = field(default_factory=DraState)
     _running: dict[str, list[SnapshotPod]] | None = field(default=None, repr=False)
 
     def rejected(self) -> list[SnapshotPod]:
@@ -170,6 +174,7 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     pods: list[tuple[str, JSONObject]] = []
     vc_jobs: list[tuple[str, JSONObject]] = []
     groups: list[JSONObject] = []
+    dra: list[JSONObject] = []
     for i, obj in enumerate(objects(data, name)):
         kind = obj.get("kind")
         where = f"{name}: item {i} ({kind})"
@@ -184,6 +189,8 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
             vc_jobs.append((where, obj))
         elif kind == "PodGroup":
             groups.append(obj)
+        elif kind in DRA_KINDS:
+            dra.append(obj)
         else:
             snap.notes.append(f"{where}: {kind} objects are not part of a snapshot; skipped")
     names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
@@ -208,6 +215,12 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
         labels = _labels(as_object((node or {}).get("metadata"), f"Node {node_name}: metadata"), f"Node {node_name}")
         snap.nodes[node_name] = dataclasses.replace(shape, name=node_name, labels=labels)
     snap.pods = [_pod(obj, where) for where, obj in pods]
+    try:
+        snap.dra = read_dra(dra, {n: s.topology for n, s in snap.nodes.items()})
+        for where, obj in pods:
+            read_pod_claims(snap.dra, obj, where)
+    except FormatError as exc:
+        raise FormatError(f"{name}: {exc}") from None
     _pending_jobs(snap, vc_jobs, groups, pods, name)
     return snap
 
