@@ -123,10 +123,12 @@ class Allocator:
 
     def allocate(self, node: str, claims: Sequence[ResourceClaim], allocated: frozenset[tuple[str, str, str]]
                  | set[tuple[str, str, str]] = frozenset(), labels: Mapping[str, str] | None = None,
-                 ) -> list[tuple[DeviceResult, ...]] | None:
+                 usable: Callable[[Device], bool] | None = None) -> list[tuple[DeviceResult, ...]] | None:
         """Each claim's results on `node` (claims in order), or None when no allocation exists there;
-        `allocated` holds the keys of devices other claims already own. AllocationError as upstream errs."""
-        return _Search(self, node, claims, allocated, self.pools(node, labels)).run()
+        `allocated` holds the keys of devices other claims already own. `usable` narrows the devices an
+        ExactCount request may take (numaweb's aligned choice; upstream has none). AllocationError as
+        upstream errs."""
+        return _Search(self, node, claims, allocated, self.pools(node, labels), usable).run()
 
     def selectable(self, request: _Request, device: Device, claim: ResourceClaim) -> bool:
         """Does the device pass the class's selectors, then the request's (upstream's isSelectable)."""
@@ -161,8 +163,10 @@ class _Search:
     """One Allocate call: the requests checked, then the depth-first search (upstream's allocateOne)."""
 
     def __init__(self, allocator: Allocator, node: str, claims: Sequence[ResourceClaim],
-                 allocated: frozenset[tuple[str, str, str]] | set[tuple[str, str, str]], pools: list[Pool]) -> None:
+                 allocated: frozenset[tuple[str, str, str]] | set[tuple[str, str, str]], pools: list[Pool],
+                 usable: Callable[[Device], bool] | None) -> None:
         self.allocator = allocator
+        self.usable = usable
         self.node = node
         self.claims = claims
         self.allocated = allocated
@@ -268,7 +272,8 @@ class _Search:
                 continue
             for piece in pool.slices:
                 for device in piece.devices:
-                    if self._in_use(device.key) or not self.allocator.selectable(data, device, claim):
+                    if self._in_use(device.key) or not self.allocator.selectable(data, device, claim) \
+                            or (self.usable is not None and not self.usable(device)):
                         continue
                     undo = self._take(data, device, must=False)
                     if undo is not None and self._then(undo, c, r, s, d, in_sub):
