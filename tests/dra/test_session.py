@@ -111,3 +111,17 @@ def test_devices_other_claims_hold_are_not_taken_and_pods_without_claims_have_no
     assert by_job["train"]["node"] == "n1"  # the only node with GPUs
     assert by_job["train"]["dra"]["claims"][0]["devices"][0]["device"] == "gpu-1"
     assert (by_job["zplain"]["status"], by_job["zplain"]["dra"]) == ("admitted", None)
+
+
+def test_a_comparison_counts_misaligned_pods_per_variant() -> None:
+    from scheduler_core.scheduler.compare import Variant, run_variant
+
+    jobs = [_job("train"), _job("serve")]
+    state = _state({"n1": [1, 0, 1, 0]}, jobs)
+    upstream = run_variant([_node("n1")], jobs, Variant("volcano"), dra=state)["metrics"]
+    aligned = run_variant([_node("n1")], jobs, Variant("aligned"), dra=state)["metrics"]
+    # one 3-CPU pod fits the node (on NUMA 0); upstream gives it gpu-0 on NUMA 1, aligned gpu-1 on NUMA 0
+    assert upstream["pods_with_claims"] == aligned["pods_with_claims"] == 1
+    assert (upstream["pods_misaligned"], upstream["misaligned_kinds"]) == (1, {"gpu-cpu": 1})
+    assert (aligned["pods_misaligned"], aligned["misaligned_kinds"]) == (0, {})
+    assert "pods_misaligned" not in run_variant([_node("n1")], jobs, Variant("volcano"))["metrics"]
