@@ -115,13 +115,12 @@ class Allocator:
                 self._local.setdefault(piece.node, []).append((i, piece))
             else:
                 self._shared.append((i, piece))
+        #: the nodes some slice serves (those with slices of their own); None when a slice not bound to one
+        #: node (all nodes, a node selector) may serve any
+        self.served: frozenset[str] | None = None if self._shared else frozenset(self._local)
         self._verdicts: dict[tuple[str, object], bool] = {}
         self._looks: dict[tuple[str, str, str], object] = {}
         self._activations: dict[object, dict[str, object]] = {}
-
-    def serves(self, node: str) -> bool:
-        """Could any slice serve the node (one of its own, or one not bound to a node)? False: no device."""
-        return node in self._local or bool(self._shared)
 
     def pools(self, node: str, labels: Mapping[str, str] | None = None) -> list[Pool]:
         slices = sorted(self._local.get(node, []) + self._shared, key=lambda p: p[0])
