@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import count
 
 from ..errors import EngineError
 from . import cel
@@ -304,19 +303,20 @@ class _Search:
         """The sub-requests in order; the first with a solution wins. Raises _TooMany when every one failed
         for exceeding the result limit."""
         all_too_many = True
-        for s in count():
-            if (c, r, s) not in self.requests:
-                if all_too_many:
-                    raise _TooMany
-                return False
+        s = 0
+        while (c, r, s) in self.requests:
             try:
                 done = self._one(c, r, s, d, True)
             except _TooMany:
+                s += 1
                 continue
             all_too_many = False
             if done:
                 return True
-        return False  # pragma: no cover - count() never ends; the loop returns
+            s += 1
+        if all_too_many:
+            raise _TooMany
+        return False
 
     def _take(self, data: _Request, device: Device, must: bool) -> Callable[[], None] | None:
         """Take the device for the request if it is free and every constraint admits it (upstream's
