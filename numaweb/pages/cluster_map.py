@@ -5,7 +5,8 @@ Measures: free CPUs on the node's best NUMA node, free single-NUMA blocks of a s
 many CPUs fit each on one NUMA node), reserved CPUs, a session's TopologyAffinityErrors on the node, or the
 node agent's disagreements (the state check of its last report: model against kubelet; a node no agent
 reports is drawn apart, `no-agent`). Under every measure a node whose agent has gone silent longer than
-NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`).
+NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`), and a node holding pods whose DRA devices sit off the NUMA nodes
+of their pinned CPUs or memory (as the snapshot import judged them) is drawn in one colour of its own (`misaligned`).
 Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples
 and writes one short <rect> per node; sizes are CSS, clicks a static script (no inline style or script)."""
 
@@ -22,7 +23,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from numaweb.inventory.agent import stale_after
-from numaweb.inventory.models import Node, NodeReport
+from numaweb.inventory.models import Node, NodeReport, PodAlignment
 from numaweb.inventory.pools import pool_of
 from numaweb.scheduling.models import Placement
 
@@ -45,6 +46,8 @@ class Group:
     nodes: list[tuple[int, str, int]]  # (id, name, value)
     #: node id → its extra mark (`stale`, `no-agent`), drawn as a class and said in the tooltip
     marks: dict[int, str] = field(default_factory=dict)
+    #: node id → how many misaligned pods it holds (DRA devices off their CPUs' or memory's NUMA nodes)
+    misaligned: dict[int, int] = field(default_factory=dict)
 
 
 def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int | None = None
@@ -61,6 +64,8 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
     reports = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id", "received_at"))
     disagreements = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id",
                                                                                                "disagreements"))
+    misaligned = dict(PodAlignment.objects.filter(cluster_id=cluster_id, aligned=False, node__isnull=False)
+                      .values_list("node_id").annotate(n=Count("id")).values_list("node_id", "n"))
     silent_since = timezone.now() - stale_after()
     groups: dict[tuple, Group] = {}
     unreadable = 0
@@ -84,6 +89,8 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
         if key not in groups:
             groups[key] = Group(f"{pool_name} · {shape}" if pool_name else shape, [])
         groups[key].nodes.append((pk, name, value))
+        if pk in misaligned:
+            groups[key].misaligned[pk] = misaligned[pk]
         if pk not in reports:
             if measure == "agent":
                 groups[key].marks[pk] = "no-agent"
@@ -125,10 +132,14 @@ def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> Safe
             x, row_y = LABEL_W + (i % COLUMNS) * step, y + (i // COLUMNS) * step
             if not _PLAIN.issuperset(name):  # node names are DNS names: escaping is for the odd imported one
                 name = escape(name)
-            mark = g.marks.get(pk)
-            out.append(f'<rect x="{x}" y="{row_y}" class="m{bisect.bisect_right(lows, value)}'
-                       f'{" " + mark if mark else ""}" data-id="{pk}" data-value="{value}">'
-                       f'<title>{name}: {value}{" (" + MARKS[mark] + ")" if mark else ""}</title></rect>')
+            mark, off = g.marks.get(pk), g.misaligned.get(pk, 0)
+            classes = f"m{bisect.bisect_right(lows, value)}" + (f" {mark}" if mark else "")
+            tip, extra = f"{name}: {value}" + (f" ({MARKS[mark]})" if mark else ""), ""
+            if off:
+                classes, extra = classes + " misaligned", f' data-misaligned="{off}"'
+                tip += f" ({off} misaligned pod{'s' if off > 1 else ''})"
+            out.append(f'<rect x="{x}" y="{row_y}" class="{classes}" data-id="{pk}" data-value="{value}"{extra}>'
+                       f'<title>{tip}</title></rect>')
         out.append("</g>")
         y += max(rows * step, CELL + 4) + ROW_GAP
     width = LABEL_W + COLUMNS * step
