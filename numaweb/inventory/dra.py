@@ -17,9 +17,11 @@ from django.db import models
 from scheduler_core.dra.alignment import check
 from scheduler_core.dra.model import Device, DraState
 from scheduler_core.formats.snapshot import Snapshot
+from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.node import Node as EngineNode
+from scheduler_core.model.topology import Topology
 
-from .models import Cluster, DraClaim, DraDevice, Node, PodAlignment
+from .models import Allocation, Cluster, DraClaim, DraDevice, Node, PodAlignment
 
 _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capacity", "claim", "pod")
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
@@ -113,14 +115,9 @@ def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mappin
         devices = state.devices_of(ns, pod)
         if spod is None or not devices:
             continue
-        engine = engines[spod.node]
         allocs = held.get((spod.node, spod.uid), []) + (
             held.get((spod.node, f"{ns}/{pod}"), []) if spod.uid != f"{ns}/{pod}" else [])
-        cpus = 0
-        for a in allocs:
-            cpus |= a.cpus.mask
-        cpu_numa = frozenset(n for n, mask in engine.topology.numa_cpus.items() if mask & cpus)
-        memory_numa = frozenset(int(n) for a in allocs for n, res in a.memory.items() if any(res.values()))
+        cpu_numa, memory_numa = _pinned(engines[spod.node].topology, [(a.cpus.mask, a.memory) for a in allocs])
         result = check(devices, cpu_numa, memory_numa)
         claim_of = {(r.driver, r.pool, r.device): f"{cns}/{cname}" for cns, cname in claims
                     if (c := state.claims.get((cns, cname))) is not None for r in c.allocation or ()}
@@ -129,6 +126,42 @@ def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mappin
                           "devices": [_device(d, claim_of.get(d.key, "")) for d in devices],
                           "claims": [f"{cns}/{cname}" for cns, cname in claims]}
     return out
+
+
+def realign(node: Node, topology: Topology) -> None:
+    """The node's DRA pods judged again against the CPUs and memory they hold now, after a node agent's report
+    or a kubelet state file replaced the replay's guess with the kubelet's own pinning (the devices stay as the
+    last snapshot published them). Rows are rewritten only when their answer changed."""
+    rows = list(PodAlignment.objects.filter(node=node))
+    if not rows:
+        return
+    held: dict[str, list[tuple[int, Mapping]]] = {}
+    for pod, cpus, memory in Allocation.objects.filter(node=node, pod__in=[r.pod for r in rows]).values_list(
+            "pod", "cpus", "memory"):
+        held.setdefault(pod, []).append((CPUSet.parse(cpus or "").mask, memory or {}))
+    changed = []
+    for row in rows:
+        cpu_numa, memory_numa = _pinned(topology, held.get(row.pod, []))
+        devices = [Device(d["driver"], d["pool"], d["name"], node.name, {}, {}, d["kind"], d["numa"],
+                          d["numa_source"]) for d in row.devices]
+        result = check(devices, cpu_numa, memory_numa)
+        values = {"aligned": result.aligned, "kinds": list(result.kinds), "detail": result.detail,
+                  "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa)}
+        if any(getattr(row, f) != v for f, v in values.items()):
+            for f, v in values.items():
+                setattr(row, f, v)
+            changed.append(row)
+    if changed:
+        PodAlignment.objects.bulk_update(changed, ["aligned", "kinds", "detail", "cpu_numa", "memory_numa"])
+
+
+def _pinned(topology: Topology, held: Iterable[tuple[int, Mapping]]) -> tuple[frozenset[int], frozenset[int]]:
+    """The NUMA nodes of the CPUs (masks) and the memory ({numa: {resource: bytes}}) a pod's containers hold."""
+    cpus, memory = 0, set[int]()
+    for mask, per_numa in held:
+        cpus |= mask
+        memory.update(int(n) for n, res in per_numa.items() if any(res.values()))
+    return frozenset(n for n, mask in topology.numa_cpus.items() if mask & cpus), frozenset(memory)
 
 
 def _device(d: Device, claim: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from itertools import combinations
 import pytest
 import yaml
 
+from numaweb.inventory import dra, services
 from numaweb.inventory.models import Allocation, Cluster, DraClaim, DraDevice, Node, PodAlignment
 from numaweb.inventory.snapshot import import_snapshot
 from scheduler_core.model.cpuset import CPUSet
@@ -221,3 +222,20 @@ def test_dry_run_reports_and_writes_nothing(viewer_api):
     report = import_snapshot(cluster, as_yaml(snapshot_objects()), dry_run=True)
     assert report["dra"]["devices"] == 13 and report["dra"]["misaligned"]
     assert not DraDevice.objects.exists() and not PodAlignment.objects.exists() and not DraClaim.objects.exists()
+
+
+def test_the_kubelets_own_pinning_judges_the_pods_again(imported):
+    """A node agent's report or a state file replaces the replay's CPUs (here: train-a and train-b swap NUMA
+    nodes on n1); `dra.realign`, which both call, judges the node's DRA pods again against them."""
+    cluster, objs = imported
+    node = Node.objects.get(cluster=cluster, name="n1")
+    before = expected_kinds(objs, cluster)
+    rows = {a.pod: a for a in Allocation.objects.filter(node=node)}
+    a_cpus, b_cpus = rows["ml/train-a"].cpus, rows["ml/train-b"].cpus
+    Allocation.objects.filter(pk=rows["ml/train-a"].pk).update(cpus=b_cpus, origin=Allocation.OBSERVED)
+    Allocation.objects.filter(pk=rows["ml/train-b"].pk).update(cpus=a_cpus, origin=Allocation.OBSERVED)
+    dra.realign(node, services.topology_of(node))
+    after = expected_kinds(objs, cluster)
+    assert after["ml/train-a"] != before["ml/train-a"] and after["ml/train-b"] != before["ml/train-b"]
+    assert {p.pod: p.kinds for p in PodAlignment.objects.filter(cluster=cluster)} == after
+    assert PodAlignment.objects.get(name="train-a").aligned == (not after["ml/train-a"])
