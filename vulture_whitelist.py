@@ -17,6 +17,3 @@ sc = scheduler_core
     sc.total_s, sc.us_per_pod_node, sc.pods_rejected, sc.admission_errors_by_reason, sc.pods_unplaced_policy_filter,
     sc.headroom_admitted, sc.headroom_rejected
 )
-
-# DRA model fields the structured allocator reads (scheduler_core/dra/allocator.py, the next step)
-sc.node_selector, sc.allocation_mode, sc.match_attribute, sc.distinct_attribute  # noqa: B018

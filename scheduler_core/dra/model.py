@@ -6,8 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-#: an attribute's value: DRA's bool, int, string and version (a version is kept as its text)
-AttributeValue = bool | int | str
+
+class Version(str):
+    """A `version` attribute's text (semver 2.0.0): a str, marked so CEL sees a version and matchAttribute
+    tells it from a string of the same text."""
+
+    __slots__ = ()
+
+
+#: an attribute's value: DRA's bool, int, string and version, or a list of them (KEP-5491's list types)
+AttributeValue = bool | int | str | tuple[bool | int | str, ...]
 
 #: the kinds of device the alignment check names
 DEVICE_KINDS = ("gpu", "nic", "cpu", "other")

@@ -24,6 +24,7 @@ from .model import (
     DraState,
     ResourceClaim,
     ResourceSlice,
+    Version,
 )
 
 JSONObject = dict[str, object]
@@ -192,20 +193,33 @@ def _node_selector(value: object, where: str) -> tuple[tuple[tuple[str, str, tup
     return tuple(terms)
 
 
+_SCALARS = {"bool": bool, "int": int, "string": str, "version": str}
+_LISTS = {"bools": "bool", "ints": "int", "strings": "string", "versions": "version"}
+
+
+def _scalar(kind: str, value: object, where: str) -> bool | int | str:
+    if (kind == "bool") != isinstance(value, bool) or not isinstance(value, _SCALARS[kind]):
+        raise FormatError(f"{where} must be a {kind}, not {value!r}")
+    assert isinstance(value, bool | int | str)
+    return Version(value) if kind == "version" else value
+
+
 def _attributes(driver: str, body: JSONObject, where: str) -> dict[str, AttributeValue]:
     out: dict[str, AttributeValue] = {}
     for name, entry in _object(body, "attributes", where).items():
         at = f"{where}.attributes[{name}]"
         value = _as_object(entry, at)
-        typed = [(k, value[k]) for k in ("bool", "int", "string", "version") if k in value]
+        typed = [k for k in (*_SCALARS, *_LISTS) if k in value]
         if len(typed) != 1:
-            raise FormatError(f"{at} must have exactly one of bool, int, string, version")
-        kind, v = typed[0]
-        if (kind == "bool") != isinstance(v, bool) or (kind == "int" and not isinstance(v, int)) \
-                or (kind in ("string", "version") and not isinstance(v, str)):
-            raise FormatError(f"{at}.{kind} must be a {kind}, not {v!r}")
-        assert isinstance(v, bool | int | str)
-        out[str(name) if "/" in str(name) else f"{driver}/{name}"] = v
+            raise FormatError(f"{at} must have exactly one of bool, int, string, version, bools, ints, strings, "
+                              "versions")
+        kind = typed[0]
+        key = str(name) if "/" in str(name) else f"{driver}/{name}"
+        if kind in _LISTS:
+            items = _list(value, kind, at)
+            out[key] = tuple(_scalar(_LISTS[kind], v, f"{at}.{kind}[{j}]") for j, v in enumerate(items))
+        else:
+            out[key] = _scalar(kind, value[kind], f"{at}.{kind}")
     return out
 
 
@@ -225,6 +239,8 @@ def _numa(device: Device) -> tuple[int | None, str]:
     names = (STANDARD_NUMA, f"{device.driver}/numa", f"{device.driver}/numaNode", *DRIVER_NUMA)
     for name in names:
         value = device.attributes.get(name)
+        if isinstance(value, tuple) and len(value) == 1:  # a list of one NUMA node
+            value = value[0]
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value, f"attribute {name}"
     return None, "unknown"
@@ -316,7 +332,7 @@ def _request(entry: JSONObject, where: str, *, sub: bool = False) -> DeviceReque
     mode = _text(body, "allocationMode", at) or "ExactCount"
     if mode not in REQUEST_MODES:
         raise FormatError(f"{at}.allocationMode must be ExactCount or All, not {mode!r}")
-    device_class = _text(body, "deviceClassName", at, required=not first)
+    device_class = _text(body, "deviceClassName", at)  # the allocator refuses a missing one in upstream's words
     return DeviceRequest(name, device_class, _selectors(body, at), mode, _int(body, "count", at, 1, 1), first)
 
 

@@ -118,7 +118,7 @@ def test_v1beta1_devices_under_basic_with_capacities() -> None:
     (lambda o: o["spec"].pop("driver"), "ResourceSlice s: spec.driver is required"),
     (lambda o: o["spec"]["devices"].append({"name": "d0"}), "device 'd0' appears twice"),
     (lambda o: o["spec"]["devices"][0]["attributes"].update(x={"int": "1"}), "attributes[x].int must be a int"),
-    (lambda o: o["spec"]["devices"][0]["attributes"].update(x={}), "exactly one of bool, int, string, version"),
+    (lambda o: o["spec"]["devices"][0]["attributes"].update(x={}), "exactly one of bool, int, string, version, bools"),
     (lambda o: o["spec"]["pool"].update(resourceSliceCount=0), "spec.pool.resourceSliceCount must be an integer"),
     (lambda o: o["spec"].update(devices="d0"), "spec.devices must be a list"),
 ])
@@ -132,8 +132,8 @@ def test_bad_slices_name_the_field(change, message) -> None:
 def test_bad_claims_name_the_field() -> None:
     with pytest.raises(FormatError, match=r"ResourceClaim c: spec.devices.requests\[0\].exactly.allocationMode"):
         read_dra([claim("c", [exactly("r", "gpu", 1, mode="Some")])])
-    with pytest.raises(FormatError, match=r"requests\[0\].exactly.deviceClassName is required"):
-        read_dra([claim("c", [{"name": "r", "exactly": {"count": 1}}])])
+    with pytest.raises(FormatError, match=r"requests\[0\].exactly.count must be an integer of at least 1"):
+        read_dra([claim("c", [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 0}}])])
 
 
 def _snapshot(tmp_path, objs: list[dict]):
