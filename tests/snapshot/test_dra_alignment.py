@@ -239,3 +239,21 @@ def test_the_kubelets_own_pinning_judges_the_pods_again(imported):
     assert after["ml/train-a"] != before["ml/train-a"] and after["ml/train-b"] != before["ml/train-b"]
     assert {p.pod: p.kinds for p in PodAlignment.objects.filter(cluster=cluster)} == after
     assert PodAlignment.objects.get(name="train-a").aligned == (not after["ml/train-a"])
+
+
+def test_schema_documents_the_filter_and_the_command_prints_the_misaligned(tmp_path, capsys):
+    from django.core.management import call_command
+
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--file", str(out))
+    pods = yaml.safe_load(out.read_text())["paths"]["/api/pods/"]["get"]["parameters"]
+    misaligned = next(p for p in pods if p["name"] == "misaligned")
+    assert sorted(misaligned["schema"]["enum"]) == ["false", "true"] and "DRA" in misaligned["description"]
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(as_yaml(snapshot_objects()))
+    call_command("import_cluster", str(snap), "--cluster", "gpus")
+    printed = capsys.readouterr().out
+    cluster = Cluster.objects.get(name="gpus")
+    misaligned_pods = [p for p, kinds in expected_kinds(snapshot_objects(), cluster).items() if kinds]
+    assert f"{len(misaligned_pods)} misaligned" in printed
+    assert all(f"misaligned: {p}" in printed for p in misaligned_pods)
