@@ -103,7 +103,8 @@ class _Constraint:
 
 class Allocator:
     """Upstream's Allocator for a cluster's classes and slices; `allocate` may be called for many nodes and
-    pods. Selector verdicts are kept per (selectors, device): devices and selectors do not change."""
+    pods. A selector sees only a device's driver, attributes and capacity, so its verdict is kept per
+    (selector, what the device looks like): the same GPU on a thousand nodes is evaluated once."""
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice]) -> None:
         self.classes = classes
@@ -114,8 +115,13 @@ class Allocator:
                 self._local.setdefault(piece.node, []).append((i, piece))
             else:
                 self._shared.append((i, piece))
-        self._verdicts: dict[tuple[str, tuple[str, str, str]], bool] = {}
-        self._activations: dict[tuple[str, str, str], dict[str, object]] = {}
+        self._verdicts: dict[tuple[str, object], bool] = {}
+        self._looks: dict[tuple[str, str, str], object] = {}
+        self._activations: dict[object, dict[str, object]] = {}
+
+    def serves(self, node: str) -> bool:
+        """Could any slice serve the node (one of its own, or one not bound to a node)? False: no device."""
+        return node in self._local or bool(self._shared)
 
     def pools(self, node: str, labels: Mapping[str, str] | None = None) -> list[Pool]:
         slices = sorted(self._local.get(node, []) + self._shared, key=lambda p: p[0])
@@ -123,34 +129,40 @@ class Allocator:
 
     def allocate(self, node: str, claims: Sequence[ResourceClaim], allocated: frozenset[tuple[str, str, str]]
                  | set[tuple[str, str, str]] = frozenset(), labels: Mapping[str, str] | None = None,
-                 ) -> list[tuple[DeviceResult, ...]] | None:
+                 usable: Callable[[Device], bool] | None = None) -> list[tuple[DeviceResult, ...]] | None:
         """Each claim's results on `node` (claims in order), or None when no allocation exists there;
-        `allocated` holds the keys of devices other claims already own. AllocationError as upstream errs."""
-        return _Search(self, node, claims, allocated, self.pools(node, labels)).run()
+        `allocated` holds the keys of devices other claims already own. `usable` narrows the devices an
+        ExactCount request may take (numaweb's aligned choice; upstream has none). AllocationError as
+        upstream errs."""
+        return _Search(self, node, claims, allocated, self.pools(node, labels), usable).run()
 
     def selectable(self, request: _Request, device: Device, claim: ResourceClaim) -> bool:
         """Does the device pass the class's selectors, then the request's (upstream's isSelectable)."""
         for owner, selectors in ((request.device_class, request.device_class.selectors),
                                  (None, request.request.selectors)):
+            look = self._looks.get(device.key)
+            if look is None:
+                look = self._looks[device.key] = (device.driver, frozenset(device.attributes.items()),
+                                                  frozenset(device.capacity.items()))
             for i, expression in enumerate(selectors):
-                key = (expression, device.key)
+                key = (expression, look)
                 verdict = self._verdicts.get(key)
                 if verdict is None:
-                    verdict = self._verdicts[key] = self._evaluate(expression, device, owner, claim, i)
+                    verdict = self._verdicts[key] = self._evaluate(expression, device, look, owner, claim, i)
                 if not verdict:
                     return False
         return True
 
-    def _evaluate(self, expression: str, device: Device, owner: DeviceClass | None, claim: ResourceClaim,
-                  index: int) -> bool:
+    def _evaluate(self, expression: str, device: Device, look: object, owner: DeviceClass | None,
+                  claim: ResourceClaim, index: int) -> bool:
         where = f"class {owner.name}" if owner else f"claim {_kobj(claim)}"
         try:
             cel.compile_selector(expression)
         except cel.SelectorError as exc:
             raise AllocationError(f"{where}: selector #{index}: CEL {exc}") from None
-        variables = self._activations.get(device.key)
+        variables = self._activations.get(look)
         if variables is None:
-            variables = self._activations[device.key] = cel.activation(device)
+            variables = self._activations[look] = cel.activation(device)
         try:
             return cel.matches(expression, variables)
         except cel.SelectorError as exc:
@@ -161,8 +173,10 @@ class _Search:
     """One Allocate call: the requests checked, then the depth-first search (upstream's allocateOne)."""
 
     def __init__(self, allocator: Allocator, node: str, claims: Sequence[ResourceClaim],
-                 allocated: frozenset[tuple[str, str, str]] | set[tuple[str, str, str]], pools: list[Pool]) -> None:
+                 allocated: frozenset[tuple[str, str, str]] | set[tuple[str, str, str]], pools: list[Pool],
+                 usable: Callable[[Device], bool] | None) -> None:
         self.allocator = allocator
+        self.usable = usable
         self.node = node
         self.claims = claims
         self.allocated = allocated
@@ -268,7 +282,8 @@ class _Search:
                 continue
             for piece in pool.slices:
                 for device in piece.devices:
-                    if self._in_use(device.key) or not self.allocator.selectable(data, device, claim):
+                    if self._in_use(device.key) or not self.allocator.selectable(data, device, claim) \
+                            or (self.usable is not None and not self.usable(device)):
                         continue
                     undo = self._take(data, device, must=False)
                     if undo is not None and self._then(undo, c, r, s, d, in_sub):

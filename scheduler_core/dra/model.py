@@ -131,10 +131,14 @@ class DraState:
     claims: dict[tuple[str, str], ResourceClaim] = field(default_factory=dict)
     templates: dict[tuple[str, str], ResourceClaim] = field(default_factory=dict)
     pod_claims: dict[tuple[str, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    #: (namespace, pod) → the ResourceClaimTemplates (pod claim name, template name) whose claim is not
+    #: generated yet: a pending pod's claims, made from the template when a session places it
+    pod_templates: dict[tuple[str, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
     _devices: dict[tuple[str, str, str], Device] | None = field(default=None, repr=False, compare=False)
 
     def is_empty(self) -> bool:
-        return not (self.slices or self.classes or self.claims or self.templates or self.pod_claims)
+        return not (self.slices or self.classes or self.claims or self.templates or self.pod_claims
+                    or self.pod_templates)
 
     def devices_on(self, node: str) -> list[Device]:
         """The devices of the slices local to `node`, in slice then device order."""

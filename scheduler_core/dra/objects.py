@@ -77,8 +77,8 @@ def read_dra(objects: Sequence[JSONObject], topologies: Mapping[str, Topology] |
 
 def read_pod_claims(state: DraState, pod: JSONObject, where: str) -> None:
     """The claims a Pod object uses into `state.pod_claims`: `resourceClaimName` as is, a template's claim
-    by the name the pod's `status.resourceClaimStatuses` gives it (a template whose claim is not yet
-    generated names none); a generated claim is marked with its template."""
+    by the name the pod's `status.resourceClaimStatuses` gives it (a generated claim is marked with its
+    template); a template whose claim is not generated yet into `state.pod_templates`."""
     meta = _object(pod, "metadata", where)
     pod_name = _text(meta, "name", f"{where}: metadata", required=True)
     namespace = _text(meta, "namespace", f"{where}: metadata") or "default"
@@ -90,6 +90,7 @@ def read_pod_claims(state: DraState, pod: JSONObject, where: str) -> None:
             generated[_text(status, "name", f"{where}: status.resourceClaimStatuses[]")] = \
                 _text(status, "resourceClaimName", f"{where}: status.resourceClaimStatuses[]")
     claims: list[tuple[str, str]] = []
+    waiting: list[tuple[str, str]] = []
     for j, entry in enumerate(_list(spec, "resourceClaims", f"{where}: spec")):
         at = f"{where}: spec.resourceClaims[{j}]"
         ref = _as_object(entry, at)
@@ -97,14 +98,19 @@ def read_pod_claims(state: DraState, pod: JSONObject, where: str) -> None:
         claim_name = _text(ref, "resourceClaimName", at)
         template = _text(ref, "resourceClaimTemplateName", at)
         if template:
-            claim_name = generated.get(_text(_as_object(entry, at), "name", at, required=True), "")
+            pod_claim = _text(_as_object(entry, at), "name", at, required=True)
+            claim_name = generated.get(pod_claim, "")
             key = (namespace, claim_name)
             if claim_name and key in state.claims:
                 state.claims[key] = dataclasses.replace(state.claims[key], template=template)
+            elif not claim_name:
+                waiting.append((pod_claim, template))
         if claim_name:
             claims.append((namespace, claim_name))
     if claims:
         state.pod_claims[(namespace, pod_name)] = tuple(claims)
+    if waiting:
+        state.pod_templates[(namespace, pod_name)] = tuple(waiting)
 
 
 # -- checked access ----------------------------------------------------------------------------------------

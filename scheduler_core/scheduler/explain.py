@@ -33,7 +33,8 @@ PodRecord = {
   "allocations": [Allocation.to_dict()] | null,
   "outcomes": {"passed": n, "skipped": n, "filtered": n, "unschedulable": n},   # node counts
   "groups": [{"verdict": id, "outcome", "reason", "score", "node_count", "nodes": [≤ explain_names names]}],
-  "groups_omitted": {"groups": n, "nodes": n}    # groups beyond explain_groups (counts only)
+  "groups_omitted": {"groups": n, "nodes": n},   # groups beyond explain_groups (counts only)
+  "dra": ClaimsDict | null              # a pod with DRA claims: devices, why, NUMA, alignment (claims.py)
 }
 Verdict = {
   "outcome": "passed" | "skipped" | "filtered" | "unschedulable",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from ..kubelet.topologymanager.hint import TopologyHint
     from ..model.node import Allocation
     from ..volcano.numaaware import CloseEntry, ContainerDict, PodMetaDict, Verdict
+    from .claims import ClaimsDict
 
 SCHEMA = "numaweb.session/1"
 
@@ -169,6 +171,7 @@ class PodRecordDict(TypedDict):
     outcomes: dict[Outcome, int]
     groups: list[GroupDict]
     groups_omitted: OmittedDict
+    dra: ClaimsDict | None
 
 
 class Counts(TypedDict):
@@ -356,6 +359,7 @@ class PodRecord:
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
     allocations: list[Allocation] | None = None
+    dra: ClaimsDict | None = None  # the devices its claims got on the node, why, their NUMA nodes, the alignment
     #: the pod's verdict rows `[(verdict id, score, node count, first names sorted)]`, one per verdict: the
     #: session keeps them grouped per pod shape as classes change, so a pod copies them, never walks classes
     rows: list[Row] = field(default_factory=list)
@@ -419,7 +423,7 @@ class PodRecord:
             "outcomes": outcomes,
             "groups": [{"verdict": sig, "outcome": outcome, "reason": table.items[sig].reason, "score": score,
                         "node_count": count, "nodes": list(names)} for sig, outcome, score, count, names in groups],
-            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes},
+            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes}, "dra": self.dra,
         }
 
 

@@ -155,6 +155,7 @@ def test_a_snapshot_reads_the_dra_objects_and_the_pods_claims(tmp_path) -> None:
     assert dra.claims[("ml", "trainer-0-nic-x7")].template == "one-nic"
     assert [(d.name, d.numa) for d in dra.devices_of("ml", "trainer-0")] == [("gpu-1", 1), ("eth0", 0)]
     assert dra.devices_of("ml", "waiting") == []
+    assert dra.pod_templates == {("ml", "waiting"): (("nic", "one-nic"),)}
     assert not any("ResourceSlice" in n for n in snap.notes)
     # the GPU on NUMA 1 and the NIC on NUMA 0, CPUs pinned on NUMA 0: both kinds found, none invented
     result = check(dra.devices_of("ml", "trainer-0"), frozenset({0}), frozenset({0}))
