@@ -16,6 +16,7 @@ from django.db import models
 
 from scheduler_core.dra.alignment import check
 from scheduler_core.dra.model import Device, DraState
+from scheduler_core.dra.suggest import suggest
 from scheduler_core.formats.snapshot import Snapshot
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.node import Node as EngineNode
@@ -25,7 +26,8 @@ from .models import Allocation, Cluster, DraClaim, DraDevice, Node, PodAlignment
 
 _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capacity", "claim", "pod")
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
-_POD_FIELDS = ("node_id", "aligned", "kinds", "detail", "cpu_numa", "memory_numa", "devices", "claims")
+_POD_FIELDS = ("node_id", "aligned", "kinds", "detail", "cpu_numa", "memory_numa", "devices", "claims",
+               "suggestions")
 
 
 class DraReport(TypedDict):
@@ -121,10 +123,13 @@ def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mappin
         result = check(devices, cpu_numa, memory_numa)
         claim_of = {(r.driver, r.pool, r.device): f"{cns}/{cname}" for cns, cname in claims
                     if (c := state.claims.get((cns, cname))) is not None for r in c.allocation or ()}
+        suggestions = [] if result.aligned else [
+            {"claim": f"{c.namespace}/{c.name}", **suggest(c, state, spod.node, cpu_numa, memory_numa).to_dict()}
+            for key in claims if (c := state.claims.get(key)) is not None and c.allocation]
         out[(ns, pod)] = {"node_id": names.get(spod.node), "aligned": result.aligned, "kinds": list(result.kinds),
                           "detail": result.detail, "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa),
                           "devices": [_device(d, claim_of.get(d.key, "")) for d in devices],
-                          "claims": [f"{cns}/{cname}" for cns, cname in claims]}
+                          "claims": [f"{cns}/{cname}" for cns, cname in claims], "suggestions": suggestions}
     return out
 
 
@@ -147,12 +152,15 @@ def realign(node: Node, topology: Topology) -> None:
         result = check(devices, cpu_numa, memory_numa)
         values = {"aligned": result.aligned, "kinds": list(result.kinds), "detail": result.detail,
                   "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa)}
+        if values["kinds"] != row.kinds:  # the claim change was computed for the old pinning, at import
+            values["suggestions"] = []
         if any(getattr(row, f) != v for f, v in values.items()):
             for f, v in values.items():
                 setattr(row, f, v)
             changed.append(row)
     if changed:
-        PodAlignment.objects.bulk_update(changed, ["aligned", "kinds", "detail", "cpu_numa", "memory_numa"])
+        PodAlignment.objects.bulk_update(changed, ["aligned", "kinds", "detail", "cpu_numa", "memory_numa",
+                                                   "suggestions"])
 
 
 def _pinned(topology: Topology, held: Iterable[tuple[int, Mapping]]) -> tuple[frozenset[int], frozenset[int]]:

@@ -338,6 +338,9 @@ class PodAlignment(models.Model):
     devices = models.JSONField(default=list, blank=True,
                                help_text="its devices: driver, pool, name, kind, numa, numa_source, claim")
     claims = models.JSONField(default=list, blank=True, help_text='its claims as "namespace/name"')
+    suggestions = models.JSONField(default=list, blank=True,
+                                   help_text="per claim of a misaligned pod, the change that would align it "
+                                             "(scheduler_core.dra.suggest), verified by the allocator")
 
     class Meta:
         ordering = ["cluster_id", "namespace", "name"]

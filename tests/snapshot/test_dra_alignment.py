@@ -22,6 +22,7 @@ from tests.dra.objects import (
     NIC_DRIVER,
     claim,
     device,
+    device_class,
     exactly,
     gpu_node_slices,
     numatopology_node,
@@ -39,17 +40,18 @@ PODS = [
     ("train-c", "n2", [(GPU_DRIVER, "gpu-2"), (NIC_DRIVER, "eth1")]),
     ("train-d", "n2", [(GPU_DRIVER, "gpu-3"), ("accel.example.com", "x0")]),
     ("plain", "n3", []),
+    ("solo", "n4", [(GPU_DRIVER, "gpu-2")]),
 ]
 
 
 def snapshot_objects(gpu_numa: dict[str, list[int]] | None = None) -> list[dict]:
-    """Three nodes of 2 NUMA nodes × 4 CPUs; on n1 and n2 4 GPUs (`gpu.example.com/numaNode`) and 2 NICs
+    """Four nodes of 2 NUMA nodes × 4 CPUs; on n1, n2 and n4 4 GPUs (`gpu.example.com/numaNode`) and 2 NICs
     (`dra.net/numaNode`) on the NUMA nodes given, plus on n2 a device whose driver states no NUMA node; each pod
     asks 4 CPUs (a NUMA node's worth) and holds its devices through one allocated claim."""
-    gpu_numa = gpu_numa or {"n1": [0, 0, 1, 1], "n2": [1, 1, 0, 1]}
-    nic_numa = {"n1": [0, 0], "n2": [0, 1]}
-    objs: list[dict] = numatopology_node("n3", cpus_per_numa=4)
-    for node in ("n1", "n2"):
+    gpu_numa = gpu_numa or {"n1": [0, 0, 1, 1], "n2": [1, 1, 0, 1], "n4": [0, 1, 1, 1]}
+    nic_numa = {"n1": [0, 0], "n2": [0, 1], "n4": [0, 1]}
+    objs: list[dict] = [*numatopology_node("n3", cpus_per_numa=4), device_class("any")]
+    for node in ("n1", "n2", "n4"):
         objs += numatopology_node(node, cpus_per_numa=4)
         objs += gpu_node_slices(node, gpu_numa[node], nic_numa[node])
     objs.append(resource_slice("n2-accel", "accel.example.com", "n2", [device("x0", model="X")]))
@@ -127,7 +129,7 @@ def test_every_misalignment_found_none_invented(imported, viewer_api):
     for pod, kinds in expected.items():
         assert rows[pod]["alignment"] == {"aligned": not kinds, "kinds": kinds}
     report = cluster.__class__.objects.get(pk=cluster.pk).last_import["dra"]
-    assert report["misaligned"] == sorted(misaligned) and report["devices"] == DraDevice.objects.count() == 13
+    assert report["misaligned"] == sorted(misaligned) and report["devices"] == DraDevice.objects.count() == 19
 
 
 def test_devices_read_with_their_numa_source_and_holder(imported):
@@ -199,7 +201,7 @@ def test_reimport_changes_nothing_and_a_moved_device_is_seen(imported):
     assert dict(Node.objects.filter(cluster=cluster).values_list("name", "generation")) == generations
     assert set(PodAlignment.objects.values_list("pk", flat=True)) == ids
     # gpu-0 of n1 now says NUMA 1: only n1 changes, and train-a's alignment is judged again
-    moved = snapshot_objects({"n1": [1, 0, 1, 1], "n2": [1, 1, 0, 1]})
+    moved = snapshot_objects({"n1": [1, 0, 1, 1], "n2": [1, 1, 0, 1], "n4": [0, 1, 1, 1]})
     report = import_snapshot(cluster, as_yaml(moved))
     assert report["nodes_updated"] == {"n1": ["dra devices"]} and report["dra"]["nodes_changed"] == ["n1"]
     after = dict(Node.objects.filter(cluster=cluster).values_list("name", "generation"))
@@ -220,7 +222,7 @@ def test_bad_misaligned_queries_are_400_naming_the_parameter(imported, viewer_ap
 def test_dry_run_reports_and_writes_nothing(viewer_api):
     cluster = Cluster.objects.create(name="preview")
     report = import_snapshot(cluster, as_yaml(snapshot_objects()), dry_run=True)
-    assert report["dra"]["devices"] == 13 and report["dra"]["misaligned"]
+    assert report["dra"]["devices"] == 19 and report["dra"]["misaligned"]
     assert not DraDevice.objects.exists() and not PodAlignment.objects.exists() and not DraClaim.objects.exists()
 
 
@@ -257,3 +259,24 @@ def test_schema_documents_the_filter_and_the_command_prints_the_misaligned(tmp_p
     misaligned_pods = [p for p, kinds in expected_kinds(snapshot_objects(), cluster).items() if kinds]
     assert f"{len(misaligned_pods)} misaligned" in printed
     assert all(f"misaligned: {p}" in printed for p in misaligned_pods)
+
+
+def test_the_claim_change_that_would_align_it(imported, viewer_client):
+    """solo's one-driver claim has a verified change (a matchAttribute constraint on the attribute its driver
+    publishes, its GPU kept on the NUMA node of its CPUs); a claim over two drivers naming the NUMA node
+    differently has none, and says why."""
+    cluster, objs = imported
+    solo = PodAlignment.objects.get(cluster=cluster, name="solo")
+    (change,) = solo.suggestions
+    assert not solo.aligned and change["found"] and change["claim"] == "ml/solo-claim"
+    assert change["constraint"]["matchAttribute"] == f"{GPU_DRIVER}/numaNode"
+    # the GPUs of n4 on the NUMA node of solo's CPUs, from the slice's attributes; the change gets one of them
+    (n4_gpus,) = [o for o in objs if o["kind"] == "ResourceSlice" and o["metadata"]["name"] == "n4-gpu"]
+    beside = {d["name"] for d in n4_gpus["spec"]["devices"] if _numa_attribute(d["attributes"]) in solo.cpu_numa}
+    assert [r[3] for r in change["devices"]] and {r[3] for r in change["devices"]} <= beside
+    train_c = PodAlignment.objects.get(cluster=cluster, name="train-c")
+    assert not train_c.aligned and not train_c.suggestions[0]["found"]
+    assert "different names" in train_c.suggestions[0]["detail"]
+    page = viewer_client.get(f"/pods/dra/{solo.pk}/").content.decode()
+    assert 'data-claim="ml/solo-claim" data-found="true"' in page and f"matchAttribute: {GPU_DRIVER}/numaNode" in page
+    assert PodAlignment.objects.get(cluster=cluster, name="train-a").suggestions == []  # aligned: none asked
