@@ -9,13 +9,15 @@ change to it. Pages and the API read these rows: nothing is judged again per req
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from django.db import models
 
 from scheduler_core.dra.alignment import check
-from scheduler_core.dra.model import Device, DraState
+from scheduler_core.dra.model import Device, DraState, ResourceClaim
 from scheduler_core.dra.suggest import suggest
 from scheduler_core.formats.snapshot import Snapshot
 from scheduler_core.model.cpuset import CPUSet
@@ -27,7 +29,9 @@ from .models import Allocation, Cluster, DraClaim, DraDevice, Node, PodAlignment
 _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capacity", "claim", "pod")
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
 _POD_FIELDS = ("node_id", "aligned", "kinds", "detail", "cpu_numa", "memory_numa", "devices", "claims",
-               "suggestions")
+               "suggestions", "suggestion_digest")
+#: seconds an import may spend computing claim changes (an allocator run each, ~20 ms); the rest wait for the next
+SUGGEST_SECONDS = 10.0
 
 
 class DraReport(TypedDict):
@@ -59,7 +63,14 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode], w
                     "constraints": [_jsonable(k) for k in c.constraints],
                     "allocation": None if c.allocation is None else [_jsonable(r) for r in c.allocation],
                     "reserved_for": list(c.reserved_for)} for key, c in state.claims.items()}
-    pods = _alignments(snap, engines, names)
+    known = {} if cluster.pk is None else {
+        (r.namespace, r.name): r for r in PodAlignment.objects.filter(cluster=cluster, aligned=False).only(
+            "namespace", "name", "suggestions", "suggestion_digest")}
+    held_on: dict[str | None, list[tuple[str, str, str]]] = {}
+    for d in _devices(state):
+        if d.key in holders:
+            held_on.setdefault(d.node, []).append(d.key)
+    pods = _alignments(snap, engines, names, _Changes(known, held_on))
     existing = DraDevice.objects.filter(cluster=cluster) if cluster.pk is not None else DraDevice.objects.none()
     old_nodes = {(d.driver, d.pool, d.name): d.node_id for d in existing.only("driver", "pool", "name", "node_id")}
     touched = _sync(cluster, DraDevice, ("driver", "pool", "name"), _DEVICE_FIELDS, devices, write)
@@ -101,10 +112,43 @@ def _holders(state: DraState) -> dict[tuple[str, str, str], tuple[str, str]]:
     return out
 
 
-def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mapping[str, int]
+class _Changes:
+    """The claim changes of an import's misaligned pods (`scheduler_core.dra.suggest`, an allocator run each):
+    kept from the pod's row when what they were computed from is the same (its devices, CPUs' and memory's NUMA
+    nodes, claims, and the devices held on its node), else computed while the import's SUGGEST_SECONDS last; the
+    rest say so and are computed by the next import."""
+
+    def __init__(self, known: Mapping[tuple[str, str], PodAlignment],
+                 held: Mapping[str | None, list[tuple[str, str, str]]]) -> None:
+        self.known = known
+        self.held = held  # the held devices by node
+        self.spent = 0.0
+
+    def of(self, state: DraState, pod: tuple[str, str], node: str, row: Mapping[str, Any],
+           claims: list[ResourceClaim]) -> tuple[list[dict[str, Any]], str]:
+        digest = hashlib.sha256(repr((row["devices"], row["cpu_numa"], row["memory_numa"], row["claims"],
+                                      self.held.get(node, []))).encode()).hexdigest()
+        before = self.known.get(pod)
+        if before is not None and before.suggestion_digest == digest:
+            return before.suggestions, digest
+        if self.spent >= SUGGEST_SECONDS:
+            return [{"claim": f"{c.namespace}/{c.name}", "found": False, "constraint": None, "selectors": [],
+                     "devices": [], "alignment": None,
+                     "detail": f"not computed: this import spent its {SUGGEST_SECONDS:g} s on other pods' claim "
+                               "changes; importing the snapshot again computes it"} for c in claims], ""
+        started = time.perf_counter()
+        cpu_numa, memory_numa = frozenset(row["cpu_numa"]), frozenset(row["memory_numa"])
+        out = [{"claim": f"{c.namespace}/{c.name}", **suggest(c, state, node, cpu_numa, memory_numa).to_dict()}
+               for c in claims]
+        self.spent += time.perf_counter() - started
+        return out, digest
+
+
+def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mapping[str, int], changes: _Changes
                 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Per pod on a listed node using DRA devices: the engine's alignment of its devices with the NUMA nodes of
-    the CPUs and memory it holds there (as replayed, observed or kept by the import)."""
+    the CPUs and memory it holds there (as replayed, observed or kept by the import), and for a misaligned one
+    the claim change that would align it."""
     state = snap.dra
     where = {(p.namespace, p.name): p for p in snap.pods if p.node in engines}
     held: dict[tuple[str, str], list] = {}
@@ -123,13 +167,14 @@ def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mappin
         result = check(devices, cpu_numa, memory_numa)
         claim_of = {(r.driver, r.pool, r.device): f"{cns}/{cname}" for cns, cname in claims
                     if (c := state.claims.get((cns, cname))) is not None for r in c.allocation or ()}
-        suggestions = [] if result.aligned else [
-            {"claim": f"{c.namespace}/{c.name}", **suggest(c, state, spod.node, cpu_numa, memory_numa).to_dict()}
-            for key in claims if (c := state.claims.get(key)) is not None and c.allocation]
-        out[(ns, pod)] = {"node_id": names.get(spod.node), "aligned": result.aligned, "kinds": list(result.kinds),
-                          "detail": result.detail, "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa),
-                          "devices": [_device(d, claim_of.get(d.key, "")) for d in devices],
-                          "claims": [f"{cns}/{cname}" for cns, cname in claims], "suggestions": suggestions}
+        row = out[(ns, pod)] = {
+            "node_id": names.get(spod.node), "aligned": result.aligned, "kinds": list(result.kinds),
+            "detail": result.detail, "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa),
+            "devices": [_device(d, claim_of.get(d.key, "")) for d in devices],
+            "claims": [f"{cns}/{cname}" for cns, cname in claims], "suggestions": [], "suggestion_digest": ""}
+        if not result.aligned:
+            allocated = [c for key in claims if (c := state.claims.get(key)) is not None and c.allocation]
+            row["suggestions"], row["suggestion_digest"] = changes.of(state, (ns, pod), spod.node, row, allocated)
     return out
 
 
@@ -153,14 +198,14 @@ def realign(node: Node, topology: Topology) -> None:
         values = {"aligned": result.aligned, "kinds": list(result.kinds), "detail": result.detail,
                   "cpu_numa": sorted(cpu_numa), "memory_numa": sorted(memory_numa)}
         if values["kinds"] != row.kinds:  # the claim change was computed for the old pinning, at import
-            values["suggestions"] = []
+            values["suggestions"], values["suggestion_digest"] = [], ""
         if any(getattr(row, f) != v for f, v in values.items()):
             for f, v in values.items():
                 setattr(row, f, v)
             changed.append(row)
     if changed:
         PodAlignment.objects.bulk_update(changed, ["aligned", "kinds", "detail", "cpu_numa", "memory_numa",
-                                                   "suggestions"])
+                                                   "suggestions", "suggestion_digest"])
 
 
 def _pinned(topology: Topology, held: Iterable[tuple[int, Mapping]]) -> tuple[frozenset[int], frozenset[int]]:

@@ -341,6 +341,8 @@ class PodAlignment(models.Model):
     suggestions = models.JSONField(default=list, blank=True,
                                    help_text="per claim of a misaligned pod, the change that would align it "
                                              "(scheduler_core.dra.suggest), verified by the allocator")
+    suggestion_digest = models.CharField(max_length=64, blank=True, default="",
+                                         help_text="what the claim changes were computed from (empty: not yet)")
 
     class Meta:
         ordering = ["cluster_id", "namespace", "name"]

@@ -32,6 +32,9 @@ from .models import Placement
 
 #: the alignment of a pod that uses no DRA device (the engine's answer for no devices)
 ALIGNED = {"aligned": True, "kinds": []}
+#: what a pod row shows of its alignment (not the claim changes, which only its page shows)
+ROW_FIELDS = ("cluster", "node", "namespace", "name", "aligned", "kinds", "detail", "devices", "claims", "cpu_numa",
+              "memory_numa")
 #: who wrote an allocation, by its origin (a `scheduled` row without a session was written by hand:
 #: the API or the admin site)
 WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay", Allocation.OBSERVED: "agent"}
@@ -122,7 +125,8 @@ def find_aligned(cluster: int | None, misaligned: bool, query: str = "", limit: 
     """The pods using DRA devices whose alignment (stored by the import) is off (`misaligned`) or not, whose
     namespace/name contains `query`: how many, and the first `limit` resolved as `find_pods` resolves its own,
     by namespace/name."""
-    rows = PodAlignment.objects.filter(aligned=not misaligned).select_related("node", "cluster")
+    rows = PodAlignment.objects.filter(aligned=not misaligned).select_related("node", "cluster").only(
+        *ROW_FIELDS, "cluster__name", "node__name")
     if cluster is not None:
         rows = rows.filter(cluster_id=cluster)
     if query:
@@ -142,7 +146,7 @@ def _attach_alignments(matches: Iterable[PodMatch]) -> None:
     held = [m for m in matches if m.cluster is not None]
     if not held:
         return
-    found = {(a.cluster_id, a.namespace, a.name): a for a in PodAlignment.objects.filter(
+    found = {(a.cluster_id, a.namespace, a.name): a for a in PodAlignment.objects.only(*ROW_FIELDS).filter(
         cluster_id__in={m.cluster[0] for m in held if m.cluster is not None},
         namespace__in={m.namespace for m in held}, name__in={m.name for m in held})}
     for m in held:

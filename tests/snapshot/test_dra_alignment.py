@@ -280,3 +280,15 @@ def test_the_claim_change_that_would_align_it(imported, viewer_client):
     page = viewer_client.get(f"/pods/dra/{solo.pk}/").content.decode()
     assert 'data-claim="ml/solo-claim" data-found="true"' in page and f"matchAttribute: {GPU_DRIVER}/numaNode" in page
     assert PodAlignment.objects.get(cluster=cluster, name="train-a").suggestions == []  # aligned: none asked
+
+
+def test_claim_changes_past_the_budget_wait_for_the_next_import(monkeypatch):
+    cluster = Cluster.objects.create(name="budget")
+    monkeypatch.setattr(dra, "SUGGEST_SECONDS", 0.0)
+    import_snapshot(cluster, as_yaml(snapshot_objects()))
+    solo = PodAlignment.objects.get(cluster=cluster, name="solo")
+    assert not solo.suggestions[0]["found"] and solo.suggestions[0]["detail"].startswith("not computed")
+    monkeypatch.setattr(dra, "SUGGEST_SECONDS", 10.0)
+    assert import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]
+    assert PodAlignment.objects.get(cluster=cluster, name="solo").suggestions[0]["found"]
+    assert not import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]  # kept, not computed again

@@ -30,7 +30,7 @@ from .common import HtmxHttpRequest
 def _node_context(node: Node, highlight: int = 0) -> dict:
     state = grid.node_state(node)
     state.dra = list(node.dra_devices.all())
-    pods = {p.pod: p for p in PodAlignment.objects.filter(node=node)}
+    pods = {p.pod: p for p in PodAlignment.objects.filter(node=node).only("namespace", "name", "aligned", "kinds")}
     return {
         "dra": [(d, pods.get(d.pod)) for d in state.dra], "misaligned": [p for p in pods.values() if not p.aligned],
         "node": node, "state": state, "grid": grid.render_grid(state, highlight, grid_id="grid"),
