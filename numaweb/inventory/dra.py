@@ -10,6 +10,7 @@ change to it. Pages and the API read these rows: nothing is judged again per req
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
@@ -18,13 +19,15 @@ from django.db import models
 
 from scheduler_core.dra.alignment import check
 from scheduler_core.dra.model import Device, DraState, ResourceClaim
+from scheduler_core.dra.objects import DRA_KINDS, read_dra, read_pod_claims
 from scheduler_core.dra.suggest import suggest
 from scheduler_core.formats.snapshot import Snapshot
+from scheduler_core.formats.snapshot import objects as snapshot_objects
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.topology import Topology
 
-from .models import Allocation, Cluster, DraClaim, DraDevice, Node, PodAlignment
+from .models import Allocation, Cluster, DraClaim, DraDevice, DraSource, Node, PodAlignment
 
 _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capacity", "claim", "pod")
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
@@ -86,6 +89,55 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode], w
                        misaligned=sorted(f"{ns}/{name}" for (ns, name), row in pods.items() if not row["aligned"]),
                        nodes_changed=sorted(changed_nodes), changed=bool(touched or claims_changed or pods_changed))
     return report, changed_nodes
+
+
+def source_items(data: bytes | str) -> list[dict[str, Any]]:
+    """The snapshot's DRA objects, and of each pod using claims what the engine's reader needs (its name,
+    namespace, `spec.resourceClaims`, `status.resourceClaimStatuses`): what `state_of` reads back."""
+    out: list[dict[str, Any]] = []
+    for obj in snapshot_objects(data.encode() if isinstance(data, str) else bytes(data)):
+        kind = obj.get("kind")
+        spec = obj.get("spec")
+        if kind in DRA_KINDS:
+            out.append(obj)
+        elif kind == "Pod" and isinstance(spec, dict) and spec.get("resourceClaims"):
+            status = obj.get("status")
+            meta = obj.get("metadata")
+            out.append({"kind": "Pod", "metadata": meta, "spec": {"resourceClaims": spec["resourceClaims"],
+                                                                   "nodeName": spec.get("nodeName") or ""},
+                        "status": {"resourceClaimStatuses": status.get("resourceClaimStatuses", [])}
+                        if isinstance(status, dict) else {}})
+    return out
+
+
+def keep_source(cluster: Cluster, items: list[dict[str, Any]]) -> bool:
+    """Keep the cluster's DRA objects (`source_items`); True when they changed."""
+    digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
+    row = DraSource.objects.filter(cluster=cluster).only("digest").first()
+    if row is not None and row.digest == digest:
+        return False
+    if not items:
+        DraSource.objects.filter(cluster=cluster).delete()
+        return row is not None
+    DraSource.objects.update_or_create(cluster=cluster, defaults={"items": items, "digest": digest})
+    return True
+
+
+def state_of(cluster: Cluster, topologies: Mapping[str, Topology]) -> DraState | None:
+    """The cluster's DRA state as its last snapshot gave it, read by the engine (None: it has no DRA objects);
+    `topologies` place the devices published with a pcieRoot only."""
+    row = DraSource.objects.filter(cluster=cluster).first()
+    if row is None:
+        return None
+    items = row.items
+    state = read_dra([o for o in items if o.get("kind") != "Pod"], topologies)
+    for i, pod in enumerate(o for o in items if o.get("kind") == "Pod"):
+        if not pod["spec"].get("nodeName"):
+            # a pending pod became a job of its own name with one task "pod" (formats/workloads.py): the
+            # session knows it as that job's pod <name>-pod-0
+            pod = {**pod, "metadata": {**pod["metadata"], "name": f"{pod['metadata']['name']}-pod-0"}}
+        read_pod_claims(state, pod, f"pod #{i}")
+    return state
 
 
 def advance(cluster: Cluster, nodes: Iterable[str]) -> None:

@@ -271,6 +271,19 @@ class RejectedPod(models.Model):
         return f"{self.namespace}/{self.name} rejected on {self.node_id}: {self.reason}"
 
 
+class DraSource(models.Model):
+    """A cluster's DRA objects as its last snapshot gave them (ResourceSlices, DeviceClasses, ResourceClaims and
+    templates, and of each pod using claims its name and claim references): what a session reads its DRA state
+    from (`inventory.dra.state_of`), through the engine's reader."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="dra_source")
+    items = models.JSONField(default=list, blank=True, help_text="the kubectl objects")
+    digest = models.CharField(max_length=64, help_text="sha256 of the items")
+
+    def __str__(self) -> str:
+        return f"DRA objects of {self.cluster_id}"
+
+
 class DraDevice(models.Model):
     """A Dynamic Resource Allocation device a ResourceSlice publishes (snapshot import, `inventory.dra`): on which
     NUMA node the engine placed it and from what (`numa_source`), and the pod whose allocated claim holds it."""

@@ -144,8 +144,12 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
                           notes=list(snap.notes))
     if dry_run:  # the preview: reads only, outside any transaction (no write lock, no row lock)
         return _run(cluster, snap, report, prune, progress, write=False)[0]
+    # what a session reads its DRA state from: read again only when there is any (a second parse of the text)
+    items = dra.source_items(data) if not snap.dra.is_empty() else []
     with transaction.atomic():
         summary, now = _run(cluster, snap, report, prune, progress, write=True)
+        if dra.keep_source(cluster, items) and report["dra"] is not None:
+            summary["dra"]["changed"] = summary["changed"] = True
         Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
     return summary
 

@@ -292,3 +292,51 @@ def test_claim_changes_past_the_budget_wait_for_the_next_import(monkeypatch):
     assert import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]
     assert PodAlignment.objects.get(cluster=cluster, name="solo").suggestions[0]["found"]
     assert not import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]  # kept, not computed again
+
+
+TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [exactly("gpu", "gpu")]}}}}
+
+
+def _pending_with_claim(name: str) -> dict:
+    limits = {"cpu": "2", "memory": "1Gi"}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}",
+                         "creationTimestamp": "2026-11-20T11:00:00Z"},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                     "containers": [{"name": "app", "image": "busybox", "resources": {
+                         "limits": limits, "requests": limits, "claims": [{"name": "gpu"}]}}]},
+            "status": {"phase": "Pending", "qosClass": "Guaranteed"}}
+
+
+@pytest.mark.parametrize("profile", ["volcano", "aligned"])
+def test_a_session_allocates_a_pending_pods_claim_and_shows_it(profile, viewer_client):
+    """A pending pod's template claim is allocated by the session on its node: upstream's first free GPU
+    under `volcano` (gpu-0, on NUMA 1, while the kubelet pins its CPUs on NUMA 0), a GPU beside its CPUs under
+    `aligned`; the session's pod page shows the devices and the alignment."""
+    from numaweb.scheduling import services as scheduling
+    from numaweb.scheduling.models import Placement
+
+    objs = [*numatopology_node("n1", cpus_per_numa=4), *gpu_node_slices("n1", [1, 0], [0]),
+            device_class("gpu", f'device.driver == "{GPU_DRIVER}"'), TEMPLATE, _pending_with_claim("infer")]
+    cluster = Cluster.objects.create(name=f"s-{profile}")
+    import_snapshot(cluster, as_yaml(objs))
+    session = scheduling.execute_session(scheduling.start_session(cluster, profile, dry_run=True).pk)
+    (placement,) = Placement.objects.filter(session=session)
+    numa_of = {d["name"]: _numa_attribute(d["attributes"]) for o in objs if o["kind"] == "ResourceSlice"
+               for d in o["spec"]["devices"]}
+    (device,) = [d for c in placement.dra["claims"] for d in c["devices"]]
+    detail = objs[0]["spec"]["cpuDetail"]
+    cpu_numa = {detail[str(c)]["numa"] for c in CPUSet.parse(placement.cpus)}
+    gpus = [d["name"] for o in objs if o["kind"] == "ResourceSlice" and o["spec"]["driver"] == GPU_DRIVER
+            for d in o["spec"]["devices"]]
+    # upstream takes the first free device in the slice's order; aligned the one beside the pinned CPUs
+    chosen = gpus[0] if profile == "volcano" else next(g for g in gpus if numa_of[g] in cpu_numa)
+    assert (device["device"], device["numa"]) == (chosen, numa_of[chosen])
+    kinds = [] if numa_of[chosen] in cpu_numa else ["gpu-cpu"]
+    assert placement.dra["alignment"] == {"aligned": not kinds, "kinds": kinds}
+    assert kinds or profile == "aligned"  # the two profiles differ here, or the test proves nothing
+    page = viewer_client.get(f"/sessions/{session.pk}/?pod={placement.index}").content.decode()
+    assert f'data-device="{GPU_DRIVER}/n1/{device["device"]}"' in page
+    assert f'data-aligned="{"true" if profile == "aligned" else "false"}"' in page
