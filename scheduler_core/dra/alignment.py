@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from ..model.node import Allocation
+from ..model.topology import Topology
 from .model import Device
 
 
@@ -27,6 +29,17 @@ class Alignment:
 
     def to_dict(self) -> AlignmentDict:
         return {"aligned": self.aligned, "kinds": list(self.kinds)}
+
+
+def pinned_numa(allocations: Sequence[Allocation], topology: Topology) -> tuple[frozenset[int], frozenset[int]]:
+    """The NUMA nodes of the exclusive CPUs and of the memory a pod's allocations hold (`check`'s inputs)."""
+    mask = 0
+    memory: set[int] = set()
+    for a in allocations:
+        if a.cpus:
+            mask |= topology.numa_mask_of_cpus(a.cpus)
+        memory.update(n for n, res in a.memory.items() if any(res.values()))
+    return frozenset(i for i in range(mask.bit_length()) if mask >> i & 1), frozenset(memory)
 
 
 def _numas(nodes: frozenset[int]) -> str:

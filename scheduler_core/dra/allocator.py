@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import count
 
 from ..errors import EngineError
 from . import cel
@@ -115,13 +114,12 @@ class Allocator:
                 self._local.setdefault(piece.node, []).append((i, piece))
             else:
                 self._shared.append((i, piece))
+        #: the nodes some slice serves (those with slices of their own); None when a slice not bound to one
+        #: node (all nodes, a node selector) may serve any
+        self.served: frozenset[str] | None = None if self._shared else frozenset(self._local)
         self._verdicts: dict[tuple[str, object], bool] = {}
         self._looks: dict[tuple[str, str, str], object] = {}
         self._activations: dict[object, dict[str, object]] = {}
-
-    def serves(self, node: str) -> bool:
-        """Could any slice serve the node (one of its own, or one not bound to a node)? False: no device."""
-        return node in self._local or bool(self._shared)
 
     def pools(self, node: str, labels: Mapping[str, str] | None = None) -> list[Pool]:
         slices = sorted(self._local.get(node, []) + self._shared, key=lambda p: p[0])
@@ -305,19 +303,20 @@ class _Search:
         """The sub-requests in order; the first with a solution wins. Raises _TooMany when every one failed
         for exceeding the result limit."""
         all_too_many = True
-        for s in count():
-            if (c, r, s) not in self.requests:
-                if all_too_many:
-                    raise _TooMany
-                return False
+        s = 0
+        while (c, r, s) in self.requests:
             try:
                 done = self._one(c, r, s, d, True)
             except _TooMany:
+                s += 1
                 continue
             all_too_many = False
             if done:
                 return True
-        return False  # pragma: no cover - count() never ends; the loop returns
+            s += 1
+        if all_too_many:
+            raise _TooMany
+        return False
 
     def _take(self, data: _Request, device: Device, must: bool) -> Callable[[], None] | None:
         """Take the device for the request if it is free and every constraint admits it (upstream's

@@ -145,7 +145,8 @@ class DraState:
         return [d for s in self.slices if s.node == node for d in s.devices]
 
     def device(self, key: tuple[str, str, str]) -> Device | None:
-        """The device (driver, pool, name) of any slice, None when no slice publishes it."""
+        """The device (driver, pool, name) of any slice, None when no slice publishes it (an index built on
+        first use: the slices are read once and not changed after)."""
         if self._devices is None:
             self._devices = {d.key: d for s in self.slices for d in s.devices}
         return self._devices.get(key)

@@ -415,6 +415,7 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
             continue
         job = workloads._object(obj, where, submitted)
         submitted += 1
+        _task_claims(snap, obj, job, where)
         key = (ns, job_name)
         group = min_member.get(key) or next((v for (gns, gname), v in min_member.items()
                                              if gns == ns and gname.startswith(f"{job_name}-")), None)
@@ -432,13 +433,35 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
         ns = str(meta.get("namespace") or "default")
         if phase != "Pending" or spec.get("nodeName") or _owner_job(meta, where):
             continue
-        snap.jobs.append(workloads._object(obj, where, submitted))
+        job = workloads._object(obj, where, submitted)
+        snap.jobs.append(job)
         submitted += 1
+        _pod_claims_renamed(snap, ns, pod_name, job)
         snap.manifests[(ns, pod_name)] = manifest_of(obj)
     keys = [(j.namespace, j.name) for j in snap.jobs]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
         raise FormatError(f"{name}: a Volcano Job and a pending pod are both named {dup[0]}/{dup[1]}")
+
+
+def _pod_claims_renamed(snap: Snapshot, namespace: str, pod_name: str, job: Job) -> None:
+    """A pending pod's claims under the name its one-pod job gives it in a session."""
+    for claims in (snap.dra.pod_claims, snap.dra.pod_templates):
+        if (namespace, pod_name) in claims:
+            for _task, pod in job.pods():
+                claims.setdefault((namespace, pod.name), claims[(namespace, pod_name)])
+
+
+def _task_claims(snap: Snapshot, obj: JSONObject, job: Job, where: str) -> None:
+    """The claims of a Volcano Job's task templates (`spec.tasks[].template.spec.resourceClaims`), for each of
+    the task's pods by the name a session gives it."""
+    tasks = {str(t.get("name") or f"task{i}"): t for i, t in enumerate(get_list(get_object(obj, "spec", where),
+                                                                               "tasks", where)) if isinstance(t, dict)}
+    for task, pod in job.pods():
+        spec = get_object(get_object(tasks.get(task.name, {}), "template", where), "spec", where)
+        if spec.get("resourceClaims"):
+            read_pod_claims(snap.dra, {"metadata": {"name": pod.name, "namespace": job.namespace}, "spec": spec},
+                            f"{where}: task {task.name}")
 
 
 def load_pods(data: object, name: str = "pods") -> list[Pod]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ..dra.alignment import AlignmentDict, check
+from ..dra.alignment import AlignmentDict, check, pinned_numa
 from ..dra.allocator import AllocationError, Allocator
 from ..dra.model import Device, DeviceResult, DraState, ResourceClaim
 from ..model.node import Allocation, Node
@@ -129,12 +129,7 @@ class SessionClaims:
         keys = [r.key for results in choice.results for r in results]
         self.in_use.update(keys)
         self.held[pod.uid] = keys
-        mask = 0
-        for a in allocations:
-            if a.cpus:
-                mask |= node.topology.numa_mask_of_cpus(a.cpus)
-        cpus = frozenset(i for i in range(mask.bit_length()) if mask >> i & 1)
-        memory = frozenset(n for a in allocations for n, res in a.memory.items() if any(res.values()))
+        cpus, memory = pinned_numa(allocations, node.topology)
         devices: list[Device] = []
         claims: list[ClaimDict] = []
         for claim, results in zip(choice.claims, choice.results, strict=True):

@@ -266,10 +266,10 @@ class _Session:
         for (outcome, count, tie), cids in view.buckets.items():
             key = (-(scores[(outcome, count)] if scores is not None else 0), count, tie)
             ranked.setdefault(key, []).extend(cids)
-        serves = self.claims.allocator.serves if self.claims is not None else None
+        served = self.claims.allocator.served if self.claims is not None else None
         for key in sorted(ranked):
-            yield from sorted((name, verdicts[cid].numa_mask) for cid in ranked[key] for name in live[cid][1]
-                              if serves is None or serves(name))
+            yield from sorted((name, verdicts[cid].numa_mask) for cid in ranked[key]
+                              for name in (live[cid][1] if served is None else served.intersection(live[cid][1])))
 
     # -- commit one placement ----------------------------------------------------------------------
     def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:

@@ -111,3 +111,48 @@ def test_devices_other_claims_hold_are_not_taken_and_pods_without_claims_have_no
     assert by_job["train"]["node"] == "n1"  # the only node with GPUs
     assert by_job["train"]["dra"]["claims"][0]["devices"][0]["device"] == "gpu-1"
     assert (by_job["zplain"]["status"], by_job["zplain"]["dra"]) == ("admitted", None)
+
+
+def test_a_comparison_counts_misaligned_pods_per_variant() -> None:
+    from scheduler_core.scheduler.compare import Variant, run_variant
+
+    jobs = [_job("train"), _job("serve")]
+    state = _state({"n1": [1, 0, 1, 0]}, jobs)
+    upstream = run_variant([_node("n1")], jobs, Variant("volcano"), dra=state)["metrics"]
+    aligned = run_variant([_node("n1")], jobs, Variant("aligned"), dra=state)["metrics"]
+    # one 3-CPU pod fits the node (on NUMA 0); upstream gives it gpu-0 on NUMA 1, aligned gpu-1 on NUMA 0
+    assert upstream["pods_with_claims"] == aligned["pods_with_claims"] == 1
+    assert (upstream["pods_misaligned"], upstream["misaligned_kinds"]) == (1, {"gpu-cpu": 1})
+    assert (aligned["pods_misaligned"], aligned["misaligned_kinds"]) == (0, {})
+    assert "pods_misaligned" not in run_variant([_node("n1")], jobs, Variant("volcano"))["metrics"]
+
+
+def test_a_snapshots_pending_work_brings_its_claims_into_the_session(tmp_path) -> None:
+    import json
+
+    from scheduler_core.formats.snapshot import load_snapshot
+
+    from .objects import numatopology_node
+
+    container = {"name": "app", "image": "x", "resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                                                             "claims": [{"name": "gpu"}]}}
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    vc_job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+              "metadata": {"name": "train", "namespace": "ml"},
+              "spec": {"minAvailable": 1, "tasks": [{"name": "w", "replicas": 1, "template": {
+                  "spec": {"containers": [container], "resourceClaims": claims}}}]},
+              "status": {"state": {"phase": "Pending"}}}
+    pending = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "solo", "namespace": "ml"},
+               "spec": {"containers": [container], "resourceClaims": claims}, "status": {"phase": "Pending"}}
+    objs = [*numatopology_node("n1"), CLASS, TEMPLATE, resource_slice("n1-gpu", GPU_DRIVER, "n1",
+                                                                      [device("gpu-0", numaNode=0),
+                                                                       device("gpu-1", numaNode=1)]),
+            vc_job, pending]
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"kind": "List", "items": objs}))
+    snap = load_snapshot(path)
+    cluster = Cluster([Node(n, s.topology, s.kubelet) for n, s in snap.nodes.items()])
+    result = run_session(cluster, snap.jobs, dra=snap.dra).to_dict()
+    got = {p["job"]: [d["device"] for c in p["dra"]["claims"] for d in c["devices"]] for p in result["pods"]}
+    assert sorted(got) == ["solo", "train"]
+    assert sorted(got["solo"] + got["train"]) == ["gpu-0", "gpu-1"]  # one GPU each, never the same
