@@ -6,7 +6,9 @@ slices' attributes, the Numatopology's cpuDetail) and the CPUs the import pinned
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import re
 from itertools import combinations
 
@@ -340,3 +342,53 @@ def test_a_session_allocates_a_pending_pods_claim_and_shows_it(profile, viewer_c
     page = viewer_client.get(f"/sessions/{session.pk}/?pod={placement.index}").content.decode()
     assert f'data-device="{GPU_DRIVER}/n1/{device["device"]}"' in page
     assert f'data-aligned="{"true" if profile == "aligned" else "false"}"' in page
+
+
+def test_a_comparison_counts_misaligned_pods_per_variant_shown_and_exported(viewer_client, viewer_api):
+    """Two pending pods of a NUMA node's worth of CPUs each, one template GPU claim each, on a node whose first
+    GPU (slice order) sits on NUMA 1 and second on NUMA 0: upstream's NUMA-blind allocation (`volcano`) gives
+    each pod the first free GPU, `aligned` the one beside its CPUs. The expectation is built from the slice's
+    attributes and the CPUs each variant's kubelet pins (the engine's session records, by a session run alike)."""
+    from numaweb.comparisons import services as comparisons
+    from numaweb.comparisons.models import ComparisonVariant
+    from numaweb.scheduling import services as scheduling
+    from numaweb.scheduling.models import Placement
+
+    pods = [_pending_with_claim(f"infer-{i}") for i in range(2)]
+    for p in pods:
+        for where in (p["spec"]["containers"][0]["resources"]["limits"],
+                      p["spec"]["containers"][0]["resources"]["requests"]):
+            where["cpu"] = "4"
+    objs = [*numatopology_node("n1", cpus_per_numa=4), *gpu_node_slices("n1", [1, 0], [0]),
+            device_class("gpu", f'device.driver == "{GPU_DRIVER}"'), TEMPLATE, *pods]
+    cluster = Cluster.objects.create(name="cmp")
+    import_snapshot(cluster, as_yaml(objs))
+    numa_of = {d["name"]: _numa_attribute(d["attributes"]) for o in objs if o["kind"] == "ResourceSlice"
+               and o["spec"]["driver"] == GPU_DRIVER for d in o["spec"]["devices"]}
+    expected = {}
+    for profile in ("volcano", "aligned"):  # the same placement as a dry-run session: its records say where
+        session = scheduling.execute_session(scheduling.start_session(cluster, profile, dry_run=True).pk)
+        cpus = {detail["numa"] for p in Placement.objects.filter(session=session)
+                for c in CPUSet.parse(p.cpus) for detail in [objs[0]["spec"]["cpuDetail"][str(c)]]}
+        assert cpus == {0, 1}  # each pod on a NUMA node of its own
+        got = [(d["device"], p.cpus) for p in Placement.objects.filter(session=session)
+               for c in p.dra["claims"] for d in c["devices"]]
+        expected[profile] = sum(1 for device, held in got if numa_of[device] not in {
+            objs[0]["spec"]["cpuDetail"][str(c)]["numa"] for c in CPUSet.parse(held)})
+    assert expected["volcano"] > expected["aligned"]
+    comparison = comparisons.create_comparison(cluster, comparisons.parse_variants(
+        cluster, [{"profile": "volcano"}, {"profile": "aligned"}]))
+    for variant in ComparisonVariant.objects.filter(comparison=comparison):
+        comparisons.execute_variant(variant.pk)
+    got = {v.settings["profile"]: v.metrics for v in ComparisonVariant.objects.filter(comparison=comparison)}
+    assert {p: m["pods_misaligned"] for p, m in got.items()} == expected
+    assert got["volcano"]["pods_with_claims"] == got["aligned"]["pods_with_claims"] == 2
+    page = viewer_client.get(f"/comparisons/{comparison.pk}/").content.decode()
+    assert "pods with DRA devices off their CPUs&#x27; or memory&#x27;s NUMA nodes" in page
+    assert "misaligned: gpu-cpu" in page
+    rows = list(csv.DictReader(io.StringIO(viewer_api.get(
+        f"/api/comparisons/{comparison.pk}/export/?format=csv").content.decode())))
+    assert {r["profile"]: int(r["pods_misaligned"]) for r in rows} == expected
+    assert {r["profile"]: int(r["misaligned_gpu-cpu"]) for r in rows} == expected
+    data = viewer_api.get(f"/api/comparisons/{comparison.pk}/export/?format=json").json()
+    assert {v["profile"]: v["metrics"]["pods_misaligned"] for v in data["variants"]} == expected
