@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
@@ -33,8 +32,8 @@ _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capac
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
 _POD_FIELDS = ("node_id", "aligned", "kinds", "detail", "cpu_numa", "memory_numa", "devices", "claims",
                "suggestions", "suggestion_digest")
-#: seconds an import may spend computing claim changes (an allocator run each, ~20 ms); the rest wait for the next
-SUGGEST_SECONDS = 10.0
+#: misaligned pods whose claim change one import computes (an allocator run each, ~20 ms: 500 is about 10 s)
+SUGGEST_PODS = 500
 
 
 class DraReport(TypedDict):
@@ -165,16 +164,16 @@ def _holders(state: DraState) -> dict[tuple[str, str, str], tuple[str, str]]:
 
 
 class _Changes:
-    """The claim changes of an import's misaligned pods (`scheduler_core.dra.suggest`, an allocator run each):
-    kept from the pod's row when what they were computed from is the same (its devices, CPUs' and memory's NUMA
-    nodes, claims, and the devices held on its node), else computed while the import's SUGGEST_SECONDS last; the
-    rest say so and are computed by the next import."""
+    """The claim changes of an import's misaligned pods (`scheduler_core.dra.suggest`, an allocator run each, about
+    20 ms): kept from the pod's row when what they were computed from is the same (its devices, CPUs' and memory's
+    NUMA nodes, claims, and the devices held on its node), else computed for at most SUGGEST_PODS pods (in name
+    order); a pod past that says so. Importing the same snapshot again computes and rewrites nothing."""
 
     def __init__(self, known: Mapping[tuple[str, str], PodAlignment],
                  held: Mapping[str | None, list[tuple[str, str, str]]]) -> None:
         self.known = known
         self.held = held  # the held devices by node
-        self.spent = 0.0
+        self.computed = 0
 
     def of(self, state: DraState, pod: tuple[str, str], node: str, row: Mapping[str, Any],
            claims: list[ResourceClaim]) -> tuple[list[dict[str, Any]], str]:
@@ -183,17 +182,16 @@ class _Changes:
         before = self.known.get(pod)
         if before is not None and before.suggestion_digest == digest:
             return before.suggestions, digest
-        if self.spent >= SUGGEST_SECONDS:
+        if self.computed >= SUGGEST_PODS:
             return [{"claim": f"{c.namespace}/{c.name}", "found": False, "constraint": None, "selectors": [],
                      "devices": [], "alignment": None,
-                     "detail": f"not computed: this import spent its {SUGGEST_SECONDS:g} s on other pods' claim "
-                               "changes; importing the snapshot again computes it"} for c in claims], ""
-        started = time.perf_counter()
+                     "detail": f"not computed: an import computes the claim changes of at most {SUGGEST_PODS} "
+                               "misaligned pods whose devices or CPUs changed, in name order, and this pod came "
+                               "later"} for c in claims], digest
+        self.computed += 1
         cpu_numa, memory_numa = frozenset(row["cpu_numa"]), frozenset(row["memory_numa"])
-        out = [{"claim": f"{c.namespace}/{c.name}", **suggest(c, state, node, cpu_numa, memory_numa).to_dict()}
-               for c in claims]
-        self.spent += time.perf_counter() - started
-        return out, digest
+        return [{"claim": f"{c.namespace}/{c.name}", **suggest(c, state, node, cpu_numa, memory_numa).to_dict()}
+                for c in claims], digest
 
 
 def _alignments(snap: Snapshot, engines: Mapping[str, EngineNode], names: Mapping[str, int], changes: _Changes

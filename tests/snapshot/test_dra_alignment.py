@@ -284,16 +284,15 @@ def test_the_claim_change_that_would_align_it(imported, viewer_client):
     assert PodAlignment.objects.get(cluster=cluster, name="train-a").suggestions == []  # aligned: none asked
 
 
-def test_claim_changes_past_the_budget_wait_for_the_next_import(monkeypatch):
-    cluster = Cluster.objects.create(name="budget")
-    monkeypatch.setattr(dra, "SUGGEST_SECONDS", 0.0)
+def test_claim_changes_past_the_limit_say_so_and_a_reimport_changes_nothing(monkeypatch):
+    cluster = Cluster.objects.create(name="limit")
+    monkeypatch.setattr(dra, "SUGGEST_PODS", 1)  # of the misaligned pods in name order, the first only
     import_snapshot(cluster, as_yaml(snapshot_objects()))
-    solo = PodAlignment.objects.get(cluster=cluster, name="solo")
-    assert not solo.suggestions[0]["found"] and solo.suggestions[0]["detail"].startswith("not computed")
-    monkeypatch.setattr(dra, "SUGGEST_SECONDS", 10.0)
-    assert import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]
-    assert PodAlignment.objects.get(cluster=cluster, name="solo").suggestions[0]["found"]
-    assert not import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]  # kept, not computed again
+    rows = list(PodAlignment.objects.filter(cluster=cluster, aligned=False).order_by("namespace", "name"))
+    assert len(rows) > 1 and not rows[0].suggestions[0]["detail"].startswith("not computed")
+    assert all(r.suggestions[0]["detail"].startswith("not computed: an import computes the claim changes of at "
+                                                     "most 1 ") for r in rows[1:])
+    assert not import_snapshot(cluster, as_yaml(snapshot_objects()))["dra"]["changed"]
 
 
 TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
