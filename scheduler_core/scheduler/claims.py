@@ -4,7 +4,8 @@ devices. `volcano` and `unaware` do exactly that. `aligned` asks the allocator f
 its prediction (the kubelet's own admission) pins the pod's CPUs and memory on; a device of unknown NUMA node
 is not taken for that. When there is no such allocation on a node, a pod whose task policy is
 `single-numa-node` or `restricted` (it asked for alignment) does not go there: the next node is tried; any
-other pod takes upstream's NUMA-blind choice on the node and is shown misaligned. A pod without claims costs
+other pod takes upstream's NUMA-blind choice on the node and is shown misaligned. A pod whose claim or
+template is missing waits, as upstream's scheduler does. A pod without claims costs
 one dictionary lookup. The session's allocations live here and in its result; the DraState given is not
 changed."""
 
@@ -73,17 +74,28 @@ class SessionClaims:
         self.in_use: set[tuple[str, str, str]] = {r.key for c in dra.claims.values() for r in c.allocation or ()}
         self.held: dict[str, list[tuple[str, str, str]]] = {}
         self.pending: dict[tuple[str, str], tuple[ResourceClaim, ...]] = {}
+        #: pods whose claim or template is not among the objects: upstream's scheduler waits for it
+        self.missing: dict[tuple[str, str], str] = {}
         for key, names in dra.pod_claims.items():
-            claims = tuple(c for n in names if (c := dra.claims.get(n)) is not None and c.allocation is None)
+            claims = []
+            for name in names:
+                claim = dra.claims.get(name)
+                if claim is None:
+                    claims.append(ResourceClaim(*name))
+                    self.missing[key] = f'resourceclaim.resource.k8s.io "{name[1]}" not found'
+                elif claim.allocation is None:
+                    claims.append(claim)
             if claims:
-                self.pending[key] = claims
+                self.pending[key] = tuple(claims)
         for (namespace, pod), refs in dra.pod_templates.items():
             made = []
             for pod_claim, template in refs:
-                spec = dra.templates.get((namespace, template))
-                if spec is not None:  # the claim the controller would generate: `<pod>-<pod claim>`, unallocated
-                    made.append(ResourceClaim(namespace, f"{pod}-{pod_claim}", spec.requests, spec.constraints,
-                                              template=template))
+                spec = dra.templates.get((namespace, template)) or ResourceClaim(namespace, template)
+                if (namespace, template) not in dra.templates:
+                    self.missing[(namespace, pod)] = f'resourceclaimtemplate.resource.k8s.io "{template}" not found'
+                # the claim the controller would generate from the template: `<pod>-<pod claim>`, unallocated
+                made.append(ResourceClaim(namespace, f"{pod}-{pod_claim}", spec.requests, spec.constraints,
+                                          template=template))
             self.pending[(namespace, pod)] = self.pending.get((namespace, pod), ()) + tuple(made)
 
     def claims_of(self, pod: Pod) -> tuple[ResourceClaim, ...]:
@@ -93,6 +105,9 @@ class SessionClaims:
                ) -> tuple[str, Choice] | str:
         """The first candidate (node, predicted NUMA mask), in the session's order, where the claims can be
         allocated, with the devices; or the reason none can (an allocator error names the claim)."""
+        missing = self.missing.get((pod.namespace, pod.name))
+        if missing is not None:
+            return missing
         required = self.aligned and pod.topology_policy in ALIGNING
         try:
             for name, mask in candidates:

@@ -156,3 +156,15 @@ def test_a_snapshots_pending_work_brings_its_claims_into_the_session(tmp_path) -
     got = {p["job"]: [d["device"] for c in p["dra"]["claims"] for d in c["devices"]] for p in result["pods"]}
     assert sorted(got) == ["solo", "train"]
     assert sorted(got["solo"] + got["train"]) == ["gpu-0", "gpu-1"]  # one GPU each, never the same
+
+
+def test_a_pod_whose_template_or_claim_is_missing_waits_as_upstreams_scheduler_does() -> None:
+    jobs = [_job("train"), _job("named")]
+    state = _state({"n1": [0]}, jobs[:1], template={**TEMPLATE, "metadata": {"name": "other", "namespace": "ml"}})
+    read_pod_claims(state, pod_with_claims("named-w-0", "", {"gpu": "nowhere"}), "pod")
+    result = run_session(Cluster([_node("n1"), _node("n2")]), jobs, dra=state).to_dict()
+    by_job = {p["job"]: p for p in result["pods"]}
+    assert by_job["train"]["message"] == ('0/2 nodes are unavailable: 2 resourceclaimtemplate.resource.k8s.io '
+                                          '"one-gpu" not found.')
+    assert by_job["named"]["status"] == "unschedulable"
+    assert 'resourceclaim.resource.k8s.io "nowhere" not found' in by_job["named"]["message"]
