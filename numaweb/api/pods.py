@@ -1,7 +1,9 @@
 """`GET /api/pods/?q=&cluster=&limit=`: find any pod by pod, job or namespace name
 (numaweb.scheduling.pod_search); `status=rejected[&reason=&node=]`: the pods the kubelet rejected
 (numaweb.inventory.rejected), each with its explanation and remedies. A search without `status` lists
-the rejected pods matching `q` after the others."""
+the rejected pods matching `q` after the others. `misaligned=true` (or `false`): the pods using DRA devices
+whose devices are (or are not) off the NUMA nodes of their pinned CPUs or memory, as the import judged them.
+Every pod row carries `alignment` ({"aligned", "kinds"})."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from rest_framework.views import APIView
 
 from numaweb.inventory import rejected
 from numaweb.inventory.models import Cluster, RejectedPod
-from numaweb.scheduling.pod_search import find_pods
+from numaweb.scheduling.pod_search import ALIGNED, PodMatch, find_aligned, find_pods
 
 MAX_LIMIT = 500
 
@@ -56,6 +58,10 @@ class PodSearchView(APIView):
                          description="with status=rejected: the kubelet's reason"),
         OpenApiParameter("node", {"type": "string", "maxLength": 512},
                          description="with status=rejected: the node's name"),
+        OpenApiParameter("misaligned", OpenApiTypes.STR, enum=["true", "false"],
+                         description="true: only the pods whose DRA devices sit off the NUMA nodes of their pinned "
+                                     "CPUs or memory (each row's alignment.kinds says which); false: the pods using "
+                                     "DRA devices that are aligned. `q` is then optional"),
         OpenApiParameter("cluster", {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
                          description="only this cluster's pods (an unknown id: none)"),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
@@ -74,24 +80,35 @@ class PodSearchView(APIView):
         for name in ("node", "q"):
             if len(params.get(name) or "") > 512:
                 raise ValidationError({name: ["at most 512 characters"]})
+        misaligned = params.get("misaligned")
+        if misaligned is not None and misaligned not in ("true", "false"):
+            raise ValidationError({"misaligned": [f"true or false, not {misaligned!r}"]})
         if status == "rejected":
+            if misaligned is not None:
+                raise ValidationError({"misaligned": ["not with status=rejected: a rejected pod holds no device"]})
             return self._rejected(request)
+        if misaligned is not None:
+            return self._aligned(request, misaligned == "true")
         query, cluster, limit = search_params(params)
         count, matches = find_pods(query, cluster, limit)
-        results = []
-        for m in matches:
-            row = m.to_dict()
-            if row["node"]:
-                row["node"]["url"] = reverse("api:node-detail", args=[row["node"]["id"]], request=request)
-            if row["last_placement"]:
-                p = row["last_placement"]
-                p["hint_table"] = request.build_absolute_uri(
-                    f"{reverse('pages:session', args=[p['session']])}?pod={p['index']}#hint-table")
-            results.append(row)
+        results = [_pod_row(m, request) for m in matches]
         found = rejected.rejected_pods(cluster, query=query)
         extra = found.count()
         results += [_rejected_row(p, request) for p in found[:max(0, limit - len(results))]]
         return Response({"count": count + extra, "results": results})
+
+    def _aligned(self, request: Request, misaligned: bool) -> Response:
+        """The pods using DRA devices, misaligned or aligned, filtered by cluster and `q`."""
+        params = request.query_params
+        limit = _whole(params, "limit", MAX_LIMIT) or 50
+        cluster = _whole(params, "cluster", 2**63 - 1)
+        if cluster is not None and not Cluster.objects.filter(pk=cluster).exists():
+            raise ValidationError({"cluster": [f"no cluster with id {cluster}"]})
+        query = (params.get("q") or "").strip()
+        if len(query) > 512:
+            raise ValidationError({"q": ["at most 512 characters"]})
+        count, matches = find_aligned(cluster, misaligned, query, limit)
+        return Response({"count": count, "results": [_pod_row(m, request) for m in matches]})
 
     def _rejected(self, request: Request) -> Response:
         """The rejected pods, filtered by cluster, reason, node name and `q`."""
@@ -105,8 +122,22 @@ class PodSearchView(APIView):
         return Response({"count": rows.count(), "results": [_rejected_row(p, request) for p in rows[:limit]]})
 
 
+def _pod_row(match: PodMatch, request: Request) -> dict:
+    row = match.to_dict()
+    if row["node"]:
+        row["node"]["url"] = reverse("api:node-detail", args=[row["node"]["id"]], request=request)
+    if row["last_placement"]:
+        p = row["last_placement"]
+        p["hint_table"] = request.build_absolute_uri(
+            f"{reverse('pages:session', args=[p['session']])}?pod={p['index']}#hint-table")
+    if row["dra"]:
+        row["dra"]["url"] = request.build_absolute_uri(reverse("pages:pod-alignment", args=[row["dra"]["id"]]))
+    return row
+
+
 def _rejected_row(pod: RejectedPod, request: Request) -> dict:
     row = rejected.as_row(pod)
+    row["alignment"] = dict(ALIGNED)  # it holds nothing: no device was prepared for it
     row["node"]["url"] = reverse("api:node-detail", args=[pod.node_id], request=request)
     row["url"] = request.build_absolute_uri(reverse("pages:rejected-pod", args=[pod.pk]))
     return row

@@ -340,6 +340,16 @@ class StateCheckUploadSerializer(serializers.Serializer):
                   '{"reserved_cpus": "0-1", "cpu_manager_policy": "static"}')
 
 
+class DraReportSerializer(serializers.Serializer):
+    devices = serializers.IntegerField(help_text="devices the ResourceSlices publish")
+    claims = serializers.IntegerField(help_text="ResourceClaims")
+    pods = serializers.IntegerField(help_text="pods using DRA devices, their alignment checked")
+    misaligned = serializers.ListField(child=serializers.CharField(),
+                                       help_text="pods whose devices are off their pinned CPUs' or memory's NUMA nodes")
+    nodes_changed = serializers.ListField(child=serializers.CharField(), help_text="nodes whose devices changed")
+    changed = serializers.BooleanField()
+
+
 class ImportReportSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
     dry_run = serializers.BooleanField(help_text="true: a preview, nothing was changed")
@@ -359,6 +369,7 @@ class ImportReportSerializer(serializers.Serializer):
     jobs_added = serializers.ListField(child=serializers.CharField())
     jobs_updated = serializers.ListField(child=serializers.CharField())
     jobs_kept = serializers.ListField(child=serializers.CharField())
+    dra = DraReportSerializer(allow_null=True, help_text="the Dynamic Resource Allocation objects kept")
     notes = serializers.ListField(child=serializers.CharField())
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler_core.dra.model import DEVICE_KINDS
 from scheduler_core.scheduler.compare import BLOCK_BINS
 
 from . import gaps
@@ -37,6 +38,12 @@ METRICS: tuple[Metric, ...] = (
     ("headroom_rejected", "headroom (pods of the shape) placed but refused by the kubelet", False),
     ("engine_s", "engine time (s)", None),
 )
+#: with DRA objects in the cluster: the pods whose claims got devices, and those whose devices sit off the NUMA
+#: nodes of their pinned CPUs or memory (each kind, e.g. gpu-cpu, a row of its own: `metric_rows`)
+DRA_METRICS: tuple[Metric, ...] = (
+    ("pods_with_claims", "pods whose DRA claims got devices", None),
+    ("pods_misaligned", "pods with DRA devices off their CPUs' or memory's NUMA nodes", False),
+)
 #: exported, not drawn: headroom as the scheduler counts it (refused pods included)
 EXPORT_ONLY = ("headroom",)
 SETTINGS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
@@ -49,11 +56,22 @@ def reason_key(reason: str) -> str:
 
 def metric_rows(variants: Iterable[ComparisonVariant]) -> list[Metric]:
     """METRICS with one row per kubelet reason (KUBELET_REASONS, then any other a variant met) after the refused
-    total."""
+    total and, when the cluster has DRA objects (a variant counted pods with claims), the DRA rows after the pods
+    spanning NUMA nodes: pods with claims, misaligned pods, and one row per misalignment kind a variant met."""
+    variants = list(variants)
     seen = {r for v in variants for r in (v.metrics.get("admission_errors_by_reason") or {})}
     reasons = [*KUBELET_REASONS, *sorted(seen - set(KUBELET_REASONS))]
     at = [k for k, _l, _b in METRICS].index("pods_rejected") + 1
-    return [*METRICS[:at], *((reason_key(r), f"kubelet refused: {r}", False) for r in reasons), *METRICS[at:]]
+    rows = [*METRICS[:at], *((reason_key(r), f"kubelet refused: {r}", False) for r in reasons), *METRICS[at:]]
+    if any("pods_misaligned" in v.metrics for v in variants):
+        kinds = sorted({k for v in variants for k in (v.metrics.get("misaligned_kinds") or {})})
+        at = [k for k, _l, _b in rows].index("pods_multi_numa") + 1
+        rows[at:at] = [*DRA_METRICS, *((kind_key(k), f"misaligned: {k}", False) for k in kinds)]
+    return rows
+
+
+def kind_key(kind: str) -> str:
+    return f"misaligned_{kind}"
 
 
 def values(variant: ComparisonVariant) -> dict[str, Any]:
@@ -70,6 +88,12 @@ def values(variant: ComparisonVariant) -> dict[str, Any]:
             m.setdefault(reason_key(reason), 0)
         for reason, n in by_reason.items():
             m[reason_key(reason)] = n
+    if "pods_misaligned" in m:  # a kind another variant met and this one did not is a 0
+        for device in DEVICE_KINDS:
+            for other in (*DEVICE_KINDS, "memory"):
+                m.setdefault(kind_key(f"{device}-{other}"), 0)
+        for kind, n in (m.get("misaligned_kinds") or {}).items():
+            m[kind_key(kind)] = n
     room = variant.headroom or {}
     if "headroom_admitted" not in m and room.get("total") is not None:
         m["headroom_admitted"] = room["total"] - room.get("rejected", 0)

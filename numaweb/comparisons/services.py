@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
+from numaweb.inventory import dra
 from numaweb.inventory.models import Cluster, Node
 from numaweb.inventory.services import KUBELET_FIELDS, cluster_nodes
 from numaweb.jobs import services as job_services
@@ -151,9 +152,10 @@ class VariantRuns(runs.Kind):
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
+        claims = dra.state_of(comparison.cluster, {n.name: n.topology for n in nodes})
         out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=progress,
                           headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
-                          headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS)
+                          headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS, dra=claims)
         engine_ms = (time.perf_counter() - started) * 1000
         pods = out["metrics"]["pods"]
         return {"status": Comparison.DONE, "engine_ms": engine_ms, "metrics": out["metrics"], "nodes": out["nodes"],

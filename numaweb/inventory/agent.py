@@ -46,7 +46,7 @@ from scheduler_core.kubelet.state_check import check_state
 from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.topology import Topology
 
-from . import services
+from . import dra, services
 from .models import AgentBinding, Allocation, Cluster, Node, NodeReport
 
 KUBELET_FILES = ("config", "cpu_manager_state", "memory_manager_state", "device_checkpoint")
@@ -292,6 +292,7 @@ def _apply_changed(parsed: _Parsed, node: Node | None, sender: AbstractBaseUser 
     for a in new:
         a.node, a.cluster, a.job = node, parsed.cluster, jobs.job_for_pod(a.pod, parsed.cluster)
     Allocation.objects.bulk_create(new)
+    dra.realign(node, topology)
     jobs.refresh_status({a.job_id for a in [*dropped, *new]})
     node.refresh_from_db()
     check = _check(node, parsed, named)

@@ -277,3 +277,107 @@ class RejectedPod(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name} rejected on {self.node_id}: {self.reason}"
+
+
+class DraSource(models.Model):
+    """A cluster's DRA objects as its last snapshot gave them (ResourceSlices, DeviceClasses, ResourceClaims and
+    templates, and of each pod using claims its name and claim references): what a session reads its DRA state
+    from (`inventory.dra.state_of`), through the engine's reader."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="dra_source")
+    items = models.JSONField(default=list, blank=True, help_text="the kubectl objects")
+    digest = models.CharField(max_length=64, help_text="sha256 of the items")
+
+    def __str__(self) -> str:
+        return f"DRA objects of {self.cluster_id}"
+
+
+class DraDevice(models.Model):
+    """A Dynamic Resource Allocation device a ResourceSlice publishes (snapshot import, `inventory.dra`): on which
+    NUMA node the engine placed it and from what (`numa_source`), and the pod whose allocated claim holds it."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="dra_devices")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="dra_devices",
+                             help_text="empty: a slice for several nodes or none")
+    driver = models.CharField(max_length=253)
+    pool = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    kind = models.CharField(max_length=16, help_text="gpu, nic, cpu or other (the engine's reading)")
+    numa = models.IntegerField(null=True, blank=True, help_text="the device's NUMA node; empty: unknown")
+    numa_source = models.CharField(max_length=253, help_text="where the NUMA node came from, or unknown")
+    attributes = models.JSONField(default=dict, blank=True)
+    capacity = models.JSONField(default=dict, blank=True)
+    claim = models.CharField(max_length=507, blank=True, default="",
+                             help_text="namespace/name of the claim whose allocation holds it")
+    pod = models.CharField(max_length=507, blank=True, default="", help_text="namespace/name of the pod using it")
+
+    class Meta:
+        ordering = ["node_id", "driver", "pool", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "driver", "pool", "name"],
+                                               name="dra_device_unique_in_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.name}"
+
+
+class DraClaim(models.Model):
+    """A ResourceClaim of the snapshot: its requests and constraints as read, its allocation's results and the pods
+    it is reserved for."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="dra_claims")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    template = models.CharField(max_length=253, blank=True, default="", help_text="the template it was made from")
+    requests = models.JSONField(default=list, blank=True)
+    constraints = models.JSONField(default=list, blank=True)
+    allocation = models.JSONField(null=True, blank=True, help_text="the allocation's results; empty: not allocated")
+    reserved_for = models.JSONField(default=list, blank=True, help_text='pods as "namespace/name"')
+
+    class Meta:
+        ordering = ["cluster_id", "namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "namespace", "name"],
+                                               name="dra_claim_unique_in_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class PodAlignment(models.Model):
+    """A pod using DRA devices: their NUMA nodes beside those of its pinned CPUs and memory, checked by the engine
+    (`scheduler_core.dra.alignment`) when the snapshot was imported. A pod without a row uses no DRA device, which
+    the engine calls aligned with no kinds."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pod_alignments")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="pod_alignments")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    aligned = models.BooleanField()
+    kinds = models.JSONField(default=list, blank=True, help_text='the misalignments, e.g. ["gpu-cpu"]')
+    detail = models.TextField(blank=True, default="")
+    cpu_numa = models.JSONField(default=list, blank=True, help_text="NUMA nodes of its pinned CPUs")
+    memory_numa = models.JSONField(default=list, blank=True, help_text="NUMA nodes of its pinned memory")
+    devices = models.JSONField(default=list, blank=True,
+                               help_text="its devices: driver, pool, name, kind, numa, numa_source, claim")
+    claims = models.JSONField(default=list, blank=True, help_text='its claims as "namespace/name"')
+    suggestions = models.JSONField(default=list, blank=True,
+                                   help_text="per claim of a misaligned pod, the change that would align it "
+                                             "(scheduler_core.dra.suggest), verified by the allocator")
+    suggestion_digest = models.CharField(max_length=64, blank=True, default="",
+                                         help_text="what the claim changes were computed from (empty: not yet)")
+
+    class Meta:
+        ordering = ["cluster_id", "namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "namespace", "name"],
+                                               name="pod_alignment_unique_in_cluster")]
+        indexes = [models.Index(fields=["cluster", "aligned"])]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}: {'aligned' if self.aligned else ', '.join(self.kinds)}"
+
+    @property
+    def pod(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The API's `alignment` of a pod row."""
+        return {"aligned": self.aligned, "kinds": list(self.kinds)}

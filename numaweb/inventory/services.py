@@ -22,6 +22,7 @@ from scheduler_core.model.node import Allocation as EngineAllocation
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.topology import Topology
 
+from . import dra
 from .models import Allocation, Cluster, Node
 
 if TYPE_CHECKING:  # the formats package is imported when a topology is read
@@ -386,6 +387,7 @@ def import_loaded(cluster: Cluster, name: str, loaded: Loaded, kubelet: Mapping[
         node.save()  # a stored node's generation advances
         if new:
             notes.extend(_write_imported(cluster, node, dropped, new))
+            dra.realign(node, loaded.topology)
         node.refresh_from_db()
         node.import_notes = notes
     return node

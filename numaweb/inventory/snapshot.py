@@ -31,7 +31,7 @@ from scheduler_core.formats.snapshot import Snapshot, SnapshotNode, load_snapsho
 from scheduler_core.kubelet.state_check import replay
 from scheduler_core.model.node import Node as EngineNode
 
-from . import rejected, services
+from . import dra, rejected, services
 from .models import Allocation, Cluster, Node, NodeReport
 
 
@@ -92,6 +92,7 @@ class ImportReport(TypedDict):
     jobs_updated: list[str]
     jobs_kept: list[str]
     rejected_pods: rejected.RejectedReport | None
+    dra: dra.DraReport | None
     notes: list[str]
 
 
@@ -139,11 +140,16 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
     report = ImportReport(dry_run=dry_run, pruned=prune, nodes_added=[], nodes_updated={}, nodes_unchanged=0,
                           nodes_removed=[], nodes_missing=[], nodes_returned=[], allocations_replayed=0,
                           allocations_dropped=0, allocations_changed=[], scheduled_dropped=[], disagreements=[],
-                          jobs_added=[], jobs_updated=[], jobs_kept=[], rejected_pods=None, notes=list(snap.notes))
+                          jobs_added=[], jobs_updated=[], jobs_kept=[], rejected_pods=None, dra=None,
+                          notes=list(snap.notes))
     if dry_run:  # the preview: reads only, outside any transaction (no write lock, no row lock)
         return _run(cluster, snap, report, prune, progress, write=False)[0]
+    # what a session reads its DRA state from: read again only when there is any (a second parse of the text)
+    items = dra.source_items(data) if not snap.dra.is_empty() else []
     with transaction.atomic():
         summary, now = _run(cluster, snap, report, prune, progress, write=True)
+        if dra.keep_source(cluster, items) and report["dra"] is not None:
+            summary["dra"]["changed"] = summary["changed"] = True
         budgets = [{"name": b.name, "allowed": b.allowed, "pods": sorted(b.pods)} for b in snap.budgets]
         Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary,
                                                      disruption_budgets=budgets)
@@ -158,6 +164,7 @@ def _run(cluster: Cluster, snap: Snapshot, report: ImportReport, prune: bool, pr
         _import_node(run, name, snode)
     _leave_unlisted(run, prune)
     _write_allocations(run)
+    _store_dra(run)
     if write:  # the rows as written (their generations), else as they would be
         rows = {n.name: n for n in Node.objects.filter(cluster=cluster, name__in=list(run.engines))
                 .only("pk", "name", "generation")}
@@ -173,6 +180,7 @@ def _run(cluster: Cluster, snap: Snapshot, report: ImportReport, prune: bool, pr
     gone = report["rejected_pods"]
     summary["changed"] = bool(report["nodes_added"] or report["nodes_updated"] or report["nodes_removed"]
                               or report["jobs_added"] or report["jobs_updated"]
+                              or (report["dra"] is not None and report["dra"]["changed"])
                               or (gone and (gone["added"] or gone["updated"] or gone["removed"])))
     return summary, run.now
 
@@ -357,6 +365,22 @@ def _write_allocations(run: _Import) -> None:
     for row, a in run.inserts:
         a.node, a.cluster = row, run.cluster
     Allocation.objects.bulk_create([a for _, a in run.inserts], batch_size=1000)
+
+
+def _store_dra(run: _Import) -> None:
+    """The snapshot's DRA devices, claims and pod alignments (`inventory.dra`), before the generations are read
+    for the rejected pods: a node whose devices changed is reported updated, and advanced unless saved already."""
+    report = run.report
+    report["dra"], nodes = dra.store(run.cluster, run.snap, run.engines, run.write)
+    fresh = sorted(n for n in nodes if n not in report["nodes_updated"] and n not in report["nodes_added"])
+    for name in nodes:
+        if name in report["nodes_updated"]:
+            report["nodes_updated"][name].append("dra devices")
+    for name in fresh:
+        report["nodes_updated"][name] = ["dra devices"]
+    report["nodes_unchanged"] -= len(fresh)
+    if run.write and fresh:
+        dra.advance(run.cluster, fresh)
 
 
 def _copies(cluster: Cluster, running: set[str]) -> list[str]:

@@ -5,7 +5,8 @@ Measures: free CPUs on the node's best NUMA node, free single-NUMA blocks of a s
 many CPUs fit each on one NUMA node), reserved CPUs, a session's TopologyAffinityErrors on the node, or the
 node agent's disagreements (the state check of its last report: model against kubelet; a node no agent
 reports is drawn apart, `no-agent`). Under every measure a node whose agent has gone silent longer than
-NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`).
+NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`), and a node holding pods whose DRA devices sit off the NUMA nodes
+of their pinned CPUs or memory (as the snapshot import judged them) is drawn in one colour of its own (`misaligned`).
 Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples;
 the page carries each node's id, name, value and bin as data, and a static script draws its <rect> (sizes are CSS;
 no inline style or script)."""
@@ -24,7 +25,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from numaweb.inventory.agent import stale_after
-from numaweb.inventory.models import Node, NodeReport
+from numaweb.inventory.models import Node, NodeReport, PodAlignment
 from numaweb.inventory.pools import pool_of
 from numaweb.scheduling.models import Placement
 
@@ -47,6 +48,8 @@ class Group:
     nodes: list[tuple[int, str, int]]  # (id, name, value)
     #: node id → its extra mark (`stale`, `no-agent`), drawn as a class and said in the tooltip
     marks: dict[int, str] = field(default_factory=dict)
+    #: node id → how many misaligned pods it holds (DRA devices off their CPUs' or memory's NUMA nodes)
+    misaligned: dict[int, int] = field(default_factory=dict)
 
 
 def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int | None = None
@@ -63,6 +66,8 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
     reports = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id", "received_at"))
     disagreements = dict(NodeReport.objects.filter(node__cluster_id=cluster_id).values_list("node_id",
                                                                                                "disagreements"))
+    misaligned = dict(PodAlignment.objects.filter(cluster_id=cluster_id, aligned=False, node__isnull=False)
+                      .values_list("node_id").annotate(n=Count("id")).values_list("node_id", "n"))
     silent_since = timezone.now() - stale_after()
     groups: dict[tuple, Group] = {}
     unreadable = 0
@@ -86,6 +91,8 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
         if key not in groups:
             groups[key] = Group(f"{pool_name} · {shape}" if pool_name else shape, [])
         groups[key].nodes.append((pk, name, value))
+        if pk in misaligned:
+            groups[key].misaligned[pk] = misaligned[pk]
         if pk not in reports:
             if measure == "agent":
                 groups[key].marks[pk] = "no-agent"
@@ -128,7 +135,8 @@ def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> tupl
         data.append({"y": y, "ids": [pk for pk, _n, _v in g.nodes], "names": [name for _pk, name, _v in g.nodes],
                      "values": [value for _pk, _n, value in g.nodes],
                      "bins": "".join(str(bisect.bisect_right(lows, value)) for _pk, _n, value in g.nodes),
-                     "marks": {str(pk): mark for pk, mark in g.marks.items()}})
+                     "marks": {str(pk): mark for pk, mark in g.marks.items()},
+                     "misaligned": {str(pk): off for pk, off in g.misaligned.items()}})
         y += max(rows * step, CELL + 4) + ROW_GAP
     width = LABEL_W + COLUMNS * step
     head = (f'<svg class="cluster-map" id="cluster-map" viewBox="0 0 {width} {max(y, 1)}" role="img" '

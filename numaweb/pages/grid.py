@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
-from numaweb.inventory.models import Allocation, Node
+from numaweb.inventory.models import Allocation, DraDevice, Node
 from scheduler_core.errors import EngineError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.node import Node as EngineNode
@@ -66,6 +66,7 @@ class NodeState:
     owners: list[Owner] = field(default_factory=list)
     owner_of: dict[int, Owner] = field(default_factory=dict)
     held: int = 0  # CPUs held outside the engine's node (a state file's containers): not free either
+    dra: list[DraDevice] = field(default_factory=list)  # its DRA devices, drawn in their NUMA boxes when given
 
     @property
     def topology(self) -> Topology | None:
@@ -197,12 +198,21 @@ def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, gri
         spans.setdefault(cpu.numa, set()).add(cpu.socket)
     box = functools.partial(_box, free=free, compact=compact, spans=spans)
     inner_kind = "numa" if outer_kind == "package" else "package"
+    dra: dict[int | None, list[DraDevice]] = {}
+    if not compact:
+        for d in state.dra:
+            dra.setdefault(d.numa if d.numa in spans else None, []).append(d)
+    by_pod = {o.pod: o for o in state.owners}
     for outer, inners in boxes:
         masks = [sum(1 << c.id for _core, cpus in cores for c in cpus) for _i, cores in inners]
         out.append(box(outer_kind, outer, sum(masks), False))
+        if outer_kind == "numa" and outer in dra:
+            out.append(_dra_strip(f"NUMA {outer}", dra.pop(outer), by_pod))
         out.append('<div class="boxes">')
         for (inner, cores), mask in zip(inners, masks, strict=True):
             out.append(box(inner_kind, inner, mask, True))
+            if inner_kind == "numa" and inner in dra:  # a NUMA node spanning packages: drawn in the first
+                out.append(_dra_strip(f"NUMA {inner}", dra.pop(inner), by_pod))
             out.append('<div class="cores">')
             for core, cpus in cores:
                 out.append(f'<div class="core" data-core="{core}">')
@@ -211,8 +221,32 @@ def render_grid(state: NodeState, highlight: int = 0, compact: bool = False, gri
                 out.append("</div>")
             out.append("</div></div>")
         out.append("</div></div>")
+    if None in dra:
+        out.append(_dra_strip("NUMA unknown", dra.pop(None), by_pod))
     out.append("</div>")
     return mark_safe("".join(out))  # every dynamic value above went through escape()
+
+
+def _dra_strip(where: str, devices: list[DraDevice], owners: dict[str, Owner]) -> str:
+    """The DRA devices of one NUMA box: each a chip naming the device, its kind and, when a claim of a pod holds
+    it, the pod (its legend number and colour when it also holds CPUs here)."""
+    chips = []
+    for d in devices:
+        numa = "unknown" if d.numa is None else d.numa
+        title = f"{d.kind} {d.name} ({d.driver}, pool {d.pool}) · NUMA {numa} from {d.numa_source}"
+        text: str = escape(d.name)
+        classes = f"dra kind-{escape(d.kind)}"
+        if d.pod:
+            owner = owners.get(d.pod)
+            title += f" · held by {d.pod} (claim {d.claim})"
+            classes += f" owned tinted o{owner.colour}" if owner else " owned"
+            text += f" ▸ {owner.number}" if owner else f" ▸ {escape(d.pod)}"
+        else:
+            title += " · free"
+        chips.append(f'<li class="{classes}" data-dra="{escape(d.driver)}/{escape(d.pool)}/{escape(d.name)}" '
+                     f'data-numa="{"" if d.numa is None else d.numa}" data-pod="{escape(d.pod)}" '
+                     f'title="{escape(title)}">{text}</li>')
+    return f'<ul class="dra-devs" aria-label="DRA devices on {where}">{"".join(chips)}</ul>'
 
 
 def _cell(cpu: CPU, reserved: int, owners: dict[int, Owner], highlight: int, compact: bool) -> str:

@@ -4,7 +4,7 @@ comparison and make-room pages under their own prefixes and namespaces (`compari
 
 from django.urls import path
 
-from .views import comparisons, dashboard, jobs, nodes, rejected, room, sessions
+from .views import comparisons, dashboard, dra, jobs, nodes, rejected, room, sessions
 
 app_name = "pages"
 
@@ -21,6 +21,7 @@ urlpatterns = [
     path("clusters/import", nodes.cluster_import, name="cluster-import"),
     path("clusters/<int:pk>/rejected", rejected.cluster_rejected, name="cluster-rejected"),
     path("rejected/<int:pk>/", rejected.rejected_pod, name="rejected-pod"),
+    path("pods/dra/<int:pk>/", dra.pod_alignment, name="pod-alignment"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job"),
     path("jobs/<int:pk>/finish", jobs.job_finish, name="job-finish"),

@@ -113,6 +113,9 @@ class Placement(models.Model):
                                                                              "CPUs (its Go map order)")
     admitted_numa = models.BigIntegerField(null=True, blank=True, help_text="NUMA mask of what the kubelet gave")
     allocations = models.JSONField(null=True, blank=True, help_text="the kubelet's allocations, per container")
+    dra = models.JSONField(null=True, blank=True,
+                           help_text="a pod with DRA claims: the devices its claims got, why, their NUMA nodes and "
+                                     "the alignment (the engine's record)")
     admission = models.JSONField(null=True, blank=True,
                                  help_text="the chosen node's verdict: admitted, error, CPUs; decisions by ref")
     outcomes = models.JSONField(default=list, blank=True, help_text="empty: derived from the groups when read; "

@@ -24,12 +24,17 @@ from django.db.models.functions import Collate, Concat
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
-from numaweb.inventory.models import Allocation, Node, NodeReport
+from numaweb.inventory.models import Allocation, Node, NodeReport, PodAlignment
 from numaweb.jobs.models import Task
 from scheduler_core.model.cpuset import CPUSet
 
 from .models import Placement
 
+#: the alignment of a pod that uses no DRA device (the engine's answer for no devices)
+ALIGNED = {"aligned": True, "kinds": []}
+#: what a pod row shows of its alignment (not the claim changes, which only its page shows)
+ROW_FIELDS = ("cluster", "node", "namespace", "name", "aligned", "kinds", "detail", "devices", "claims", "cpu_numa",
+              "memory_numa")
 #: who wrote an allocation, by its origin (a `scheduled` row without a session was written by hand:
 #: the API or the admin site)
 WRITERS = {Allocation.IMPORTED: "import", Allocation.REPLAYED: "replay", Allocation.OBSERVED: "agent"}
@@ -53,6 +58,7 @@ class PodMatch:
     placement: dict | None = None
     observed_at: datetime | None = None  # the report that showed the kubelet holding it (origin observed)
     agent: dict | None = None  # the node agent: stale, the node's and this pod's disagreements
+    alignment: PodAlignment | None = None  # its DRA devices beside its CPUs and memory (none: uses no DRA device)
 
     @property
     def namespace(self) -> str:
@@ -75,6 +81,11 @@ class PodMatch:
             "written_by": [{"writer": w, "session": s} for w, s in writer],
             "last_placement": self.placement,
             "observed_at": self.observed_at.isoformat() if self.observed_at else None, "agent": self.agent,
+            "alignment": self.alignment.to_dict() if self.alignment else dict(ALIGNED),
+            "dra": None if self.alignment is None else {
+                "id": self.alignment.pk, "detail": self.alignment.detail, "devices": self.alignment.devices,
+                "claims": self.alignment.claims, "cpu_numa": self.alignment.cpu_numa,
+                "memory_numa": self.alignment.memory_numa},
         }
 
 
@@ -105,7 +116,42 @@ def find_pods(query: str, cluster: int | None = None, limit: int = 50) -> tuple[
     _resolve_numa(shown)
     _attach_placements(shown, cluster)
     _attach_agents(shown)
+    _attach_alignments(shown)
     return count, shown
+
+
+def find_aligned(cluster: int | None, misaligned: bool, query: str = "", limit: int = 50
+                 ) -> tuple[int, list[PodMatch]]:
+    """The pods using DRA devices whose alignment (stored by the import) is off (`misaligned`) or not, whose
+    namespace/name contains `query`: how many, and the first `limit` resolved as `find_pods` resolves its own,
+    by namespace/name."""
+    rows = PodAlignment.objects.filter(aligned=not misaligned).select_related("node", "cluster").only(
+        *ROW_FIELDS, "cluster__name", "node__name")
+    if cluster is not None:
+        rows = rows.filter(cluster_id=cluster)
+    if query:
+        rows = rows.annotate(pod_name=Concat("namespace", Value("/"), "name")).filter(pod_name__icontains=query)
+    shown = [PodMatch(a.pod, (a.cluster_id, a.cluster.name), node=(a.node.pk, a.node.name) if a.node else None,
+                      alignment=a) for a in rows.order_by("namespace", "name")[:limit]]
+    held = Allocation.objects.filter(cluster_id=cluster) if cluster is not None else Allocation.objects.all()
+    _fill_held([m for m in shown if m.node is not None], held, "", {})
+    _resolve_numa(shown)
+    _attach_placements(shown, cluster)
+    _attach_agents(shown)
+    return rows.count(), shown
+
+
+def _attach_alignments(matches: Iterable[PodMatch]) -> None:
+    """Each held pod's stored DRA alignment in its cluster (none for a pod that uses no DRA device)."""
+    held = [m for m in matches if m.cluster is not None]
+    if not held:
+        return
+    found = {(a.cluster_id, a.namespace, a.name): a for a in PodAlignment.objects.only(*ROW_FIELDS).filter(
+        cluster_id__in={m.cluster[0] for m in held if m.cluster is not None},
+        namespace__in={m.namespace for m in held}, name__in={m.name for m in held})}
+    for m in held:
+        if m.cluster is not None:
+            m.alignment = found.get((m.cluster[0], m.namespace, m.name))
 
 
 def _attach_agents(matches: Iterable[PodMatch]) -> None:

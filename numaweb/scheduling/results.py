@@ -118,7 +118,7 @@ def _pod(tables: _Tables, p: Placement) -> dict:
         "qos": p.qos, "status": p.status, "node": p.node_name or None, "score": p.score, "message": p.message,
         "predicted": predicted, "admission": admission, "kubelet_reason": p.kubelet_reason,
         "admitted_numa": _numa(p.admitted_numa), "allocations": expand_allocations(p.allocations, p.uid),
-        **_groups(tables, p),
+        "dra": p.dra, **_groups(tables, p),
     }
 
 

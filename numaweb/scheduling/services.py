@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from numaweb.inventory import dra
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Allocation, Cluster, Node
 from numaweb.inventory.services import cluster_nodes
@@ -177,8 +178,9 @@ def _run_with_retries(session: SchedulingSession, run: runs.Run, progress: runs.
         job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
+        claims = dra.state_of(session.cluster, {n.name: n.topology for n in nodes})
         result = run_session(EngineCluster(nodes), jobs, profile=session.profile,
-                             progress=progress, held=held)
+                             progress=progress, held=held, dra=claims)
         engine_ms = (time.perf_counter() - started) * 1000
         checkpoint("computed", session)
         run.owns().update(heartbeat_at=timezone.now())

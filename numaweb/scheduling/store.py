@@ -173,7 +173,7 @@ class ResultWriter:
             predicted_cpus="" if p.predicted is None else hex_mask(p.predicted.cpus),
             predicted_order_dependent=p.predicted is not None and p.predicted.order_dependent,
             admitted_numa=db_mask(p.admitted_numa), allocations=compact_allocations(allocations, p.uid),
-            admission=admission,
+            admission=admission, dra=p.dra,
             outcomes=_EMPTY, groups=_int_list(self._group_refs(p.rows)),
         )
 

@@ -1,4 +1,4 @@
-// The cluster map: the page carries each node's id, name, value and colour bin as data (#cluster-map-data); this
+// The cluster map: the page carries each node's id, name, value, colour bin and misaligned-pod count as data (#cluster-map-data); this
 // draws one <rect> per node into its group, in rows, with the node's name and value as its tooltip, and a click on
 // a mark opens that node's page. A file, not an inline handler: the Content-Security-Policy allows no inline
 // script. The URL is the page's own node URL around the mark's id.
@@ -17,11 +17,14 @@ function drawMap() {
       const rect = document.createElementNS(SVG, "rect");
       rect.setAttribute("x", data.x0 + (i % data.columns) * data.step);
       rect.setAttribute("y", nodes.y + Math.floor(i / data.columns) * data.step);
-      rect.setAttribute("class", `m${nodes.bins[i]}${mark ? ` ${mark}` : ""}`);
+      const off = nodes.misaligned[id] || 0;  // pods whose DRA devices sit off their CPUs' or memory's NUMA nodes
+      rect.setAttribute("class", `m${nodes.bins[i]}${mark ? ` ${mark}` : ""}${off ? " misaligned" : ""}`);
       rect.dataset.id = id;
       rect.dataset.value = nodes.values[i];
+      if (off) rect.dataset.misaligned = off;
       const title = document.createElementNS(SVG, "title");
-      title.textContent = `${nodes.names[i]}: ${nodes.values[i]}${mark ? ` (${data.notes[mark]})` : ""}`;
+      title.textContent = `${nodes.names[i]}: ${nodes.values[i]}${mark ? ` (${data.notes[mark]})` : ""}`
+        + (off ? ` (${off} misaligned pod${off > 1 ? "s" : ""})` : "");
       rect.appendChild(title);
       marks.appendChild(rect);
     });

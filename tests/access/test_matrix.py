@@ -93,6 +93,7 @@ PAGES = {
     "pages:cluster-map": (VIEWER, None),
     "pages:pods": (VIEWER, None),
     "pages:rejected-pod": (VIEWER, None),
+    "pages:pod-alignment": (VIEWER, None),
     "pages:cluster-rejected": (VIEWER, None),
     "pages:help": (VIEWER, None),
     "pages:jobs": (VIEWER, OPERATOR),

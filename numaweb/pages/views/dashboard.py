@@ -17,7 +17,7 @@ from numaweb.inventory import rejected
 from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Cluster, Node, NodeReport
 from numaweb.scheduling.models import SchedulingSession
-from numaweb.scheduling.pod_search import find_pods
+from numaweb.scheduling.pod_search import find_aligned, find_pods
 from scheduler_core.errors import EngineError
 
 from .. import usage
@@ -114,12 +114,18 @@ def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, Head
 @require_GET
 def pod_search(request: HttpRequest) -> HttpResponse:
     """Find any pod by pod, job or namespace name (the navigation bar's search box): where each one is held,
-    on which NUMA nodes, who wrote it and its latest session placement (`scheduling.pod_search`)."""
+    on which NUMA nodes, who wrote it and its latest session placement (`scheduling.pod_search`); with
+    `misaligned`, only the pods whose DRA devices sit off their pinned CPUs' or memory's NUMA nodes."""
     query = (request.GET.get("q") or "").strip()[:512]
     raw = request.GET.get("cluster") or ""
     cluster = int(raw) if raw.isdigit() else None
-    ctx: dict = {"q": query, "cluster": cluster, "clusters": Cluster.objects.order_by("name"), "limit": POD_MATCHES}
-    if query:
+    misaligned = request.GET.get("misaligned") == "true"
+    ctx: dict = {"q": query, "cluster": cluster, "clusters": Cluster.objects.order_by("name"), "limit": POD_MATCHES,
+                 "misaligned": misaligned}
+    if misaligned:
+        ctx["count"], matches = find_aligned(cluster, True, query, POD_MATCHES)
+        ctx["matches"] = [m.to_dict() for m in matches]
+    elif query:
         ctx["count"], matches = find_pods(query, cluster, POD_MATCHES)
         ctx["matches"] = [m.to_dict() for m in matches]
         found = rejected.rejected_pods(cluster, query=query)

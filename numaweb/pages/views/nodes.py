@@ -17,7 +17,7 @@ from numaweb.access.history import history_rows
 from numaweb.inventory import checks, kubelet_config, rejected, snapshot
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
-from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
+from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport, PodAlignment
 from numaweb.links import id_link
 from scheduler_core.errors import EngineError
 from scheduler_core.model.cpuset import CPUSet
@@ -29,7 +29,10 @@ from .common import HtmxHttpRequest
 
 def _node_context(node: Node, highlight: int = 0) -> dict:
     state = grid.node_state(node)
+    state.dra = list(node.dra_devices.all())
+    pods = {p.pod: p for p in PodAlignment.objects.filter(node=node).only("namespace", "name", "aligned", "kinds")}
     return {
+        "dra": [(d, pods.get(d.pod)) for d in state.dra], "misaligned": [p for p in pods.values() if not p.aligned],
         "node": node, "state": state, "grid": grid.render_grid(state, highlight, grid_id="grid"),
         "owners": state.owners, "bars": grid.memory_bars(state), "devices": grid.devices_by_numa(state),
         "distances": grid.distance_matrix(state), "kubelet": inventory.kubelet_dict(node),
@@ -231,5 +234,6 @@ def cluster_map_page(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = {"cluster": cluster, "others": Cluster.objects.exclude(pk=cluster.pk).order_by("name"), "form": form,
            "svg": svg, "marks": marks, "measure": cluster_map.MEASURES[measure],
            "legend": cluster_map.legend(measure, size), "session": session, "unreadable": unreadable,
-           "nodes": sum(len(g.nodes) for g in groups), "groups": len(groups)}
+           "nodes": sum(len(g.nodes) for g in groups), "groups": len(groups),
+           "misaligned_nodes": sum(len(g.misaligned) for g in groups)}
     return render(request, "pages/cluster_map.html", ctx, status=400 if form.errors else 200)

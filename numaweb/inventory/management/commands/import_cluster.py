@@ -31,6 +31,11 @@ def report_lines(report: dict) -> list[str]:
         lines.append(f"rejected by the kubelet: {rejected['kept']} pods ({len(rejected['added'])} added, "
                      f"{len(rejected['updated'])} updated, {len(rejected['removed'])} removed), "
                      f"{rejected['reproduced']} reproduced by the replay; explained in {rejected['seconds']} s")
+    dra = report.get("dra")
+    if dra and (dra["devices"] or dra["claims"]):
+        lines.append(f"DRA: {dra['devices']} devices, {dra['claims']} claims, {dra['pods']} pods using devices, "
+                     f"{len(dra['misaligned'])} misaligned with their pinned CPUs or memory")
+        lines.extend(f"  misaligned: {pod}" for pod in dra["misaligned"])
     for name, what in sorted(report["nodes_updated"].items()):
         lines.append(f"  updated {name}: {', '.join(what)}")
     for key, label in (("nodes_removed", "removed (flagged)"),
