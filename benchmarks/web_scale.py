@@ -3,6 +3,7 @@
     python benchmarks/web_scale.py                       # 5,000 nodes x 10,000 pods, 3 sessions run
     python benchmarks/web_scale.py --nodes 1000 --pods 2000 --runs 2 --stored 10
     python benchmarks/web_scale.py --jobs-only --pods 61000   # the jobs page at ~22,000 jobs, no worker
+    python benchmarks/web_scale.py --every-page --pods 61000  # every page and API list, 20 comparisons
 
 In a scratch data folder (SQLite, file-system queue): `manage.py demo --nodes N --pods M`, then a real
 Celery worker process (the one `manage.py serve` starts). Pages and API calls go through Django's test
@@ -15,6 +16,11 @@ Bytes per pod are the SQLite pages of the result tables (dbstat) per pod of one 
 The jobs page (one page of 50 jobs: the first, the 40th, filtered by status and name, the list alone over
 HTMX) and the API's job list are measured against the first session's page, with their sizes; --jobs-only
 measures only those, against a dry run of the cluster's first --session-jobs jobs run in this process.
+--every-page (no worker: everything runs in this process) adds a dry run of each profile and --comparisons stored
+comparisons of the three profiles with a headroom shape (one run, the rest copies), then asks every GET route of
+the URLconf (`every_route`: each detail id a real one) and a few query variants through the WSGI application
+(`numaweb.wsgi`, every middleware, a logged-in admin's session cookie) and prints path, status, bytes and server
+ms (median of --repeat); --data DIR builds into DIR once and reuses it on later runs.
 """
 
 from __future__ import annotations
@@ -181,6 +187,256 @@ def reference_session(cluster, jobs: int):
     return row
 
 
+# -- every page --------------------------------------------------------------------------------------------------
+#: which real object a route's id names, by a word of the route's name (the first that matches)
+ID_OF = (("cluster", "cluster"), ("comparison", "comparison"), ("room", "room"), ("rejected", "rejected"),
+         ("node", "node"), ("allocation", "allocation"), ("job", "job"), ("session", "session"))
+#: admin pages that add, edit or delete one object: forms of the admin, not the product's pages or lists
+ADMIN_FORMS = ("_change", "_delete", "_history", "_add", "_password_change")
+
+
+def every_route() -> list[tuple[str, list[str]]]:
+    """(URL name, its keyword arguments) of every named route of the URLconf, includes walked; the API's
+    format-suffix twins (`.json`) and the admin's per-object forms are left out."""
+    from django.urls import URLResolver, get_resolver
+
+    out = []
+
+    def walk(patterns, namespaces):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, [*namespaces, pattern.namespace] if pattern.namespace else namespaces)
+                continue
+            if not pattern.name:
+                continue
+            regex = pattern.pattern.regex
+            kwargs = list(regex.groupindex)
+            name = ":".join([*namespaces, pattern.name])
+            if "format" in kwargs or (name.startswith("admin:") and (
+                    name.endswith(ADMIN_FORMS) or (kwargs and name != "admin:app_list"))):
+                continue
+            out.append((name, kwargs))
+
+    walk(get_resolver().url_patterns, [])
+    return sorted(dict.fromkeys((n, tuple(k)) for n, k in out))
+
+
+def real_ids(cluster, session, comparison, room) -> dict[str, object]:
+    """A real object of each kind for the routes' ids."""
+    from numaweb.inventory.models import Allocation, RejectedPod
+    from numaweb.scheduling.models import Placement
+
+    placement = Placement.objects.filter(session=session, admitted=True).order_by("index").first()
+    return {"cluster": cluster.pk, "comparison": comparison.pk, "room": room.pk if room else None,
+            "rejected": RejectedPod.objects.values_list("pk", flat=True).first(),
+            "node": placement.node_id, "allocation": Allocation.objects.values_list("pk", flat=True).first(),
+            "job": session.jobs.order_by("id").values_list("pk", flat=True).first(), "session": session.pk,
+            "index": placement.index, "app_label": "inventory"}
+
+
+def route_urls(ids: dict[str, object]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(name, path) of every route with real ids; and the routes no real object could fill."""
+    from django.urls import reverse
+
+    urls, missing = [], []
+    for name, kwargs in every_route():
+        kind = next((kind for word, kind in ID_OF if word in name), None)
+        index = 0 if kind == "comparison" else ids["index"]  # a comparison's first variant, a session's pod
+        values = {k: index if k == "index" else ids["app_label"] if k == "app_label" else ids.get(kind)
+                  for k in kwargs}
+        if any(v is None for v in values.values()):
+            missing.append(name)
+            continue
+        urls.append((name, reverse(name, kwargs=values)))
+    return urls, missing
+
+
+def wsgi_get(app, url: str, cookie: str, headers: dict[str, str] | None = None) -> tuple[int, int, bool]:
+    """GET `url` from the WSGI application as a server would call it: (status, bytes of the body, whether it
+    is a download: an attachment, not a page or a list)."""
+    import io
+
+    path, _sep, query = url.partition("?")
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "localhost",
+               "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "localhost", "HTTP_COOKIE": cookie,
+               "HTTP_ACCEPT": "text/html,application/json;q=0.9,*/*;q=0.8", "REMOTE_ADDR": "127.0.0.1",
+               "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(), "wsgi.errors": sys.stderr,
+               "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False}
+    environ.update({"HTTP_" + k.upper().replace("-", "_"): v for k, v in (headers or {}).items()})
+    status, download = [], []
+
+    def start_response(line, response_headers, _exc=None):
+        status.append(int(line.split()[0]))
+        download.extend(v for k, v in response_headers if k.lower() == "content-disposition" and "attachment" in v)
+
+    body = app(environ, start_response)
+    try:
+        size = sum(len(chunk) for chunk in body)
+    finally:
+        getattr(body, "close", lambda: None)()
+    return status[0], size, bool(download)
+
+
+def run_comparison(cluster, jobs):
+    """The three profiles compared over `jobs` with a headroom shape, every variant run in this process."""
+    from numaweb.comparisons import services as comparisons
+
+    variants = comparisons.parse_variants(cluster, [{"profile": p} for p in ("volcano", "aligned", "unaware")])
+    row = comparisons.create_comparison(cluster, variants, jobs, comparisons.parse_shape({"cpu": "4",
+                                                                                          "memory": "8Gi"}))
+    for pk in row.variants.order_by("index").values_list("pk", flat=True):
+        comparisons.execute_variant(pk)
+    row.refresh_from_db()
+    return row
+
+
+def clone_comparison(comparison) -> None:
+    """A new comparison with a copy of `comparison`'s variants and jobs (same sizes, new ids)."""
+    from django.db import transaction
+
+    from numaweb.comparisons.models import Comparison
+
+    with transaction.atomic():
+        variants = list(comparison.variants.all())
+        copy = Comparison.objects.get(pk=comparison.pk)
+        copy.pk = None
+        copy.save()
+        copy.jobs.set(comparison.jobs.values_list("pk", flat=True))
+        for variant in variants:
+            variant.pk, variant.comparison = None, copy
+        type(variants[0]).objects.bulk_create(variants)
+
+
+def ask_make_room(cluster):
+    """A make-room question of 4 pods of 16 CPUs, answered in this process (its page and API detail)."""
+    from numaweb.room import services as room
+    from numaweb.room.models import RoomPlan
+
+    fields = room.parse_request(cluster, {"shape": {"cpu": "16", "memory": "8Gi"}, "count": 4})
+    row = RoomPlan.objects.create(**fields)
+    return room.execute(row.pk)
+
+
+def build_every_page(args, cluster) -> None:
+    """Sessions of the three profiles, a make-room answer and the stored comparisons (see the module's doc)."""
+    from numaweb.comparisons.models import Comparison
+    from numaweb.jobs import services as job_services
+    from numaweb.scheduling import services
+
+    jobs = job_services.schedulable_jobs(cluster)[:args.session_jobs]
+    for profile in ("volcano", "aligned", "unaware"):
+        start = time.perf_counter()
+        row = services.execute_session(services.create_session(cluster, profile, True, jobs).pk)
+        print(f"session #{row.pk} {profile}: {row.status}, {row.pods_total:,} pods in "
+              f"{time.perf_counter() - start:.0f} s")
+    start = time.perf_counter()
+    first = run_comparison(cluster, jobs)
+    print(f"comparison #{first.pk}: {first.status} in {time.perf_counter() - start:.0f} s")
+    for _ in range(args.comparisons - Comparison.objects.count()):
+        clone_comparison(first)
+    start = time.perf_counter()
+    room = ask_make_room(cluster)
+    print(f"make room #{room.pk}: {room.status} in {time.perf_counter() - start:.0f} s")
+
+
+#: query variants the routes alone do not ask: (label, path with {cluster}, {session}, {comparison}, {job} …,
+#: extra headers)
+VARIANTS = (
+    ("dashboard, headroom question (4 CPU, 8Gi, aligned)", "/?hr-cpu=4&hr-memory=8Gi&hr-profile=aligned", {}),
+    ("dashboard, page 50", "/?page=50", {}),
+    ("dashboard, node list over HTMX, filtered", "/?cluster={cluster}&min_numa_free=8",
+     {"HX-Request": "true", "HX-Target": "node-list"}),
+    ("cluster map, free single-NUMA blocks of 8", "/clusters/{cluster}/map?measure=blocks&size=8", {}),
+    ("cluster map, TopologyAffinityErrors of a session",
+     "/clusters/{cluster}/map?measure=errors&session={session}", {}),
+    ("pod search page, a job's pods", "/pods/?q={job_name}", {}),
+    ("API pod search, a job's pods", "/api/pods/?q={job_name}", {}),
+    ("jobs page, page 40", "/jobs/?cluster={cluster}&page=40", {}),
+    ("jobs page, pending, name filter", "/jobs/?cluster={cluster}&status=pending&q={job_name}", {}),
+    ("session page, rejected pods", "/sessions/{session}/?outcome=rejected", {}),
+    ("comparison page body over HTMX", "/comparisons/{comparison}/",
+     {"HX-Request": "true", "HX-Target": "comparison-body"}),
+    ("API node list, one cluster", "/api/nodes/?cluster={cluster}", {}),
+    ("API node list, 100 a page", "/api/nodes/?page_size=100", {}),
+    ("API node list, 1,000 a page", "/api/nodes/?page_size=1000", {}),
+    ("API job list, one cluster, pending", "/api/jobs/?cluster={cluster}&status=pending", {}),
+    ("API session results, 100 a page", "/api/sessions/{session}/results/?page_size=100", {}),
+    ("API comparison list, page 2", "/api/comparisons/?page=2&page_size=10", {}),
+    ("API allocations of a node", "/api/allocations/?node={node}", {}),
+    ("API headroom (a question, answered in the request)", "/api/clusters/{cluster}/headroom/?cpu=4&memory=8Gi", {}),
+)
+
+
+def every_page(args, data_dir: Path) -> None:
+    """Build once (or reuse --data), then ask every route and VARIANTS through the WSGI app; print the table."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from numaweb.comparisons.models import Comparison
+    from numaweb.inventory.models import Cluster
+    from numaweb.jobs.models import Job
+    from numaweb.room.models import RoomPlan
+    from numaweb.scheduling.models import SchedulingSession
+
+    if not Cluster.objects.filter(name="scale").exists():
+        start = time.perf_counter()
+        call_command("demo", nodes=args.nodes, pods=args.pods, cluster="scale", stdout=StringIO())
+        print(f"demo: {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - start:.1f} s")
+        build_every_page(args, Cluster.objects.get(name="scale"))
+    cluster = Cluster.objects.get(name="scale")
+    user = get_user_model().objects.filter(username="bench").first() or \
+        get_user_model().objects.create_superuser("bench", password="bench-pw-1")
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    from django.conf import settings
+
+    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    session = SchedulingSession.objects.filter(cluster=cluster).order_by("id").first()
+    comparison = Comparison.objects.order_by("id").first()
+    ids = real_ids(cluster, session, comparison, RoomPlan.objects.order_by("id").first())
+    job = Job.objects.filter(cluster=cluster).order_by("id")[Job.objects.filter(cluster=cluster).count() // 2]
+    print(f"{Cluster.objects.count()} clusters, {cluster.nodes.count():,} nodes, {Job.objects.count():,} jobs, "
+          f"{SchedulingSession.objects.count()} sessions, {Comparison.objects.count()} comparisons; "
+          f"load average {Path('/proc/loadavg').read_text().split()[:3]}")
+    urls, missing = route_urls(ids)
+    fill = {"cluster": cluster.pk, "session": session.pk, "comparison": comparison.pk, "job_name": job.name,
+            "node": ids["node"]}
+    asked = [(name, url, {}) for name, url in urls]
+    asked += [(label, url.format(**fill), headers) for label, url, headers in VARIANTS]
+    from numaweb.wsgi import application
+
+    rows = []
+    for label, url, headers in asked:
+        start = time.perf_counter()  # the first call fills the caches kept per generation (usage, headroom)
+        status, size, download = wsgi_get(application, url, cookie, headers)
+        times, cpu, first = [], [], (time.perf_counter() - start) * 1000
+        for _ in range(0 if download else args.repeat):  # a download (an export) is timed once
+            start, start_cpu = time.perf_counter(), time.process_time()
+            status, size, download = wsgi_get(application, url, cookie, headers)
+            times.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - start_cpu) * 1000)
+        times, cpu = times or [first], cpu or [first]
+        rows.append((label, url, status, size, first, statistics.median(times), min(times), statistics.median(cpu),
+                     download))
+        print(f"  {status} {size:>11,} B {first:8.1f} {statistics.median(times):8.1f} {statistics.median(cpu):8.1f} ms"
+              f"  {url}", flush=True)
+    print(f"\nload average after: {Path('/proc/loadavg').read_text().split()[:3]}\n")
+    print("| route | path | status | bytes | first ms | median ms | fastest ms | CPU ms (median) "
+          "| ≤ 100 ms and ≤ 200 KB |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|---|")
+    for label, url, status, size, first, median, fastest, cpu, download in rows:
+        ok = "yes" if fastest <= 100 and size <= 200 * 1024 else "**no**"  # the fastest call: the work itself
+        if status == 405:
+            ok = "not a GET"
+        elif download:
+            ok = "a download"
+        print(f"| {label} | `{url}` | {status} | {size:,} | {first:.0f} | {median:.1f} | {fastest:.1f} | {cpu:.1f} "
+              f"| {ok} |")
+    if missing:
+        print(f"\nno real object for: {', '.join(missing)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -191,12 +447,21 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--jobs-only", action="store_true", help="measure the jobs page only (no worker)")
     parser.add_argument("--session-jobs", type=int, default=3600,
-                        help="--jobs-only: the reference session's jobs (the first N of the cluster)")
+                        help="--jobs-only, --every-page: the sessions' jobs (the first N schedulable of the cluster)")
+    parser.add_argument("--every-page", action="store_true", help="every page and API list (no worker)")
+    parser.add_argument("--comparisons", type=int, default=20, help="--every-page: stored comparisons")
+    parser.add_argument("--data", type=Path, help="--every-page: build into this folder once, reuse it later")
     args = parser.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="numaweb-scale-"))
+    data_dir = args.data or Path(tempfile.mkdtemp(prefix="numaweb-scale-"))
+    if args.data:
+        args.keep = True
+        data_dir.mkdir(parents=True, exist_ok=True)
     worker = None
     try:
         setup(data_dir)
+        if args.every_page:
+            every_page(args, data_dir)
+            return
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
         from django.test import Client

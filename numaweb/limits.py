@@ -1,7 +1,9 @@
 """Bounds on what a request may send.
 
 Request bodies larger than NUMAWEB_MAX_UPLOAD_BYTES are refused with 413 before any byte is read, and chunked
-ones (no Content-Length) with 411: Django reads a body by its declared length, so it would see an empty one.
+ones (no Content-Length) with 411: Django reads a body by its declared length, so it would see an empty one. The
+product's server never lets one through: numaweb.asgi reads a chunked body whole and hands it on with its length;
+the 411 is for a WSGI server.
 
 Django bounds form fields (DATA_UPLOAD_MAX_MEMORY_SIZE) but not file parts, and DRF's JSON parser reads
 whatever the client sends; checking the declared length first keeps a 500 MB upload from costing the

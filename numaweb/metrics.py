@@ -39,6 +39,7 @@ from prometheus_client.registry import Collector
 
 from numaweb.access.clients import client_ip
 from numaweb.comparisons.models import Comparison, ComparisonVariant
+from numaweb.room.metrics import DefragCollector
 from numaweb.scheduling.fleet import FleetCollector
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.models import WorkerHeartbeat
@@ -167,6 +168,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     database = CollectorRegistry()
     database.register(DatabaseCollector())
     database.register(FleetCollector())
+    database.register(DefragCollector())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(database)
         body = generate_latest(database)

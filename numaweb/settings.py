@@ -378,6 +378,13 @@ NUMAWEB_MAKE_ROOM_PINNED = envlist("NUMAWEB_MAKE_ROOM_PINNED", "")
 # questions waiting or being answered at once, per user and per cluster: one more is refused (429) until one ends
 NUMAWEB_MAKE_ROOM_QUEUED_PER_USER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_USER", "4")
 NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER = envint("NUMAWEB_MAKE_ROOM_QUEUED_PER_CLUSTER", "12")
+# The queue ranked (docs/MAKE_ROOM.md, "The queue"): the advisor's whole time and each job's share, the worker
+# task's soft limit (hard: +30 s), the pending jobs asked about (by priority, then age) and plans checked per job
+NUMAWEB_DEFRAG_SECONDS = envint("NUMAWEB_DEFRAG_SECONDS", "120")
+NUMAWEB_DEFRAG_JOB_SECONDS = envint("NUMAWEB_DEFRAG_JOB_SECONDS", "6")
+NUMAWEB_DEFRAG_TASK_SECONDS = envint("NUMAWEB_DEFRAG_TASK_SECONDS", "300")
+NUMAWEB_DEFRAG_MAX_JOBS = envint("NUMAWEB_DEFRAG_MAX_JOBS", "200")
+NUMAWEB_DEFRAG_MAX_CHECKS = envint("NUMAWEB_DEFRAG_MAX_CHECKS", "50")
 
 NUMAWEB_COMMIT_RETRIES = envint("NUMAWEB_COMMIT_RETRIES", "5")
 # a running session whose worker sent no heartbeat (progress write) for this long counts as lost: it is shown

@@ -279,6 +279,9 @@ def bench_memory_hints() -> list[tuple[str, float]]:
 
 
 SCALING = ((1000, 2000), (10000, 20000))
+#: every profile at the large size (pods per CPU second), and large / small (issue 36)
+TARGET_PODS_PER_CPU_S = 2500
+TARGET_RATIO = 0.9
 
 
 def _per_cpu_s(r: BenchRun) -> float:
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--profile", choices=(*PROFILES, "all"), default=None,
-                        help="volcano by default; with --scaling, volcano and aligned")
+                        help="volcano by default; with --scaling, volcano and aligned; all: every registered profile")
     parser.add_argument("--no-explain", action="store_true", help="skip serialising the explanation")
     parser.add_argument("--no-micro", action="store_true", help="skip the merge / CPU-selection micro-benchmarks")
     parser.add_argument("--json", action="store_true", help="print one JSON object per run")
@@ -335,8 +338,10 @@ def main(argv: list[str] | None = None) -> int:
                 r = row[size]
                 print(f"{row['profile']:8s} {r['nodes']:>6,} nodes × {r['pods']:>6,} pods: "
                       f"{r['pods_per_cpu_s']:7.0f} pods per CPU second, {r['pods_per_s']:7.0f} pods/s wall")
+            met = _per_cpu_s(row["large"]) >= TARGET_PODS_PER_CPU_S and row["ratio_cpu"] >= TARGET_RATIO
             print(f"{row['profile']:8s} large / small: {row['ratio_cpu']:.2f} (CPU time), "
-                  f"{row['ratio_wall']:.2f} (wall clock)")
+                  f"{row['ratio_wall']:.2f} (wall clock); target ≥ {TARGET_PODS_PER_CPU_S:,} pods per CPU "
+                  f"second at the large size and ≥ {TARGET_RATIO} (CPU time): {'met' if met else 'NOT met'}")
             sys.stdout.flush()
         return 0
     profiles = PROFILES if args.profile == "all" else (args.profile or "volcano",)

@@ -35,7 +35,7 @@ READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 OPERATOR_PERMISSIONS = (
     "jobs.add_job", "jobs.change_job", "scheduling.add_schedulingsession", "access.run_whatif", "access.compare",
-    "room.add_roomplan",
+    "room.add_roomplan", "room.add_defragrun",
 )
 # apps outside numaweb whose permissions the admin role holds: users and groups, API tokens, lock-outs
 ADMIN_APPS = ("auth", "authtoken", "axes")

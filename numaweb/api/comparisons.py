@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping
 
+from django.db.models import QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -30,11 +32,22 @@ from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
+from scheduler_core.model.kubelet_config import TOPOLOGY_POLICIES
 from scheduler_core.scheduler.compare import STRATEGIES, Shape
 from scheduler_core.scheduler.profiles import PROFILES
 
 ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
 SHAPE_FIELDS = ("cpu", "memory", "devices", "policy", "profile")
+#: the headroom question's query parameters as the schema states them, and as they are checked (after the
+#: engine's own parsing, so its reasons come first): whatever the schema allows is answered, nothing else is.
+#: CPU in whole CPUs or millicores from 1 CPU; memory in bytes or with a unit, below 2^63 bytes; devices as
+#: resource=count pairs of extended resources (a domain, a slash, a name); each but cpu may be left empty
+_DEVICE = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[0-9]{1,6}"
+HEADROOM_PATTERNS = {
+    "cpu": r"^([1-9][0-9]{0,5}|[1-9][0-9]{3,8}m)$",
+    "memory": r"^([0-9]{1,18}|[0-9]{1,6}(Ki|Mi|Gi|Ti|k|M|G|T))?$",
+    "devices": rf"^({_DEVICE}(,{_DEVICE})*)?$",
+}
 
 
 class CreateComparisonSerializer(CappedLists, serializers.Serializer):
@@ -75,8 +88,8 @@ class CSVRenderer(BaseRenderer):
         return out.getvalue().encode()
 
 
-def _body(comparison: Comparison, request: Request) -> dict:
-    data = comparison_dict(comparison, nodes=False)
+def _body(comparison: Comparison, request: Request, jobs: bool = True) -> dict:
+    data = comparison_dict(comparison, nodes=False, jobs=jobs)
     data["url"] = reverse("api:comparison-detail", args=[comparison.pk], request=request)
     data["export_json"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=json"
     data["export_csv"] = reverse("api:comparison-export", args=[comparison.pk], request=request) + "?format=csv"
@@ -111,15 +124,28 @@ class ComparisonSerializer(ComparisonExportSerializer):
     export_csv = serializers.URLField()
 
 
+class ComparisonSummarySerializer(ComparisonSerializer):
+    """A comparison as the list returns it: its jobs counted, not listed (thousands of ids each at a whole
+    cluster's jobs); the comparison's own URL lists them."""
+
+    jobs = None  # type: ignore[assignment]
+    jobs_count = serializers.IntegerField()
+
+
 COMPARISON = ComparisonSerializer
 
 
 class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Variants (profile + kubelet overrides) placed side by side as dry runs over one snapshot."""
 
-    queryset = Comparison.objects.prefetch_related("variants", "jobs").order_by("-id")
+    queryset = Comparison.objects.summaries().order_by("-id")
     serializer_class = CreateComparisonSerializer
     required_permissions = {"create": ["access.compare"]}  # operators compare (numaweb.access.drf)
+
+    def get_queryset(self) -> QuerySet[Comparison]:
+        """The export alone reads the variants' per-node tables."""
+        qs = super().get_queryset()
+        return qs.prefetch_related(None).prefetch_related("variants") if self.action == "export" else qs
 
     @extend_schema(request=CreateComparisonSerializer, responses={202: COMPARISON, 400: OpenApiTypes.OBJECT,
                                                                   503: ERROR})
@@ -151,11 +177,12 @@ class ComparisonViewSet(mixins.RetrieveModelMixin, mixins.ListModelMixin, viewse
         """Status and, per variant, its settings, progress and metrics."""
         return Response(_body(self.get_object(), request))
 
-    @extend_schema(responses={200: ComparisonSerializer(many=True)})
+    @extend_schema(responses={200: ComparisonSummarySerializer(many=True)})
     def list(self, request: Request) -> Response:
+        """Comparisons, newest first, each as its own URL returns it but with its jobs counted (`jobs_count`)."""
         page = self.paginate_queryset(self.get_queryset())
         assert page is not None  # a paginator is set (settings: DEFAULT_PAGINATION_CLASS)
-        return self.get_paginated_response([_body(c, request) for c in page])
+        return self.get_paginated_response([_body(c, request, jobs=False) for c in page])
 
     @extend_schema(parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
                                                 description="json (default; per-node tables included) or csv")],
@@ -178,17 +205,24 @@ def parse_headroom_query(params: QueryDict) -> tuple[Shape, str]:
     unknown = sorted(set(params) - set(SHAPE_FIELDS) - {"format"})
     if unknown:
         raise ValidationError({unknown[0]: [f"unknown parameter; expected: {', '.join(SHAPE_FIELDS)}"]})
-    profile = params.get("profile") or "aligned"
+    profile = params.get("profile", "aligned")
     if profile not in PROFILES:
         raise ValidationError({"profile": [f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}"]})
     devices = ",".join(params.getlist("devices")) if hasattr(params, "getlist") else params.get("devices")
+    policy = params.get("policy")
+    if policy == "":
+        raise ValidationError({"policy": [f"empty; one of {', '.join(TOPOLOGY_POLICIES)}, or leave it out for none"]})
     try:
-        shape = Shape.parse(params.get("cpu"), params.get("memory"), devices or None, params.get("policy") or None)
+        shape = Shape.parse(params.get("cpu"), params.get("memory"), devices or None, policy)
     except EngineError as exc:
         field, sep, reason = str(exc).partition(": ")
         if not sep or field not in SHAPE_FIELDS:
             field, reason = "cpu", str(exc)
         raise ValidationError({field: [reason]}) from None
+    for field, pattern in HEADROOM_PATTERNS.items():
+        value = devices if field == "devices" else params.get(field) or ""
+        if not re.fullmatch(pattern, value or ""):
+            raise ValidationError({field: [f"{value!r} is not written as the API takes it (pattern {pattern})"]})
     return shape, profile
 
 
@@ -196,10 +230,14 @@ class HeadroomView(APIView):
     """How many more pods of one shape a dry-run session of the profile would place, per node."""
 
     @extend_schema(parameters=[
-        OpenApiParameter("cpu", OpenApiTypes.STR, required=True, description="CPU request, e.g. 4 or 500m"),
-        OpenApiParameter("memory", OpenApiTypes.STR, description="memory request, e.g. 8Gi"),
-        OpenApiParameter("devices", OpenApiTypes.STR, description="resource=count[,...], e.g. nvidia.com/gpu=1"),
-        OpenApiParameter("policy", OpenApiTypes.STR, description="task topology policy (Volcano's)"),
+        OpenApiParameter("cpu", {"type": "string", "pattern": HEADROOM_PATTERNS["cpu"]}, required=True,
+                         description="CPU request of at least one whole CPU, e.g. 4 or 1500m"),
+        OpenApiParameter("memory", {"type": "string", "pattern": HEADROOM_PATTERNS["memory"]},
+                         description="memory request, e.g. 8Gi (empty: none)"),
+        OpenApiParameter("devices", {"type": "string", "pattern": HEADROOM_PATTERNS["devices"]},
+                         description="resource=count[,...], e.g. nvidia.com/gpu=1 (empty: none)"),
+        OpenApiParameter("policy", OpenApiTypes.STR, enum=list(TOPOLOGY_POLICIES),
+                         description="task topology policy (Volcano's; omitted: none)"),
         OpenApiParameter("profile", OpenApiTypes.STR, enum=list(PROFILES), description="default aligned"),
     ], responses={200: inline_serializer("Headroom", {
         "total": serializers.IntegerField(), "rejected": serializers.IntegerField(),
@@ -211,8 +249,7 @@ class HeadroomView(APIView):
         cluster = get_object_or_404(Cluster, pk=pk)
         shape, profile = parse_headroom_query(request.query_params)
         try:
-            with headroom_slot():
-                room = services.cluster_headroom(cluster, shape, profile)
+            room = services.cluster_headroom(cluster, shape, profile, gate=headroom_slot)
         except Busy as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
                             headers={"Retry-After": str(exc.retry_after)})

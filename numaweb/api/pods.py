@@ -24,20 +24,18 @@ MAX_LIMIT = 500
 
 
 def search_params(params: QueryDict) -> tuple[str, int | None, int]:
-    """(query, cluster id or None, limit) from query parameters; ValidationError naming the field."""
+    """(query, cluster id or None, limit) from query parameters; ValidationError naming the field. An empty
+    or absent `q` is contained in every name: every pod matches (the first `limit` are returned)."""
     query = (params.get("q") or "").strip()
-    if not query:
-        raise ValidationError({"q": ["a part of a pod's, job's or namespace's name is required"]})
-    if len(query) > 512:
-        raise ValidationError({"q": ["at most 512 characters"]})
     limit = _whole(params, "limit", MAX_LIMIT)
     return query, _whole(params, "cluster", 2**63 - 1), 50 if limit is None else limit
 
 
 def _whole(params: QueryDict, name: str, top: int) -> int | None:
-    """The parameter as a whole number from 1 to `top`, None when absent; ValidationError naming it."""
+    """The parameter as a whole number from 1 to `top`, None when absent (an empty value is refused, as the
+    schema's integer is); ValidationError naming it."""
     raw = params.get(name)
-    if not raw:
+    if raw is None:
         return None
     # isdigit() alone takes "²", which int() refuses
     if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= top:
@@ -50,15 +48,18 @@ class PodSearchView(APIView):
     nodes, CPUs, memory per NUMA node, devices), who wrote it, and its latest session placement."""
 
     @extend_schema(parameters=[
-        OpenApiParameter("q", OpenApiTypes.STR, description="part of a pod, job or namespace name (required "
-                                                            "unless status=rejected)"),
+        OpenApiParameter("q", {"type": "string", "maxLength": 512},
+                         description="part of a pod, job or namespace name (omitted or empty: every pod)"),
         OpenApiParameter("status", OpenApiTypes.STR, enum=["rejected"],
                          description="rejected: only the pods the kubelet rejected, with explanation and remedies"),
         OpenApiParameter("reason", OpenApiTypes.STR, enum=list(rejected.KUBELET_REJECTIONS),
                          description="with status=rejected: the kubelet's reason"),
-        OpenApiParameter("node", OpenApiTypes.STR, description="with status=rejected: the node's name"),
-        OpenApiParameter("cluster", OpenApiTypes.INT, description="only this cluster's pods"),
-        OpenApiParameter("limit", OpenApiTypes.INT, description=f"matches returned (default 50, at most {MAX_LIMIT})"),
+        OpenApiParameter("node", {"type": "string", "maxLength": 512},
+                         description="with status=rejected: the node's name"),
+        OpenApiParameter("cluster", {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                         description="only this cluster's pods (an unknown id: none)"),
+        OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                         description=f"matches returned (default 50, at most {MAX_LIMIT})"),
     ], responses={200: inline_serializer("PodSearch", {
         "count": serializers.IntegerField(help_text="every match"),
         "results": serializers.ListField(child=serializers.DictField())}), 400: OpenApiResponse(OpenApiTypes.OBJECT)})
@@ -67,6 +68,12 @@ class PodSearchView(APIView):
         status = params.get("status")
         if status is not None and status != "rejected":
             raise ValidationError({"status": [f'the one status filtered on is "rejected", not {status!r}']})
+        reason = params.get("reason")
+        if reason is not None and reason not in rejected.KUBELET_REJECTIONS:
+            raise ValidationError({"reason": [f"one of {', '.join(rejected.KUBELET_REJECTIONS)}, not {reason!r}"]})
+        for name in ("node", "q"):
+            if len(params.get(name) or "") > 512:
+                raise ValidationError({name: ["at most 512 characters"]})
         if status == "rejected":
             return self._rejected(request)
         query, cluster, limit = search_params(params)
@@ -91,16 +98,9 @@ class PodSearchView(APIView):
         params = request.query_params
         limit = _whole(params, "limit", MAX_LIMIT) or 50
         cluster = _whole(params, "cluster", 2**63 - 1)
-        if cluster is not None and not Cluster.objects.filter(pk=cluster).exists():
-            raise ValidationError({"cluster": [f"no cluster with id {cluster}"]})
         reason = params.get("reason") or ""
-        if reason and reason not in rejected.KUBELET_REJECTIONS:
-            raise ValidationError({"reason": [f"one of {', '.join(rejected.KUBELET_REJECTIONS)}, not {reason!r}"]})
         node = (params.get("node") or "").strip()
         query = (params.get("q") or "").strip()
-        for name, value in (("node", node), ("q", query)):
-            if len(value) > 512:
-                raise ValidationError({name: ["at most 512 characters"]})
         rows = rejected.rejected_pods(cluster, reason, node, query)
         return Response({"count": rows.count(), "results": [_rejected_row(p, request) for p in rows[:limit]]})
 

@@ -17,9 +17,9 @@ from rest_framework.views import APIView
 
 from numaweb import limits
 from numaweb.inventory.models import Cluster
-from numaweb.room import services, tasks
+from numaweb.room import defrag, services, tasks
 from numaweb.room.export import kubectl_script, plan_json, room_dict
-from numaweb.room.models import RoomPlan
+from numaweb.room.models import DefragRun, RoomPlan
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 
@@ -163,3 +163,110 @@ class MakeRoomPlanView(APIView):
             return response
         return Response(plan_json(row), headers={
             "Content-Disposition": f'attachment; filename="make-room-{row.pk}.json"'})
+
+
+class DefragRequestSerializer(serializers.Serializer):
+    """The advisor's options, all optional (documentation; checked by room.defrag.parse_request, which names the
+    field)."""
+
+    profile = serializers.ChoiceField(choices=list(SchedulingSession.PROFILES), required=False, help_text=(
+        "default: the profile (and numa-aware weight) of the last session of the pending jobs, the one that left them "
+        "pending (profile_from names it; aligned when there is none)"))
+    allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
+                                                                         "alone cannot make room (default false)")
+    protected_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
+                                                 help_text="pods here never move (default: the setting)")
+    max_priority = serializers.IntegerField(required=False, help_text="pods at or above this priority never move")
+    pinned = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="namespace/name patterns (shell wildcards) that never move")
+    max_moves = serializers.IntegerField(required=False, min_value=1, help_text="the most moves looked for per job")
+
+
+class DefragJobSerializer(serializers.Serializer):
+    job = serializers.IntegerField(help_text="the job's id")
+    name = serializers.CharField(help_text="namespace/name")
+    fits_now = serializers.BooleanField()
+    found = serializers.BooleanField(help_text="a verified plan (false: none within the bounds)")
+    moves = serializers.IntegerField(allow_null=True, help_text="pods its plan moves (or evicts); null: no plan")
+    moved_cpus = serializers.IntegerField(allow_null=True)
+    minimal = serializers.BooleanField(help_text="proven the fewest pods moved, then CPUs")
+    lower_bound = serializers.IntegerField()
+    reason = serializers.CharField(help_text="why there is no plan")
+    conflicts = serializers.ListField(child=serializers.IntegerField(),
+                                      help_text="jobs whose plans move a pod this one's plan moves")
+
+
+class DefragSerializer(serializers.Serializer):
+    """An advisor run as the API returns it (documentation; built by room.defrag.defrag_dict)."""
+
+    id = serializers.IntegerField()
+    url = serializers.URLField()
+    page = serializers.URLField()
+    cluster = serializers.IntegerField()
+    profile = serializers.CharField(help_text="the profile every job was asked with")
+    weight = serializers.IntegerField(help_text="its numa-aware weight")
+    profile_from = serializers.IntegerField(allow_null=True, help_text="the session whose profile it is")
+    profile_source = serializers.CharField(help_text="which profile it used, in words")
+    options = serializers.DictField()
+    status = serializers.ChoiceField(DefragRun.Status.choices)
+    error = serializers.CharField()
+    progress = serializers.DictField(help_text="jobs asked about: done, total")
+    engine_ms = serializers.FloatField(allow_null=True)
+    jobs = DefragJobSerializer(many=True, help_text="ranked: fits now, then fewest moves, then CPUs moved; no plan "
+                                                    "last")
+    proposal = inline_serializer("DefragProposal", {
+        "jobs": serializers.ListField(child=serializers.IntegerField(), help_text="the jobs it places, by id"),
+        "moves": MoveSerializer(many=True, help_text="in the order they are carried out"),
+        "moved_cpus": serializers.IntegerField(),
+        "after": inline_serializer("DefragAfter", {
+            "pods_placed": serializers.IntegerField(), "topology_affinity_errors": serializers.IntegerField(),
+            "admission_errors": serializers.IntegerField(),
+            "session": serializers.IntegerField(allow_null=True, help_text="the dry-run session that verified it")},
+            allow_null=True)}, allow_null=True, help_text="null until done")
+    stopped = serializers.CharField(allow_null=True, help_text="the time bound that cut the questions short")
+    left_out = serializers.DictField(allow_null=True, help_text=(
+        "pending jobs not asked about: past NUMAWEB_DEFRAG_MAX_JOBS, or more pods than NUMAWEB_MAKE_ROOM_MAX_PODS"))
+
+
+def _defrag_body(row: DefragRun, request: Request) -> dict:
+    data = defrag.defrag_dict(row)
+    data["url"] = reverse("api:defrag-detail", args=[row.pk], request=request)
+    data["page"] = request.build_absolute_uri(reverse("room:defrag", args=[row.pk]))
+    return data
+
+
+class DefragView(APIView):
+    """Rank a cluster's pending jobs by the moves each needs, and propose a set that places the most."""
+
+    required_permissions = {"post": ["room.add_defragrun"]}  # operators (numaweb.access.drf)
+
+    @extend_schema(request=DefragRequestSerializer, responses={
+        202: DefragSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR, 503: ERROR})
+    def post(self, request: Request, pk: int) -> Response:
+        """202 with the run's URL; a worker answers it (progress on the URL)."""
+        cluster = get_object_or_404(Cluster, pk=pk)
+        try:
+            fields = defrag.parse_request(cluster, request.data)
+        except services.RoomError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        try:
+            row = tasks.start_defrag(fields, request.user)
+        except defrag.AdvisorBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(exc.retry_after)})
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        row.refresh_from_db()
+        body = _defrag_body(row, request)
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+class DefragDetailView(APIView):
+    queryset = DefragRun.objects.all()
+
+    @extend_schema(responses={200: DefragSerializer, 401: ERROR, 403: ERROR, 404: ERROR})
+    def get(self, request: Request, pk: int) -> Response:
+        """The run's status and progress and, once done, the ranked jobs and the proposal."""
+        row = get_object_or_404(DefragRun, pk=pk)
+        defrag.ADVISOR.watch(row)
+        return Response(_defrag_body(row, request))

@@ -3,8 +3,8 @@
 drf-spectacular documents what a view declares; the answers that come from the framework around the view
 are the same for every operation, so one postprocessing hook (SPECTACULAR_SETTINGS) adds them from what
 each operation is: 401 and 403 wherever a login is needed (numaweb.access.drf), 404 for a path with an id
-or a page past the last (ids in paths are whole numbers from 1), 400 for a body or query parameters, 413
-for a body (numaweb.limits), 429 for a write (numaweb.access.throttles). A response a view declared keeps
+or a page past the last (ids in paths are whole numbers from 1), 400 for a body or query parameters, 411
+and 413 for a body (numaweb.limits), 429 for a write (numaweb.access.throttles). A response a view declared keeps
 its schema; one declared with a description only gets the generic body.
 New endpoints are covered without a change here."""
 
@@ -27,6 +27,7 @@ GENERIC = {
     "401": ("no credentials, or an unknown token (`Authorization: Token <key>` or a login session)", "Error"),
     "403": ("the user's role lacks the permission this operation needs", "Error"),
     "404": ("no object with this id, or a page past the last", "Error"),
+    "411": ("a chunked request body (no Content-Length): send the body with its length", "Error"),
     "413": ("the request body is larger than NUMAWEB_MAX_UPLOAD_BYTES (refused before it is read)", "Error"),
     "429": ("too many requests: the write rate (NUMAWEB_API_WRITE_RATE) or, for a token, failed logins "
             "(django-axes) or NUMAWEB_TOKEN_RATE; `Retry-After` says when to try again", "Error"),
@@ -45,7 +46,7 @@ def statuses(method: str, path: str, operation: dict) -> list[str]:
     if "{" in path or any(p["name"] == "page" for p in query):
         out.append("404")
     if operation.get("requestBody"):
-        out.append("413")
+        out += ["411", "413"]
     if method in WRITES:
         out.append("429")
     return out

@@ -26,6 +26,8 @@ urlpatterns = [
     path("make-room/<int:pk>/", room.MakeRoomDetailView.as_view(), name="make-room-detail"),
     path("make-room/<int:pk>/plan.json", room.MakeRoomPlanView.as_view(), name="make-room-plan-json"),
     path("make-room/<int:pk>/plan.sh", room.MakeRoomPlanView.as_view(script=True), name="make-room-plan-script"),
+    path("clusters/<int:pk>/defrag/", room.DefragView.as_view(), name="cluster-defrag"),
+    path("defrag/<int:pk>/", room.DefragDetailView.as_view(), name="defrag-detail"),
     # the export is a file: its URL ends in .json, without the router's trailing slash
     path("sessions/<int:pk>/explanation.json", views.SessionViewSet.as_view({"get": "explanation"}),
          name="session-explanation"),

@@ -11,7 +11,8 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -44,7 +45,7 @@ from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 
 from . import serializers as s
-from .pagination import ResultsPagination
+from .pagination import NodePagination, PlacementPagination, ResultsPagination
 
 ERROR = inline_serializer("Error", {"detail": serializers.CharField()})
 CONFLICT = inline_serializer("Conflict", {
@@ -53,8 +54,9 @@ CONFLICT = inline_serializer("Conflict", {
 
 
 def _int_param(request: Request, name: str) -> int | None:
+    """The id a query parameter names; None when absent (an empty one is no integer: 400 naming it)."""
     raw = request.query_params.get(name)
-    if not raw:
+    if raw is None:
         return None
     try:
         value = int(raw)
@@ -67,7 +69,7 @@ def _int_param(request: Request, name: str) -> int | None:
 
 def _bool_param(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
-    if not raw:
+    if raw is None:
         return None
     if raw.lower() in ("1", "true", "yes"):
         return True
@@ -113,13 +115,19 @@ class ClusterViewSet(viewsets.ModelViewSet):
 
 @extend_schema_view(list=extend_schema(parameters=[CLUSTER_PARAM]))
 class NodeViewSet(viewsets.ModelViewSet):
+    """Nodes with their topology, 10 a page unless ?page_size= asks for more (NodePagination)."""
+
     serializer_class = s.NodeSerializer
+    pagination_class = NodePagination
     required_permissions = {"check_state": ["access.run_whatif"],  # reads only: operators, as what-if
                             "set_kubelet_config": ["inventory.change_node"]}
 
     def get_queryset(self) -> QuerySet[Node]:
-        qs = Node.objects.select_related("cluster", "report").annotate(allocation_count=Count("allocations")).order_by(
-            "cluster_id", "name")
+        # counted per node by a subquery: a join grouped by node sorted and grouped every node's row (topology
+        # documents and all) before a page of 10 was cut from it, 1 s at 5,000 nodes
+        held = Allocation.objects.filter(node=OuterRef("pk")).order_by().values("node").annotate(n=Count("pk"))
+        qs = Node.objects.select_related("cluster", "report").annotate(
+            allocation_count=Coalesce(Subquery(held.values("n")), 0)).order_by("cluster_id", "name")
         cluster = _int_param(self.request, "cluster") if self.action == "list" else None
         return qs.filter(cluster_id=cluster) if cluster else qs
 
@@ -239,6 +247,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         if self.action != "list":
             return qs
         cluster = _int_param(self.request, "cluster")
+        if self.request.query_params.get("status") == "":  # the page's "any status"; the API's is to leave it out
+            raise ValidationError({"status": [f"empty; one of {', '.join(Job.Status.values)}, or leave it out"]})
         form = JobFilterForm(self.request.query_params)
         if not form.is_valid():
             raise ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
@@ -328,7 +338,7 @@ class SessionViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.
         OpenApiParameter("sort", OpenApiTypes.STR, enum=[*outcomes.SORTS, *(f"-{k}" for k in outcomes.SORTS)],
                          description="order (default index: the scheduling order, which also breaks ties)"),
     ], responses=s.PlacementSerializer(many=True))
-    @action(detail=True, methods=["get"], pagination_class=ResultsPagination)
+    @action(detail=True, methods=["get"], pagination_class=PlacementPagination)
     def results(self, request: Request, pk: str | None = None) -> Response:
         """Per pod: the node chosen, what it holds, predicted vs admitted, and verdicts per node class; filtered
         by outcome, kubelet reason, node, job and task, and sorted."""

@@ -77,8 +77,9 @@ def values(variant: ComparisonVariant) -> dict[str, Any]:
     return m
 
 
-def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
-    """The comparison as plain data; `nodes=False` leaves out the per-node tables (large clusters)."""
+def comparison_dict(comparison: Comparison, nodes: bool = True, jobs: bool = True) -> dict:
+    """The comparison as plain data; `nodes=False` leaves out the per-node tables (large clusters), `jobs=False`
+    counts the jobs instead of listing their ids (`jobs_count`: a list of comparisons)."""
     variants = []
     rows = list(comparison.variants.all())
     for v in rows:
@@ -91,10 +92,11 @@ def comparison_dict(comparison: Comparison, nodes: bool = True) -> dict:
             item["nodes"] = v.nodes
         variants.append(item)
     return {"id": comparison.pk, "cluster": comparison.cluster_id, "status": comparison.status,
-            "jobs": sorted(j.pk for j in comparison.jobs.all()), "shape": comparison.shape,
+            **({"jobs": comparison.job_ids()} if jobs else {"jobs_count": comparison.jobs.count()}),
+            "shape": comparison.shape,
             "created_at": comparison.created_at, "finished_at": comparison.finished_at,
             "cluster_changed": bool(comparison.changed_nodes), "changed_nodes": comparison.changed_nodes,
-            "snapshot_nodes": len(comparison.snapshot), "variants": variants,
+            "snapshot_nodes": comparison.snapshot_size, "variants": variants,
             "gaps": gaps.notes(comparison, rows)}
 
 

@@ -51,7 +51,7 @@ def notes(comparison: Comparison, variants: Sequence[ComparisonVariant]) -> list
         scored = [v for v in done if isinstance(v.metrics.get(key), int)]
         return max(scored, key=lambda v: v.metrics[key]) if scored else None
 
-    total_nodes = len(comparison.snapshot)
+    total_nodes = comparison.snapshot_size
     policy = (comparison.shape or {}).get("policy")
     for v in done:
         m = v.metrics

@@ -11,12 +11,17 @@ the generations once more; nodes that changed meanwhile are listed on the compar
 
 from __future__ import annotations
 
+import json
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from numaweb.inventory.models import Cluster, Node
@@ -202,10 +207,38 @@ def close_if_finished(comparison: Comparison) -> bool:
 # -- headroom --------------------------------------------------------------------------------------------
 # Headroom is not a run (numaweb.worker.runs): it is answered inside the request that asks, within
 # NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS, so there is no row to queue, claim or recover, and
-# nothing for a worker to lose.
-def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned") -> Headroom:
+# nothing for a worker to lose. Each web process keeps its last HEADROOM_KEPT answers by the cluster's state, so
+# the same question on an unchanged cluster (a dashboard paged, filtered or reloaded) is not computed again.
+HEADROOM_KEPT = 32
+_answers: OrderedDict[tuple, Headroom] = OrderedDict()
+_answers_lock = threading.Lock()
+
+
+def cluster_state(cluster_id: int) -> tuple:
+    """What moves whenever any node of the cluster changes: every allocation write advances its node's
+    generation, every other edit its `updated_at`; a node added or removed changes the count."""
+    state = Node.objects.filter(cluster_id=cluster_id).aggregate(
+        nodes=Count("id"), generations=Sum("generation"), updated=Max("updated_at"))
+    return state["nodes"], state["generations"], state["updated"]
+
+
+def cluster_headroom(cluster: Cluster, shape: Shape, profile: str = "aligned",
+                     gate: Callable[[], AbstractContextManager[object]] = nullcontext) -> Headroom:
     """How many more pods of `shape` a dry-run session of `profile` would place on the cluster now, within
-    NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least")."""
-    nodes, _seen = cluster_nodes(cluster)
-    return headroom(EngineCluster(nodes), shape, profile, max_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
-                    seconds=settings.NUMAWEB_HEADROOM_SECONDS)
+    NUMAWEB_HEADROOM_MAX_PODS and NUMAWEB_HEADROOM_SECONDS (beyond: "at least"). The answer this process gave
+    for the same cluster state is returned as it was; only a computation holds `gate` (gate.headroom_slot)."""
+    key = (cluster.pk, cluster_state(cluster.pk), json.dumps(shape.to_dict(), sort_keys=True), profile,
+           settings.NUMAWEB_HEADROOM_MAX_PODS, settings.NUMAWEB_HEADROOM_SECONDS)
+    with _answers_lock:
+        if key in _answers:
+            _answers.move_to_end(key)
+            return _answers[key]
+    with gate():
+        nodes, _seen = cluster_nodes(cluster)
+        answer = headroom(EngineCluster(nodes), shape, profile, max_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
+                          seconds=settings.NUMAWEB_HEADROOM_SECONDS)
+    with _answers_lock:
+        _answers[key] = answer
+        while len(_answers) > HEADROOM_KEPT:
+            _answers.popitem(last=False)
+    return answer

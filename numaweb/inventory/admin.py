@@ -102,6 +102,11 @@ class NodeAdmin(AuditedAdmin):
                                  "num_sockets", "fingerprint", "generation", "updated_at"]}),
     ]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Node]:
+        """Without the topology documents, which the list never shows (a node's form reads its own)."""
+        nodes: QuerySet[Node] = super().get_queryset(request)
+        return nodes.defer("topology", "numatopology")
+
 
 class AllocationForm(forms.ModelForm):
     """Checked with the node held: the admin runs the whole request in one transaction, so the row lock
@@ -137,6 +142,12 @@ class AllocationAdmin(AuditedAdmin):
     search_fields = ["pod", "node__name"]
     raw_id_fields = ["node"]
     readonly_fields = ["cluster", "job", "session", "created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Allocation]:
+        """The list names each allocation's node, job and session: their rows without the large documents."""
+        allocations: QuerySet[Allocation] = super().get_queryset(request)
+        return allocations.select_related("node__cluster", "job", "session").defer(
+            "node__topology", "node__numatopology", "job__manifest")
 
     def save_model(self, request: HttpRequest, obj: Allocation, form: forms.ModelForm, change: bool) -> None:
 

@@ -50,6 +50,9 @@ class Cluster(models.Model):
                               help_text='"kubectl-snapshot" once a cluster snapshot was imported into it')
     imported_at = models.DateTimeField(null=True, blank=True, help_text="last snapshot import")
     last_import = models.JSONField(default=dict, blank=True, help_text="what the last snapshot import changed")
+    disruption_budgets = models.JSONField(default=list, blank=True, help_text=(
+        'the last snapshot\'s PodDisruptionBudgets: [{"name": "ns/name", "allowed": n, "pods": ["ns/pod", ...]}], '
+        "which make room and the queue's advisor honour"))
 
     history = audited()  # the audit trail (numaweb.access.history)
 
@@ -119,6 +122,11 @@ class Node(models.Model):
     class Meta:
         ordering = ["cluster_id", "name"]
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_name_in_cluster")]
+        # what the dashboard, the cluster map and the headroom answers read of every node, answered from the index:
+        # in the table these columns sit after the topology document, and reading them walked its overflow pages
+        # (5,000 nodes: 62 → 20 ms of CPU for the dashboard's read)
+        indexes = [models.Index(fields=["cluster", "name", "generation", "updated_at", "topology_manager_policy"],
+                                name="node_versions")]
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}" if self.cluster_id else self.name

@@ -144,7 +144,9 @@ def import_snapshot(cluster: Cluster, data: bytes | str, *, prune: bool = False,
         return _run(cluster, snap, report, prune, progress, write=False)[0]
     with transaction.atomic():
         summary, now = _run(cluster, snap, report, prune, progress, write=True)
-        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary)
+        budgets = [{"name": b.name, "allowed": b.allowed, "pods": sorted(b.pods)} for b in snap.budgets]
+        Cluster.objects.filter(pk=cluster.pk).update(source=Cluster.SNAPSHOT, imported_at=now, last_import=summary,
+                                                     disruption_budgets=budgets)
     return summary
 
 

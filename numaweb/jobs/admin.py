@@ -112,6 +112,11 @@ class JobAdmin(AuditedAdmin):
     inlines = [TaskInline]
     actions = ["finish"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        """Without the manifests, which the list never shows (a job's form reads its own)."""
+        jobs: QuerySet[Job] = super().get_queryset(request)
+        return jobs.defer("manifest")
+
     def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> list[str]:
         """A job's cluster is chosen when it is created: its pods' allocations live in that cluster."""
         fields = list(super().get_readonly_fields(request, obj))

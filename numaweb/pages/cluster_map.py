@@ -6,8 +6,9 @@ many CPUs fit each on one NUMA node), reserved CPUs, a session's TopologyAffinit
 node agent's disagreements (the state check of its last report: model against kubelet; a node no agent
 reports is drawn apart, `no-agent`). Under every measure a node whose agent has gone silent longer than
 NUMAWEB_AGENT_STALE_SECONDS is outlined (`stale`).
-Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples
-and writes one short <rect> per node; sizes are CSS, clicks a static script (no inline style or script)."""
+Per-node usage comes from `usage` (cached per node generation), so a map of 5,000 nodes reads small tuples;
+the page carries each node's id, name, value and bin as data, and a static script draws its <rect> (sizes are CSS;
+no inline style or script)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import bisect
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Count
 from django.utils import timezone
@@ -112,28 +114,26 @@ def legend(measure: str, size: int = 1) -> list[tuple[int, str]]:
     return out
 
 
-def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> SafeString:
-    """The map: per group a label, then its nodes in rows of COLUMNS marks (a <rect> each, class m0..m5 by
-    bin, its id for the click script, its name and value as a tooltip)."""
-    out, y = [], 0
+def render(groups: list[Group], measure: str, node_url: tuple[str, str]) -> tuple[SafeString, dict[str, Any]]:
+    """The map's frame and its marks' data: per group a label in the SVG, and for the static script
+    (static/js/cluster-map.js) its nodes' ids, names, values, bins (m0..m5) and extra marks, from which it draws
+    a <rect> per node in rows of COLUMNS (its id for the click, its name and value as a tooltip). Drawn on the
+    server, 5,000 nodes made a 520 KB page; as data, about 120 KB."""
+    out, data, y = [], [], 0
     step, lows = CELL + GAP, BINS[measure]
     for g in groups:
         rows = -(-len(g.nodes) // COLUMNS)
         out.append(f'<g class="map-group" data-group="{escape(g.title)}" data-nodes="{len(g.nodes)}">'
-                   f'<text class="map-label" x="0" y="{y + CELL}">{escape(g.title)} ({len(g.nodes)})</text>')
-        for i, (pk, name, value) in enumerate(g.nodes):
-            x, row_y = LABEL_W + (i % COLUMNS) * step, y + (i // COLUMNS) * step
-            if not _PLAIN.issuperset(name):  # node names are DNS names: escaping is for the odd imported one
-                name = escape(name)
-            mark = g.marks.get(pk)
-            out.append(f'<rect x="{x}" y="{row_y}" class="m{bisect.bisect_right(lows, value)}'
-                       f'{" " + mark if mark else ""}" data-id="{pk}" data-value="{value}">'
-                       f'<title>{name}: {value}{" (" + MARKS[mark] + ")" if mark else ""}</title></rect>')
-        out.append("</g>")
+                   f'<text class="map-label" x="0" y="{y + CELL}">{escape(g.title)} ({len(g.nodes)})</text></g>')
+        data.append({"y": y, "ids": [pk for pk, _n, _v in g.nodes], "names": [name for _pk, name, _v in g.nodes],
+                     "values": [value for _pk, _n, value in g.nodes],
+                     "bins": "".join(str(bisect.bisect_right(lows, value)) for _pk, _n, value in g.nodes),
+                     "marks": {str(pk): mark for pk, mark in g.marks.items()}})
         y += max(rows * step, CELL + 4) + ROW_GAP
     width = LABEL_W + COLUMNS * step
     head = (f'<svg class="cluster-map" id="cluster-map" viewBox="0 0 {width} {max(y, 1)}" role="img" '
             f'aria-label="{sum(len(g.nodes) for g in groups)} nodes, coloured by {escape(MEASURES[measure])}" '
             f'data-url-head="{escape(node_url[0])}" data-url-tail="{escape(node_url[1])}" '
             f'xmlns="http://www.w3.org/2000/svg">')
-    return mark_safe(head + "".join(out) + "</svg>")  # every dynamic value above is escaped or plain
+    marks = {"x0": LABEL_W, "step": step, "columns": COLUMNS, "notes": MARKS, "groups": data}
+    return mark_safe(head + "".join(out) + "</svg>"), marks  # every dynamic value above is escaped

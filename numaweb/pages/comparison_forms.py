@@ -79,6 +79,15 @@ class VariantForm(forms.Form):
     strategy = forms.ChoiceField(choices=[("", "default (LeastAllocated)"), *((s, s) for s in STRATEGIES)],
                                  required=False, label="scoring strategy (nrt)")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The controls the row shows without a label of their own are named for their row ("variant 2:
+        scope"): the table's header names the column for the eye, a screen reader (and axe) needs each named.
+        The CPU options (each ticked box) and the `replace` box carry visible labels."""
+        super().__init__(*args, **kwargs)
+        row = int(str(self.prefix).rsplit("-", 1)[-1]) + 1
+        for name in ("profile", "topology_manager_policy", "topology_manager_scope", "weight", "distance_tie_break"):
+            self.fields[name].widget.attrs["aria-label"] = f"variant {row}: {self.fields[name].label}"
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data

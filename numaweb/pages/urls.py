@@ -37,9 +37,12 @@ comparison_urls = ([
     path("", comparisons.comparison_list, name="list"),
     path("start", comparisons.start, name="start"),
     path("<int:pk>/", comparisons.detail, name="detail"),
+    path("<int:pk>/strips/<int:index>", comparisons.strip, name="strip"),
 ], "comparisons")
 
 room_urls = ([
     path("start", room.start, name="start"),
     path("<int:pk>/", room.detail, name="detail"),
+    path("queue/start", room.defrag_start, name="defrag-start"),
+    path("queue/<int:pk>/", room.defrag_detail, name="defrag"),
 ], "room")

@@ -45,3 +45,28 @@ class RoomPlan(Run):
             return str(self.job)
         shape = self.shape or {}
         return f"{self.count} × {shape.get('cpu')} CPU {shape.get('memory') or ''} {shape.get('policy') or ''}".strip()
+
+
+class DefragRun(Run):
+    """The queue ranked (the defragmentation advisor): make room over a cluster's pending jobs, one run. Its
+    outcome (`result`) ranks the jobs, marks conflicting plans and proposes a compatible set, verified by one
+    dry-run session (`session`) placing every job it names after its moves."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="defrag_runs")
+    profile = models.CharField(max_length=16, default="aligned")
+    options = models.JSONField(default=dict, blank=True,
+                               help_text="protected_namespaces, max_priority, pinned, max_moves, weight, profile_from")
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="last sent to the workers")
+    created_at = models.DateTimeField(auto_now_add=True)
+    engine_ms = models.FloatField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="the ranked jobs and the proposal (defrag.Advice)")
+    session = models.ForeignKey(SchedulingSession, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="defrag_runs", help_text="the dry run that verified the proposal")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+", help_text="who asked")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"defrag {self.pk} ({self.cluster_id}, {self.status})"

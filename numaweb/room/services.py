@@ -34,8 +34,8 @@ from scheduler_core.scheduler.explain import PodStatus
 from scheduler_core.scheduler.headroom import Shape, ShapeDict
 from scheduler_core.scheduler.profiles import PROFILES, get_profile
 from scheduler_core.scheduler.room import make_room
+from scheduler_core.scheduler.room_moves import Budget, Rules, shape_job
 from scheduler_core.scheduler.room_moves import RoomPlan as EnginePlan
-from scheduler_core.scheduler.room_moves import Rules, shape_job
 
 from .models import RoomPlan
 
@@ -161,7 +161,7 @@ def parse_request(cluster: Cluster, data: object) -> RoomQuestion:
             source = "the job's last session, the one that left it pending"
         else:
             profile, source = "aligned", "the default: no session of the job yet" if job else "the default"
-    options = _options(data)
+    options = parse_options(data)
     options["weight"], options["profile_from"], options["profile_source"] = weight, session, source
     return RoomQuestion(cluster=cluster, job=job, shape=shape, count=count, profile=profile, options=options)
 
@@ -214,7 +214,7 @@ def _target_shape(data: Mapping[str, object]) -> tuple[ShapeDict, int]:
     return shape.to_dict(), count
 
 
-def _options(data: Mapping[str, object]) -> RoomOptions:
+def parse_options(data: Mapping[str, object]) -> RoomOptions:
     """The search's options, each checked, with the settings' defaults."""
     evictions = data.get("allow_evictions", False)
     if not isinstance(evictions, bool):
@@ -244,6 +244,16 @@ def priorities(cluster: Cluster) -> dict[str, int]:
     return dict(Allocation.objects.filter(cluster=cluster, job__isnull=False).values_list("pod", "job__priority"))
 
 
+def rules_of(options: Mapping[str, Any], cluster: Cluster) -> Rules:
+    """What may not move: a request's stored options, NUMAWEB_MAKE_ROOM_PINNED (always) and the PodDisruptionBudgets
+    of the cluster's last snapshot (as they are when the question runs)."""
+    budgets = Cluster.objects.filter(pk=cluster.pk).values_list("disruption_budgets", flat=True).first() or []
+    return Rules(protected_namespaces=options.get("protected_namespaces", ()), max_priority=options.get("max_priority"),
+                 pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
+                 allow_evictions=bool(options.get("allow_evictions")),
+                 budgets=tuple(Budget(b["name"], b["allowed"], frozenset(b["pods"])) for b in budgets))
+
+
 class QuestionRuns(runs.Kind):
     """Make-room questions as runs: what is theirs is their task's time limits (NUMAWEB_MAKE_ROOM_TASK_SECONDS)
     and `consume`, the search and the verified plan with its dry-run session, written together."""
@@ -269,12 +279,8 @@ class QuestionRuns(runs.Kind):
         cluster = EngineCluster(nodes)
         job, held = target_of(row)
         options = row.options or {}
-        rules = Rules(protected_namespaces=options.get("protected_namespaces", ()),
-                      max_priority=options.get("max_priority"),
-                      pinned=(*settings.NUMAWEB_MAKE_ROOM_PINNED, *options.get("pinned", ())),
-                      allow_evictions=bool(options.get("allow_evictions")))
-        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)), rules,
-                         priorities(row.cluster), held,
+        plan = make_room(cluster, job, get_profile(row.profile, options.get("weight", 1)),
+                         rules_of(options, row.cluster), priorities(row.cluster), held,
                          max_moves=options.get("max_moves") or settings.NUMAWEB_MAKE_ROOM_MAX_MOVES,
                          max_checks=settings.NUMAWEB_MAKE_ROOM_MAX_CHECKS,
                          time_limit=settings.NUMAWEB_MAKE_ROOM_SECONDS, progress=progress)

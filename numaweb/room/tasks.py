@@ -8,8 +8,8 @@ from django.db import transaction
 
 from numaweb.inventory.models import Cluster
 
-from . import services
-from .models import RoomPlan
+from . import defrag, services
+from .models import DefragRun, RoomPlan
 
 
 # The search stops itself after NUMAWEB_MAKE_ROOM_SECONDS; the task's own limits (from settings, the same the
@@ -35,4 +35,27 @@ def start(fields: services.RoomQuestion, user: object = None) -> RoomPlan:
         services.check_queue(fields["cluster"], asker)
         row = RoomPlan.objects.create(**fields, requested_by=asker)
     services.QUESTIONS.queue([row.pk], row.pk)
+    return row
+
+
+# The advisor keeps its own time (NUMAWEB_DEFRAG_SECONDS); its task's limits end a run that hangs anyway. Like a
+# question, a run whose worker dies goes back to the queue and starts again from scratch.
+@shared_task(name="numaweb.run_defrag", acks_late=True, reject_on_worker_lost=True,
+             soft_time_limit=settings.NUMAWEB_DEFRAG_TASK_SECONDS,
+             time_limit=settings.NUMAWEB_DEFRAG_TASK_SECONDS + 30)
+def run_defrag(pk: int) -> str:
+    """Rank one cluster's pending queue by id; the outcome is on its row."""
+    row: DefragRun = defrag.ADVISOR.execute(pk)
+    return row.status
+
+
+def start_defrag(fields: defrag.DefragQuestion, user: object = None) -> DefragRun:
+    """Record an advisor run (fields from defrag.parse_request), asked by `user`, and queue it once committed.
+    defrag.AdvisorBusy when the cluster has one waiting or running already (nothing recorded); BrokerUnavailable as
+    for `start`."""
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=fields["cluster"].pk).exists()  # askers of a cluster take turns
+        defrag.check_queue(fields["cluster"])
+        row = DefragRun.objects.create(**fields, requested_by=user if isinstance(user, User) else None)
+    defrag.ADVISOR.queue([row.pk], row.pk)
     return row

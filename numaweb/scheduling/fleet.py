@@ -9,9 +9,10 @@ plus the shapes of `NUMAWEB_FLEET_SHAPES`. Pools: a node's pool label (`inventor
 past `NUMAWEB_FLEET_MAX_POOLS` pools per cluster the smallest are counted as `other`. So a cluster adds at most
 pools × (shapes × (2 + device resources) + block sizes + resources + 2) series, whatever its size.
 
-Each node's summary is built from its engine node once per node version (generation, updated_at) in each process,
-and equal summaries are counted together, so a scrape of 5,000 unchanged nodes reads two columns per node and
-does arithmetic on the distinct summaries only."""
+Each node's summary is built from its engine node once per node version (generation, updated_at), and equal
+summaries are counted together, so a scrape of 5,000 unchanged nodes reads two columns per node and does arithmetic
+on the distinct summaries only. The summaries are kept per process and, per cluster, in the shared cache (Redis or
+the database), so a new web process reads them instead of building 5,000 engine nodes again."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -59,6 +61,8 @@ def summaries(cluster_id: int) -> list[tuple[str, NodeFree]]:
     change moves `updated_at`, so the pool is kept with the summary)."""
     rows = list(Node.objects.filter(cluster_id=cluster_id, removed_at__isnull=True)
                 .values_list("pk", "generation", "updated_at"))
+    if any(pk not in _CACHE for pk, _g, _u in rows):  # a new process, or new nodes: what another process built
+        _load_shared(cluster_id)
     stale = [pk for pk, generation, updated in rows
              if (e := _CACHE.get(pk)) is None or e.version != (generation, updated)]
     for start in range(0, len(stale), 500):
@@ -66,12 +70,40 @@ def summaries(cluster_id: int) -> list[tuple[str, NodeFree]]:
         for (pk, _name, generation, updated, pool), node in inventory.engine_nodes(chunk, "updated_at", "pool"):
             free = None if isinstance(node, Exception) else node_free(node)
             _CACHE[pk] = _Entry((generation, updated), pool or NO_POOL, free)
+    if stale:
+        _save_shared(cluster_id, [pk for pk, _g, _u in rows])
     out = []
     for pk, _g, _u in rows:
         entry = _CACHE.get(pk)
         if entry is not None and entry.free is not None:
             out.append((entry.pool, entry.free))
     return out
+
+
+def _shared_key(cluster_id: int) -> str:
+    return f"fleet-summaries:{cluster_id}"
+
+
+def _save_shared(cluster_id: int, pks: list[int]) -> None:
+    """The cluster's summaries for other processes: each distinct summary once, and per node its version, pool and
+    which summary (thousands of nodes share a few hundred summaries; loading them is what a new process pays)."""
+    distinct: dict[NodeFree | None, int] = {}
+    nodes = {}
+    for pk in pks:
+        entry = _CACHE.get(pk)
+        if entry is not None:
+            nodes[pk] = (entry.version, entry.pool, distinct.setdefault(entry.free, len(distinct)))
+    cache.set(_shared_key(cluster_id), (list(distinct), nodes), timeout=None)
+
+
+def _load_shared(cluster_id: int) -> None:
+    shared = cache.get(_shared_key(cluster_id))
+    if not isinstance(shared, tuple):
+        return
+    distinct, nodes = shared
+    for pk, (version, pool, index) in nodes.items():
+        if pk not in _CACHE:
+            _CACHE[pk] = _Entry(version, pool, distinct[index])
 
 
 def shape_label(shape: Shape) -> str:

@@ -95,10 +95,12 @@ def mismatched(session: SchedulingSession) -> list[int]:
     page's "≠ CPUs" badge)."""
     rows = session.placements.filter(admitted=True).exclude(predicted_cpus="").values_list(
         "index", "predicted_cpus", "cpus")
-    out = []
+    out, parsed = [], {}  # a session's pods hold a few hundred distinct CPU sets: each text parsed once
     for i, predicted, cpus in rows:
         mask = int(predicted, 16)  # 0: the profile predicted no CPUs (aligned, unaware)
-        if mask and CPUSet(mask) != CPUSet.parse(cpus or ""):
+        if mask and cpus not in parsed:
+            parsed[cpus] = CPUSet.parse(cpus or "").mask
+        if mask and mask != parsed[cpus]:
             out.append(i)
     return out
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import QuerySet
-from django.db.models.functions import Collate
+from django.db.models import CharField, Q, QuerySet, Value
+from django.db.models.functions import Collate, Concat
 
 from numaweb.inventory import holdings
 from numaweb.inventory import services as inventory
@@ -150,6 +150,11 @@ def _job_groups(needle: str, cluster: int | None) -> dict[str, _Group]:
     head = needle.rstrip("0123456789")
     digits = needle[len(head):]
     tasks = Task.objects.all() if cluster is None else Task.objects.filter(job__cluster_id=cluster)
+    if head or not digits:  # the database keeps the tasks whose prefix can match (all 22,000 were read before)
+        tasks = tasks.annotate(prefix=Concat("job__namespace", Value("/"), "job__name", Value("-"), "name",
+                                             Value("-"), output_field=CharField()))
+        tasks = tasks.filter(Q(prefix__icontains=needle) | Q(prefix__iendswith=head) if digits else
+                             Q(prefix__icontains=needle))
     found: dict[str, list[tuple[int, tuple[int, str], tuple[int, str], str]]] = {}
     for job_id, job, namespace, task, replicas, cluster_id, cluster_name in tasks.values_list(
             "job_id", "job__name", "job__namespace", "name", "replicas", "job__cluster_id",

@@ -1,6 +1,7 @@
 """A cluster snapshot: the output of
-`kubectl get nodes,noderesourcetopologies,numatopologies,pods,jobs.batch.volcano.sh,podgroups -A -o yaml`
-(or `-o json`; a `kind: List`, several documents, or a JSON array) → nodes, running pods and pending work.
+`kubectl get nodes,noderesourcetopologies,numatopologies,pods,jobs.batch.volcano.sh,podgroups,pdb -A -o yaml`
+(or `-o json`; a `kind: List`, several documents, or a JSON array) → nodes, running pods, pending work and the
+PodDisruptionBudgets over the running pods (`formats.disruption`).
 
 Nodes: a node is described by its Volcano `Numatopology` and/or its `NodeResourceTopology` (both
 named after the node); other kinds of object are matched to it by name.
@@ -42,7 +43,7 @@ from ..model.kubelet_config import KubeletConfig
 from ..model.pods import Pod
 from ..model.quantity import count, cpu_milli
 from ..model.topology import Device, Topology
-from . import nrt, volcano_numatopo, workloads
+from . import disruption, nrt, volcano_numatopo, workloads
 from ._documents import MAX_YAML_NODES, JSONObject, as_object, get_list, get_object, load_documents
 from ._draft import Draft, build_topology
 from ._source import read_source
@@ -92,6 +93,7 @@ class SnapshotPod:
     message: str = ""
     rejected_at: str = ""
     gang: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def rejected(self) -> bool:
@@ -105,6 +107,8 @@ class Snapshot:
     jobs: list[Job] = field(default_factory=list)
     #: each pending job's manifest: the object's metadata (name, namespace, labels, annotations) and spec
     manifests: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: PodDisruptionBudgets: the running pods each covers and the disruptions it allows (formats.disruption)
+    budgets: list[disruption.DisruptionBudget] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _running: dict[str, list[SnapshotPod]] | None = field(default=None, repr=False)
 
@@ -170,6 +174,7 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     pods: list[tuple[str, JSONObject]] = []
     vc_jobs: list[tuple[str, JSONObject]] = []
     groups: list[JSONObject] = []
+    budgets: list[tuple[str, JSONObject]] = []
     for i, obj in enumerate(objects(data, name)):
         kind = obj.get("kind")
         where = f"{name}: item {i} ({kind})"
@@ -184,6 +189,8 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
             vc_jobs.append((where, obj))
         elif kind == "PodGroup":
             groups.append(obj)
+        elif kind == "PodDisruptionBudget":
+            budgets.append((where, obj))
         else:
             snap.notes.append(f"{where}: {kind} objects are not part of a snapshot; skipped")
     names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
@@ -208,6 +215,9 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
         labels = _labels(as_object((node or {}).get("metadata"), f"Node {node_name}: metadata"), f"Node {node_name}")
         snap.nodes[node_name] = dataclasses.replace(shape, name=node_name, labels=labels)
     snap.pods = [_pod(obj, where) for where, obj in pods]
+    labelled = [disruption.LabelledPod(p.namespace, p.name, p.labels, p.phase == "Running" and bool(p.node))
+                for p in snap.pods]
+    snap.budgets = [disruption.budget(obj, labelled, where) for where, obj in budgets]
     _pending_jobs(snap, vc_jobs, groups, pods, name)
     return snap
 
@@ -356,7 +366,7 @@ def _pod(obj: JSONObject, where: str) -> SnapshotPod:
     status = get_object(obj, "status", where)
     created = str(meta.get("creationTimestamp") or "")
     out = SnapshotPod(uid, name, namespace, str(spec.get("nodeName") or ""), str(status.get("phase") or "Pending"),
-                      created, pod, _owner_job(meta, where))
+                      created, pod, _owner_job(meta, where), labels=_labels(meta, where))
     reason = status.get("reason")
     if out.phase == "Failed" and isinstance(reason, str) and reason in KUBELET_REJECTIONS:
         times = [str(c.get("lastTransitionTime")) for c in get_list(status, "conditions", f"{where}: status")

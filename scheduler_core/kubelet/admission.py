@@ -25,7 +25,7 @@ from .topologymanager.hint import TopologyHint
 from .topologymanager.scope import AdmissionError, Decision, HintProvider, TopologyAffinityError
 from .topologymanager.scopes import scope_for
 
-__all__ = ["AdmissionError", "AdmitResult", "Decision", "TopologyAffinityError", "admit_pod"]
+__all__ = ["AdmissionError", "AdmitResult", "Decision", "TopologyAffinityError", "admit_pod", "commit_admission"]
 
 
 @dataclass
@@ -57,6 +57,12 @@ class AdmitResult:
             out |= a.cpus
         return out
 
+    def relabeled(self, node: str, pod: str) -> AdmitResult:
+        """This verdict as the admission of another pod of the same shape on another node in the same
+        state gives it: the same decisions and resources, held by `pod` on `node`."""
+        held = [Allocation(pod, a.container, a.cpus, a.memory, a.devices, a.origin) for a in self.allocations]
+        return AdmitResult(node, pod, self.admitted, self.error, held, list(self.decisions))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "node": self.node,
@@ -78,10 +84,16 @@ def admit_pod(node: Node, pod: Pod, commit: bool = True) -> AdmitResult:
     """
     run = _Admission(node, pod)
     result = run.run()
-    if commit and result.admitted:
+    if commit:
+        commit_admission(node, result)
+    return result
+
+
+def commit_admission(node: Node, result: AdmitResult) -> None:
+    """Record an admitted pod's allocations on the node (a rejected pod changes nothing)."""
+    if result.admitted:
         for alloc in result.allocations:
             node.allocate(alloc)
-    return result
 
 
 class _Admission:

@@ -1,7 +1,8 @@
 """The pending queue, ranked by what it takes to place each job (docs/MAKE_ROOM.md, "The queue").
 
 `advise(cluster, jobs, profile, rules, ...)` asks make room (`room.make_room`) for every pending job on the cluster
-as it is, within half of one time budget, and ranks the answers: jobs that fit now first, then by the fewest pods
+as it is (once for jobs alike: same pods, gang, priority, namespace and queue, none running), within half of one time
+budget, and ranks the answers: jobs that fit now first, then by the fewest pods
 moved, then CPUs moved. Two plans *conflict* when they move a pod in common. The *proposal* is a compatible set chosen
 greedily in that order: a job joins with its own plan, or, when that one conflicts with the set so far or does not
 verify with it, with a plan make room finds on the state the set leaves (the set's pods pinned). It joins only if
@@ -13,7 +14,7 @@ room's plans are, as one plan: one session placing its jobs after its moves."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
@@ -25,7 +26,7 @@ from .gc_pause import paused_gc
 from .profiles import Profile, get_profile
 from .room import make_room
 from .room_moves import AfterDict, Move, MoveDict, RoomPlan, Rules, RunningPod, put_on, running_pods, take_off
-from .session import run_session
+from .session import _pod_signature, run_session
 
 #: the least time one job's make room gets, whatever the budget left (a smaller share proves nothing)
 MIN_JOB_SECONDS = 0.2
@@ -146,6 +147,16 @@ def verify(cluster: Cluster, jobs: Sequence[Job], moves: Sequence[tuple[RunningP
     return _Verified(done, result, work)
 
 
+def _question(job: Job, held: Collection[str]) -> Hashable | None:
+    """What make room's answer for a job depends on, its identity aside (its pods as a session sees them, its gang
+    minimum, priority, namespace and queue): jobs alike share one answer, asked once. None when some of its pods run
+    (the answer then depends on which)."""
+    if held:
+        return None
+    return (tuple(_pod_signature(pod) for _t, pod in job.pods()), job.min_available, job.priority, job.namespace,
+            job.queue)
+
+
 def _moves(plan: RoomPlan) -> list[tuple[RunningPod, str | None]]:
     return [(m.pod, m.to_node) for m in (*plan.moves, *plan.evictions)]
 
@@ -153,11 +164,12 @@ def _moves(plan: RoomPlan) -> list[tuple[RunningPod, str | None]]:
 @paused_gc()
 def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "aligned", rules: Rules | None = None,
            priorities: Mapping[str, int] | None = None, held: Mapping[str, Collection[str]] | None = None,
-           max_moves: int = 8, time_limit: float = 60.0, job_time_limit: float = 8.0,
+           max_moves: int = 8, time_limit: float = 60.0, job_time_limit: float = 8.0, max_checks: int = 200,
            progress: Callable[[int, int], None] | None = None) -> Advice:
     """Make room for each of `jobs` on `cluster` (left unchanged), ranked, with conflicts and a verified proposal
     (module docstring). `held`: job key → uids of that job's pods already running; `time_limit` bounds the whole
-    question (each job's make room gets at most `job_time_limit`, and an equal share of what is left)."""
+    question (each job's make room gets at most `job_time_limit`, and an equal share of what is left, and checks at
+    most `max_checks` plans)."""
     started = time.monotonic()
     deadline = started + time_limit
     if time_limit <= 0 or job_time_limit <= 0:
@@ -167,26 +179,41 @@ def advise(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "alig
     held = held or {}
     answers: list[JobAdvice] = []
     stopped = None
+    keys = [_question(job, held.get(job_key(job), ())) for job in jobs]
+    asked: dict[Hashable, RoomPlan] = {}
+    took: list[float] = []
     for i, job in enumerate(jobs):
-        share = min(job_time_limit, (deadline - time.monotonic()) / (2 * (len(jobs) - i)))  # half for the proposal
-        if share < MIN_JOB_SECONDS:
-            stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
-            break
-        plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share)
+        plan = asked.get(keys[i]) if keys[i] is not None else None
+        if plan is None:
+            questions = len({k for k in keys[i:] if k is not None and k not in asked}) + keys[i:].count(None)
+            share = min(job_time_limit, (deadline - time.monotonic()) / (2 * questions))  # half for the proposal
+            if share < MIN_JOB_SECONDS:
+                stopped = f"time limit of {time_limit:g} s reached after {i} of {len(jobs)} jobs"
+                break
+            asking = time.monotonic()
+            plan = make_room(cluster, job, profile, rules, priorities, held.get(job_key(job), ()), max_moves, share,
+                             max_checks)
+            took.append(time.monotonic() - asking)
+            if keys[i] is not None:
+                asked[keys[i]] = plan
         answers.append(JobAdvice(job, plan))
         if progress is not None:
             progress(i + 1, len(jobs))
     ranked = _with_conflicts(sorted(answers, key=lambda a: a.rank))
     advice = Advice(ranked, stopped=stopped)
-    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, deadline)
+    _propose(advice, cluster, profile, rules, priorities, held, max_moves, job_time_limit, max_checks, deadline,
+             min(took, default=0.0))
     advice.engine_s = time.monotonic() - started
     return advice
 
 
 def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, priorities: Mapping[str, int] | None,
-             held: Mapping[str, Collection[str]], max_moves: int, job_time_limit: float, deadline: float) -> None:
+             held: Mapping[str, Collection[str]], max_moves: int, job_time_limit: float, max_checks: int,
+             deadline: float, floor: float) -> None:
     """The greedy proposal: each job in rank order joins if its own plan, or failing that a plan asked on the state
-    the set so far leaves (its pods pinned), verifies together with the set's moves from `cluster` as it is."""
+    the set so far leaves (its pods pinned), verifies together with the set's moves from `cluster` as it is. `floor`:
+    the shortest time a question took (what asking costs on this cluster before any search: a smaller share finds
+    nothing)."""
     running = {p.uid: p for p in running_pods(cluster, priorities)}
     chosen: list[Job] = []
     moves: dict[str, tuple[RunningPod, str | None]] = {}  # by uid, in order: the pod as it runs now, its destination
@@ -194,15 +221,25 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
     for i, candidate in enumerate(advice.jobs):
         if not candidate.plan.found:
             break  # ranked: the rest have no plan either
-        plans = [candidate.plan]
-        if state is not None:
-            share = min(job_time_limit, (deadline - time.monotonic()) / (len(advice.jobs) - i))
-            if share >= MIN_JOB_SECONDS:
+        if time.monotonic() > deadline:  # each try is a session over the whole cluster: the budget bounds them too
+            reached = f"time limit reached while proposing, after {i} of {len(advice.jobs)} ranked jobs"
+            advice.stopped = f"{advice.stopped}; {reached}" if advice.stopped else reached
+            break
+        def plans(candidate: JobAdvice = candidate, i: int = i, state: _Verified | None = state,
+                  taken: frozenset[str] = frozenset(moves)) -> Iterator[RoomPlan]:
+            """Its own plan, unless it moves a pod the set moves already (it cannot make room twice); then, asked
+            only if needed, a plan on the state the set leaves, with at least the time one question took."""
+            if not candidate.moved & taken:
+                yield candidate.plan
+            left = deadline - time.monotonic()
+            share = min(job_time_limit, max(left / (len(advice.jobs) - i), floor))
+            if state is not None and share >= MIN_JOB_SECONDS and left >= share:
                 placed = tuple(p.uid for p in state.result.pods if p.node is not None)
                 again = replace(rules, pinned=(*rules.pinned, *placed))
-                plans.append(make_room(state.cluster, candidate.job, profile, again, priorities,
-                                       held.get(job_key(candidate.job), ()), max_moves, share))
-        for plan in plans:
+                yield make_room(state.cluster, candidate.job, profile, again, priorities,
+                                held.get(job_key(candidate.job), ()), max_moves, share, max_checks)
+
+        for plan in plans():
             if not plan.found:
                 continue
             merged = dict(moves)
@@ -211,6 +248,8 @@ def _propose(advice: Advice, cluster: Cluster, profile: Profile, rules: Rules, p
                     break  # a pod the set placed: not to be moved
                 merged[pod.uid] = (merged.get(pod.uid, (running[pod.uid], None))[0], dest)
             else:
+                if rules.over_budget(pod for pod, _dest in merged.values()) is not None:
+                    continue  # the set's moves together disrupt more than a PodDisruptionBudget allows
                 together = [*chosen, candidate.job]
                 all_held = frozenset(uid for j in together for uid in held.get(job_key(j), ()))
                 outcome = verify(cluster, together, list(merged.values()), profile, all_held)

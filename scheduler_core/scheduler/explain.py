@@ -60,7 +60,7 @@ and verdict details are stored once in `verdicts` and shared by every pod that p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
@@ -73,6 +73,7 @@ from ..volcano.numaaware import PASS_ASSIGNED
 if TYPE_CHECKING:
     from ..kubelet.admission import AdmitResult, Decision
     from ..kubelet.topologymanager.hint import TopologyHint
+    from ..kubelet.topologymanager.merge import MergeResult
     from ..model.node import Allocation
     from ..volcano.numaaware import CloseEntry, ContainerDict, PodMetaDict, Verdict
 
@@ -282,16 +283,46 @@ def decision_key(d: Decision) -> Key:
     merge = d.merge
     merge_key: Key | None = None
     if merge is not None:
-        merge_key = (_hint_codes((merge.hint,)), merge.admit, merge.policy,
-                     tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
-                     merge.best_non_preferred)
+        entry = _MERGE_KEYS.get(id(merge))
+        if entry is None:
+            if len(_MERGE_KEYS) >= _CODES_LIMIT:
+                _MERGE_KEYS.clear()
+            key = (_hint_code(merge.hint), merge.admit, merge.policy,
+                   tuple((label, _hint_codes(hs)) for label, hs in merge.resource_hints), merge.numa_nodes,
+                   merge.best_non_preferred)
+            entry = _MERGE_KEYS[id(merge)] = (key, merge)
+        merge_key = entry[0]
     return (d.container, tuple((r, None if hs is None else _hint_codes(hs)) for r, hs in d.hints.items()),
             merge_key)
 
 
-def _hint_codes(hints: Iterable[TopologyHint]) -> tuple[int, ...]:
-    """Hints as ints: affinity mask shifted left, preferred in bit 0; -1 for a nil affinity."""
-    return tuple(-1 if h.affinity is None else h.affinity << 1 | h.preferred for h in hints)
+#: a merge result's key by its id (the kubelet hands out one result per distinct merge); an entry keeps
+#: its result alive, so a matching id is the very same, immutable, result
+_MERGE_KEYS: dict[int, tuple[Key, MergeResult]] = {}
+
+
+def _hint_code(h: TopologyHint) -> tuple[int]:
+    """A hint as an int: affinity mask shifted left, preferred in bit 0; -1 for a nil affinity."""
+    return (-1 if h.affinity is None else h.affinity << 1 | h.preferred,)
+
+
+def _hint_codes(hints: Sequence[TopologyHint]) -> tuple[int, ...]:
+    """Hints as `_hint_code` ints (one tuple). Remembered
+    by the hints' identities: the kubelet's providers hand out shared hint objects, and a 255-hint list
+    of an 8-NUMA machine comes back on every node in the same state."""
+    key = tuple(map(id, hints))
+    entry = _CODES.get(key)
+    if entry is None:
+        if len(_CODES) >= _CODES_LIMIT:
+            _CODES.clear()
+        codes = tuple(-1 if h.affinity is None else h.affinity << 1 | h.preferred for h in hints)
+        entry = _CODES[key] = (codes, tuple(hints))
+    return entry[0]
+
+
+#: codes by the hints' ids; an entry keeps its hints alive, so a matching key names the very same objects
+_CODES: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[TopologyHint, ...]]] = {}
+_CODES_LIMIT = 4096
 
 
 def _allocation_key(a: Allocation) -> Key:

@@ -13,6 +13,8 @@ the session calls:
   score this pod;
 - `tie_break(node, verdict)`: orders nodes of equal score and NUMA span before their names;
 - `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
+- `admission(node, pod, verdict)`: the kubelet's admission on the chosen node when the verdict already
+  is exactly that (aligned), else None and the session runs it;
 - `close()`: what the profile hands over when the session ends.
 
 The profiles (ENGINE.md §4.2):
@@ -38,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from ..errors import PolicyError, check_int
-from ..kubelet.admission import admit_pod
-from ..model.pods import Pod
+from ..kubelet.admission import AdmitResult, admit_pod
+from ..model.pods import Container, Pod
 from ..nrt.cache import OverReserve
 from ..nrt.filter import filter_pod
 from ..nrt.score import LEAST_ALLOCATED, STRATEGIES, score_pod
@@ -86,6 +88,11 @@ class ProfileSession:
 
     def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
         """The scheduler bound `pod` to node `name` (before the kubelet's admission there)."""
+
+    def admission(self, name: str, pod: Pod, verdict: NodeVerdict) -> AdmitResult | None:
+        """The kubelet's admission of `pod` on `name` when the verdict already is exactly that (None:
+        the session runs it)."""
+        return None
 
     def on_rollback(self, pod: Pod, name: str) -> None:
         """The pod's gang did not reach minAvailable: undo what `on_place` did."""
@@ -202,16 +209,47 @@ class _AlignedSession(ProfileSession):
         self.nodes = cluster.nodes
         self.distance_tie_break = distance_tie_break
         self.distances: dict[tuple[int, int], float] = {}  # (node shape, NUMA mask) → mean distance
+        #: admissions that admitted, by (node shape, state key, the pod as the kubelet reads it)
+        self.admitted: dict[tuple[int, Hashable, Hashable], AdmitResult] = {}
 
     def state_key(self, name: str) -> Hashable:
+        """Free CPUs, devices in use, memory used per NUMA node (None when none is: the Memory Manager is
+        not static or holds nothing)."""
         node = self.nodes[name]
-        return (node.free_cpus, frozenset(node.used_devices),
-                tuple((n, tuple(sorted((r, v) for r, v in res.items() if v)))
-                      for n, res in sorted(node.memory_used.items())))
+        used = node.used_devices
+        memory = None
+        if any(node.memory_used.values()):
+            memory = tuple((n, tuple(sorted((r, v) for r, v in res.items() if v)))
+                           for n, res in sorted(node.memory_used.items()))
+            if not any(amounts for _n, amounts in memory):
+                memory = None
+        return (node.free_cpus, frozenset(used) if used else None, memory)
+
+    def prepare(self, pod: Pod) -> Hashable:
+        """The pod as the kubelet reads it: QoS class and containers, not the task's topology policy (pods
+        of tasks with different policies but the same containers get the same admission)."""
+        return (pod.qos_class, tuple(map(_container_key, pod.init_containers)),
+                tuple(map(_container_key, pod.containers)))
+
+    def _admit(self, name: str, pod: Pod, prepared: object) -> AdmitResult:
+        """The kubelet's admission (without commit) on `name`, or the same admission made for another pod
+        that reads the same on a node in the same state, relabelled (see `admission`). Rejections are
+        always run again: their texts may name the pod."""
+        node = self.nodes[name]
+        if node.kubelet.static_memory:
+            return admit_pod(node, pod, commit=False)
+        key = (self.cluster.static_id(name), self.state_key(name), prepared)
+        known = self.admitted.get(key)
+        if known is not None:
+            return known.relabeled(name, pod.uid)
+        res = admit_pod(node, pod, commit=False)
+        if res.admitted:
+            self.admitted[key] = res
+        return res
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
         node = self.nodes[name]
-        res = admit_pod(node, pod, commit=False)
+        res = self._admit(name, pod, prepared)
         if not res.admitted:
             return NodeVerdict(UNSCHEDULABLE, reason=res.reason, code=UNSCHEDULABLE_AND_UNRESOLVABLE,
                                admission=res)
@@ -220,6 +258,15 @@ class _AlignedSession(ProfileSession):
 
     def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
         return normalize_scores([v.numa_count for v in verdicts])
+
+    def admission(self, name: str, pod: Pod, verdict: NodeVerdict) -> AdmitResult | None:
+        """The verdict is the admission on a node of the class, for a pod of the same shape: the nodes
+        of a class share everything the admission reads (shape, settings, free CPUs, devices in use),
+        except the static Memory Manager's NUMA groups, which the state key does not hold."""
+        res = verdict.admission
+        if res is None or self.nodes[name].kubelet.static_memory:
+            return None
+        return res.relabeled(name, pod.uid)
 
     def tie_break(self, name: str, verdict: NodeVerdict) -> float:
         """With `distance_tie_break`: the placement's mean NUMA distance on the node (0 when the machine
@@ -246,6 +293,10 @@ class AlignedProfile(Profile):
 
     def open(self, cluster: Cluster) -> ProfileSession:
         return _AlignedSession(cluster, self.distance_tie_break)
+
+
+def _container_key(c: Container) -> Hashable:
+    return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
 
 
 # -- unaware ---------------------------------------------------------------------------------------------

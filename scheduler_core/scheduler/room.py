@@ -93,7 +93,7 @@ class _Search:
             if why is None:
                 self.movable.setdefault(pod.node, []).append(pod)
             else:
-                key = why.split(" ")[0] if why.startswith(("namespace", "priority")) else why
+                key = why.split(" ")[0] if why.startswith(("namespace", "priority", "PodDisruptionBudget")) else why
                 self.refused[key] = self.refused.get(key, 0) + 1
         self.memo: dict[tuple[int, Hashable, TallyKey], int] = {}
         self.base: dict[str, int] = {}
@@ -272,6 +272,10 @@ class _Search:
         if self.progress is not None:
             self.progress(min(self.checks, self.max_checks), self.max_checks)
         pods = [p for opt in combo for p in opt.pods]
+        over = self.rules.over_budget(pods)
+        if over is not None:
+            self.fail(over)
+            return None
         for evict in range(len(pods) + 1) if evictions else (0,):
             moves = self.try_plan(pods, evict)
             if moves is not None:

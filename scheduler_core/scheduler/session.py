@@ -18,7 +18,8 @@ Every profile (`profiles.PROFILES`) sits behind the same resource-fit filter
 checked only on nodes whose topology states it); the profile evaluates what passes, scores it, and
 keeps its own state through the place / rollback / close hooks.
 
-After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there, so
+After a node is chosen the kubelet's admission (`kubelet/admission.admit_pod`, commit=True) runs there
+(unless the profile's verdict already is that admission: `ProfileSession.admission`), so
 every placement records *predicted* and *admitted*; a pod the scheduler placed but the kubelet
 rejects is reported with the kubelet's reason (`TopologyAffinityError`, ...), never as a success. It
 still counts as placed for the gang (the scheduler bound it) and keeps its scheduler tally, but holds
@@ -44,7 +45,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from ..errors import RequestError, check_int
-from ..kubelet.admission import admit_pod
+from ..kubelet.admission import admit_pod, commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
 from .classes import NodeClasses, ShapeView, VerdictGroup
@@ -257,7 +258,11 @@ class _Session:
         self.profile.on_place(pod, prepared, name, verdict)
         t0 = time.perf_counter()
         node = c.nodes[name]
-        res = admit_pod(node, pod, commit=True)
+        res = self.profile.admission(name, pod, verdict)
+        if res is None:
+            res = admit_pod(node, pod, commit=True)
+        else:
+            commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:

@@ -41,6 +41,10 @@ class NumaFree:
     def device_count(self, resource: str) -> int:
         return _count(self.devices, resource)
 
+    def __reduce__(self) -> tuple[type[NumaFree], tuple[int, int, int, int, tuple[tuple[str, int], ...]]]:
+        """Pickled as its fields: loading thousands calls the constructor, not the dataclass's slow __setstate__."""
+        return NumaFree, (self.numa, self.cpus, self.core_cpus, self.memory, self.devices)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeFree:
@@ -62,6 +66,12 @@ class NodeFree:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self) -> tuple[type[NodeFree], tuple[object, ...]]:
+        """Pickled by its fields, so a process that loads it computes the hash again (str hashes differ between
+        processes): the web keeps summaries in its shared cache."""
+        return NodeFree, (self.pinning, self.full_pcpus_only, self.threads_per_core, self.memory_pinned, self.numa,
+                          self.devices, self.floating)
 
     @property
     def free_cpus(self) -> int:

@@ -45,7 +45,7 @@ def test_token_endpoint_locks_out_with_429(make_user, settings):
     client = APIClient()
     codes = [client.post("/api/auth-token/", {"username": "olga", "password": "wrong"}).status_code
              for _ in range(settings.AXES_FAILURE_LIMIT)]
-    assert codes[:-1] == [400] * (settings.AXES_FAILURE_LIMIT - 1) and codes[-1] == 429
+    assert codes[:-1] == [401] * (settings.AXES_FAILURE_LIMIT - 1) and codes[-1] == 429
     locked = client.post("/api/auth-token/", {"username": "olga", "password": "pw-olga-123"})
     assert locked.status_code == 429 and "locked out" in locked.json()["detail"]
     assert AccessAttempt.objects.filter(username="olga").exists()

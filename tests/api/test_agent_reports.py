@@ -4,7 +4,6 @@ the replay, the state check, staleness, and the agent role's one right."""
 from __future__ import annotations
 
 import json
-import re
 from datetime import timedelta
 
 import pytest
@@ -17,6 +16,7 @@ from numaweb.inventory.agent import agent_status
 from numaweb.inventory.models import Allocation, Cluster, Node, NodeReport
 from scheduler_core.agent import REPORT_KIND
 from scheduler_core.model.topology import synthetic
+from tests.pages.helpers import map_data
 from tests.web.helpers import make_job
 
 pytestmark = pytest.mark.django_db
@@ -203,9 +203,9 @@ def test_disagreements_and_staleness_show_on_every_view_of_the_node(agent_api, c
     # the cluster map coloured by disagreements: node-1 in a higher bin than node-2
     cluster = node.cluster_id
     svg = client.get(f"/clusters/{cluster}/map?measure=agent").content.decode()
-    marks = {pk: mark for mark, pk in re.findall(r'class="(m\d)[^"]*" data-id="(\d+)"', svg)}
+    marks = {pk: f"m{b}" for g in map_data(svg)["groups"] for pk, b in zip(g["ids"], g["bins"], strict=True)}
     other = Node.objects.get(name="node-2")
-    assert marks[str(node.pk)] != "m0" and marks[str(other.pk)] == "m0"
+    assert marks[node.pk] != "m0" and marks[other.pk] == "m0"
     # silent longer than the setting: stale everywhere
     NodeReport.objects.filter(node=node).update(received_at=timezone.now() - timedelta(seconds=600))
     settings.NUMAWEB_AGENT_STALE_SECONDS = 300
@@ -213,7 +213,7 @@ def test_disagreements_and_staleness_show_on_every_view_of_the_node(agent_api, c
     assert api.get(f"/api/nodes/{node.pk}/").json()["agent"]["stale"] is True
     assert api.get(f"/api/pods/?q={POD[:8]}").json()["results"][0]["agent"]["stale"] is True
     svg = client.get(f"/clusters/{cluster}/map").content.decode()
-    assert re.search(rf'class="m\d stale" data-id="{node.pk}"', svg)
+    assert [g["marks"] for g in map_data(svg)["groups"] if node.pk in g["ids"]] == [{str(node.pk): "stale"}]
     assert "agent stale" in client.get(f"/pods/?q={POD[:8]}").content.decode()
 
 

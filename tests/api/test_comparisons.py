@@ -172,6 +172,20 @@ def test_a_viewer_can_read_but_not_ask(anon, viewer_api, api, cluster, django_ca
     assert anon.get(f"/api/comparisons/{pk}/").status_code == 401
 
 
+def test_the_list_counts_each_comparisons_jobs_its_url_lists_them(api, demo, eager,
+                                                                  django_capture_on_commit_callbacks):
+    """The list's items are the comparison's own body with `jobs_count` for `jobs` (a whole cluster's job ids each
+    made a page of 20 comparisons 446 KB at 22,000 jobs); the per-node tables are in neither, only the export."""
+    url = ask(api, demo, django_capture_on_commit_callbacks, shape=SHAPE).headers["Location"]
+    body = api.get(url).json()
+    listed = api.get("/api/comparisons/").json()["results"]
+    assert len(listed) == 1 and listed[0]["jobs_count"] == len(body["jobs"]) > 0
+    assert {k: v for k, v in listed[0].items() if k != "jobs_count"} == {k: v for k, v in body.items() if k != "jobs"}
+    assert all("nodes" not in v for v in body["variants"])
+    export = api.get(body["export_json"]).json()
+    assert [len(v["nodes"]) for v in export["variants"]] == [Node.objects.filter(cluster=demo).count()] * 3
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,6 +239,24 @@ def test_headroom_shrinks_as_the_cluster_fills(api, cluster):
     assert api.get(url).json()["total"] == 4
     inventory.add_allocation(node, pod="default/x", container="c", cpus="0")
     assert api.get(url).json()["nodes"] == [{"node": "n1", "count": 3, "rejected": 0, "at_least": False}]
+
+
+def test_headroom_is_computed_once_per_cluster_state(api, cluster, monkeypatch, settings):
+    """The same question on an unchanged cluster is the answer given before, even while every headroom slot is
+    taken (a computation would be 429); an allocation written, the question is computed again."""
+    from numaweb.comparisons.gate import headroom_slot
+
+    settings.NUMAWEB_HEADROOM_CONCURRENCY = 1
+    node = make_node(cluster, "n1", (2, 1, 4, 1), "single-numa-node")
+    computed, engine = [], services.headroom
+    monkeypatch.setattr(services, "headroom", lambda *args, **kw: computed.append(args[1]) or engine(*args, **kw))
+    url = f"/api/clusters/{cluster.pk}/headroom/?cpu=2&memory=1Gi&policy=single-numa-node"
+    first = api.get(url).json()
+    with headroom_slot():
+        assert api.get(url).json() == first and len(computed) == 1
+        assert api.get(url.replace("cpu=2", "cpu=3")).status_code == 429  # another shape is computed: busy
+    inventory.add_allocation(node, pod="default/x", container="c", cpus="0")
+    assert api.get(url).json()["total"] == first["total"] - 1 and len(computed) == 2
 
 
 def test_headroom_is_bounded_in_pods_and_says_at_least(api, cluster, settings):

@@ -120,6 +120,30 @@ def test_list_filter_params_are_validated(api, cluster):
     assert api.get("/api/allocations/?node=-1").status_code == 400
 
 
+def test_node_list_pages_honour_page_size_within_bounds(api, cluster):
+    """Nodes carry their topology: 5 a page unless ?page_size= asks (1 to 100, 400 naming it otherwise); each
+    node's allocations are counted on every page, as one by one."""
+    from tests.web.helpers import make_node as node_of
+
+    nodes = [node_of(cluster, f"n{i:02d}") for i in range(12)]
+    for i, node in enumerate(nodes[:7]):
+        for cpu in range(i % 3):
+            Allocation.objects.create(node=node, pod=f"default/p{i}-{cpu}", container="c", cpus=str(cpu))
+    first = api.get("/api/nodes/").json()
+    assert first["count"] == 12 and [n["name"] for n in first["results"]] == [f"n{i:02d}" for i in range(5)]
+    assert "page=2" in first["next"]
+    pages = [api.get("/api/nodes/", {"page_size": 7, "page": page}).json()["results"] for page in (1, 2)]
+    assert [len(p) for p in pages] == [7, 5]
+    counted = {n["name"]: n["allocation_count"] for page in pages for n in page}
+    assert counted == {n.name: n.allocations.count() for n in nodes} and sum(counted.values()) == 6
+    for size in (0, 101, "x"):
+        r = api.get("/api/nodes/", {"page_size": size})
+        assert r.status_code == 400 and "page_size" in r.json(), r.content
+    schema = api.get("/api/schema/?format=json").json()
+    size = next(p for p in schema["paths"]["/api/nodes/"]["get"]["parameters"] if p["name"] == "page_size")
+    assert size["schema"]["maximum"] == 100 and "5 unless asked" in size["description"]
+
+
 def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
     """The worker's bulk read (values, settings decoded once per distinct text) builds the same engine nodes
     as reading each row and its allocations; its query count does not grow with the nodes."""

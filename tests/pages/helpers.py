@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 
 
@@ -36,3 +37,8 @@ def grid_cells(html: str | bytes, grid_id: str | None = None) -> list[dict[str, 
         end = text.find('<div id="cpu-detail"')
         text = text if end < 0 else text[:end]
     return parse(text).cells
+
+
+def map_data(html: str) -> dict:
+    """The cluster map's marks as the page carries them for its script (static/js/cluster-map.js)."""
+    return json.loads(html.split('<script id="cluster-map-data" type="application/json">')[1].split("</script>")[0])

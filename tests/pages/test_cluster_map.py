@@ -8,14 +8,24 @@ from django.urls import reverse
 from numaweb.inventory import services as inventory
 from numaweb.inventory.models import Node
 from numaweb.jobs.models import Job
+from numaweb.pages import cluster_map
 from numaweb.scheduling import services
+from tests.pages.helpers import map_data
 
 pytestmark = pytest.mark.django_db
 
 
 def _marks(html: str) -> dict[int, int]:
-    return {int(pk): int(v) for pk, v in re.findall(r'<rect x="\d+" y="\d+" class="m\d" data-id="(\d+)" '
-                                                    r'data-value="(\d+)"', html)}
+    """{node id: value} of every mark, each checked to sit in the bin its value falls in."""
+    data = map_data(html)
+    measure = re.search(r'<option value="(\w+)" selected>', html)
+    out = {}
+    for group in data["groups"]:
+        assert len(group["ids"]) == len(group["names"]) == len(group["values"]) == len(group["bins"])
+        for pk, value, mark in zip(group["ids"], group["values"], group["bins"], strict=True):
+            assert int(mark) == cluster_map.bin_of(measure.group(1) if measure else "best", value)
+            out[pk] = value
+    return out
 
 
 def _engine(node: Node):

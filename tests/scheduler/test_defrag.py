@@ -4,6 +4,9 @@ single-numa-node pod fits nowhere until one is moved)."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 from scheduler_core import Cluster
 from scheduler_core.scheduler.defrag import advise, job_key
 from scheduler_core.scheduler.room_moves import put_on, running_pods, take_off
@@ -56,8 +59,49 @@ def test_jobs_that_fit_now_rank_first_and_cost_nothing():
 
 def test_the_time_limit_stops_the_questions_and_says_so():
     cluster = Cluster(fragmented(2))
-    jobs = [gang(1, name=f"j{i}") for i in range(40)]
+    jobs = [replace(gang(1, name=f"j{i}"), priority=i) for i in range(40)]  # not alike: 40 questions
     advice = advise(cluster, jobs, "aligned", time_limit=0.5)
     assert advice.stopped is not None and "time limit of 0.5 s" in advice.stopped
     assert len(advice.jobs) < 40
     assert {job_key(a.job) for a in advice.jobs} <= {job_key(j) for j in jobs}
+
+
+def test_the_time_limit_bounds_the_proposal_too(monkeypatch):
+    from scheduler_core.scheduler import defrag
+
+    verify = defrag.verify
+
+    def slow_verify(*args, **kwargs):  # each try a session over a large cluster: here, a slow one
+        time.sleep(1.0)
+        return verify(*args, **kwargs)
+
+    monkeypatch.setattr(defrag, "verify", slow_verify)
+    cluster = Cluster(fragmented(8))
+    jobs = [gang(1, name=f"j{i}") for i in range(10)]
+    started = time.monotonic()
+    advice = advise(cluster, jobs, "aligned", time_limit=5, job_time_limit=0.25)
+    # past the limit by one try at most (a question of at most 0.25 s and a verification), and some slack
+    assert time.monotonic() - started < 5 + 0.25 + 1.0 + 1.0
+    assert len(advice.jobs) == 10 and all(a.plan.found for a in advice.jobs)
+    assert "time limit reached while proposing" in (advice.stopped or "") and len(advice.proposal) < 10
+
+
+def test_jobs_alike_are_asked_about_once_and_their_plans_conflict(monkeypatch):
+    from scheduler_core.scheduler import defrag
+
+    calls: list[str] = []
+    make_room = defrag.make_room
+
+    def counted(cluster, job, *args, **kwargs):
+        calls.append(job.name)
+        return make_room(cluster, job, *args, **kwargs)
+
+    monkeypatch.setattr(defrag, "make_room", counted)
+    cluster = Cluster(fragmented(2))
+    jobs = [gang(1, name="a"), gang(1, name="b"), gang(1, name="c"), gang(1, cpus=8, name="small")]
+    advice = advise(cluster, jobs, "aligned", time_limit=30)
+    assert calls[:2] == ["a", "small"]  # b and c take a's answer; the proposal then asks again for b and c
+    by_job = {a["job"]: a for a in advice.to_dict(cluster)["jobs"]}
+    assert by_job["ml/b"]["moves"] == by_job["ml/a"]["moves"] == 1
+    assert sorted(by_job["ml/a"]["conflicts"]) == ["ml/b", "ml/c"]
+    assert advice.to_dict(cluster)["proposal"]["jobs"] == ["ml/small", "ml/a", "ml/b", "ml/c"]

@@ -37,11 +37,18 @@ def test_api_lists_rejected_pods_with_explanation_and_remedies(cluster, viewer_a
 
 
 @pytest.mark.parametrize(("query", "field"), [("status=held", "status"), ("status=rejected&reason=OutOfcpu", "reason"),
-                                              ("status=rejected&cluster=999999", "cluster"),
+                                              ("status=rejected&cluster=", "cluster"), ("reason=", "reason"),
                                               ("status=rejected&cluster=x", "cluster")])
 def test_api_bad_filters_are_400_naming_the_field(cluster, viewer_api, query, field):
     response = viewer_api.get(f"/api/pods/?{query}")
     assert response.status_code == 400 and field in response.json(), response.content
+
+
+def test_an_unknown_cluster_filters_everything_out(cluster, viewer_api):
+    """As on the other lists (jobs, sessions): a cluster id that names no cluster matches no pod."""
+    for query in ("status=rejected&cluster=999999", "q=train&cluster=999999"):
+        response = viewer_api.get(f"/api/pods/?{query}")
+        assert response.status_code == 200 and response.json() == {"count": 0, "results": []}, query
 
 
 def test_search_without_status_lists_rejected_pods_too(cluster, viewer_api):

@@ -169,7 +169,7 @@ def promtool(*args: str, cwd: Path = PROMETHEUS) -> str:
 
 
 def test_the_alerting_rules_pass_promtools_checks_and_unit_tests():
-    assert "SUCCESS: 7 rules found" in promtool("check", "rules", "numaweb-alerts.yml")
+    assert "SUCCESS: 8 rules found" in promtool("check", "rules", "numaweb-alerts.yml")
     assert "SUCCESS" in promtool("test", "rules", "numaweb-alerts.test.yml")
 
 

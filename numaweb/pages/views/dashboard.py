@@ -94,8 +94,7 @@ def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, Head
     clusters = {row.cluster_id: row.cluster for row in rows}
     for cluster in sorted(clusters.values(), key=lambda c: c.name):
         try:
-            with headroom_slot():
-                result = comparison_services.cluster_headroom(cluster, shape, profile)
+            result = comparison_services.cluster_headroom(cluster, shape, profile, gate=headroom_slot)
         except Busy as exc:
             form.add_error(None, str(exc))
             room["busy"] = exc.retry_after
@@ -103,10 +102,10 @@ def _headroom(request: HttpRequest, rows: list[Node]) -> tuple[dict | None, Head
         except EngineError as exc:
             form.add_error(None, f"cluster {cluster.name}: {exc}")
             continue
-        ids = dict(Node.objects.filter(cluster=cluster).values_list("name", "pk"))
+        ids = {row.name: row.pk for row in rows if row.cluster_id == cluster.pk}  # the cards shown
         room["clusters"].append({"cluster": cluster, "total": result["total"], "rejected": result["rejected"],
                                  "at_least": result["at_least"], "stopped": result["stopped"]})
-        room["nodes"].update({ids[n["node"]]: n for n in result["nodes"]})
+        room["nodes"].update({ids[n["node"]]: n for n in result["nodes"] if n["node"] in ids})
     return room, form
 
 

@@ -227,8 +227,9 @@ def cluster_map_page(request: HttpRequest, pk: int) -> HttpResponse:
         measure, size, session = (form.cleaned_data["measure"], form.cleaned_data["size"] or 4,
                                   form.cleaned_data["session"])
     groups, unreadable = cluster_map.measure_values(cluster.pk, measure, size, session and session.pk)
+    svg, marks = cluster_map.render(groups, measure, id_link("pages:node"))
     ctx = {"cluster": cluster, "others": Cluster.objects.exclude(pk=cluster.pk).order_by("name"), "form": form,
-           "svg": cluster_map.render(groups, measure, id_link("pages:node")), "measure": cluster_map.MEASURES[measure],
+           "svg": svg, "marks": marks, "measure": cluster_map.MEASURES[measure],
            "legend": cluster_map.legend(measure, size), "session": session, "unreadable": unreadable,
            "nodes": sum(len(g.nodes) for g in groups), "groups": len(groups)}
     return render(request, "pages/cluster_map.html", ctx, status=400 if form.errors else 200)

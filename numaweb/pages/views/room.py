@@ -14,9 +14,9 @@ from django.views.decorators.http import require_GET, require_POST
 from numaweb.access.decorators import requires
 from numaweb.inventory.models import Cluster
 from numaweb.jobs.models import Job
-from numaweb.room import services, tasks
+from numaweb.room import defrag, services, tasks
 from numaweb.room.export import room_dict
-from numaweb.room.models import RoomPlan
+from numaweb.room.models import DefragRun, RoomPlan
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.model.cpuset import CPUSet
@@ -86,3 +86,39 @@ def detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "room-body":
         return render(request, "room/_body.html", ctx)
     return render(request, "room/detail.html", ctx)
+
+
+@requires("room.add_defragrun")
+@require_POST
+def defrag_start(request: HttpRequest) -> HttpResponse:
+    """From the jobs page: rank a cluster's pending queue (cluster, optional profile)."""
+    cluster = get_object_or_404(Cluster, pk=request.POST.get("cluster") or 0)
+    data = {k: v for k, v in request.POST.items() if k == "profile" and v}
+    try:
+        row = tasks.start_defrag(defrag.parse_request(cluster, data), request.user)
+    except services.RoomError as exc:
+        return HttpResponse(f"{exc.field}: {exc}", status=400, content_type="text/plain; charset=utf-8")
+    except defrag.AdvisorBusy as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8",
+                            headers={"Retry-After": str(exc.retry_after)})
+    except BrokerUnavailable as exc:
+        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+    return redirect(reverse("room:defrag", args=[row.pk]))
+
+
+@requires("room.view_defragrun")
+@require_GET
+def defrag_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The run's progress while it runs; then the ranked jobs (conflicts marked) and the proposal."""
+    row = get_object_or_404(DefragRun.objects.select_related("cluster", "session"), pk=pk)
+    defrag.ADVISOR.watch(row)
+    data = defrag.defrag_dict(row)
+    names = {j["job"]: j["name"] for j in data["jobs"]}
+    proposed = set((data["proposal"] or {}).get("jobs", ()))
+    ranked = [{**j, "proposed": j["job"] in proposed, "conflict_names": [names.get(c, c) for c in j["conflicts"]]}
+              for j in data["jobs"]]
+    ctx = {"row": row, "advice": data, "ranked": ranked, "poll": POLL,
+           "proposed": [names.get(pk, pk) for pk in (data["proposal"] or {}).get("jobs", ())]}
+    if request.htmx and request.htmx.target == "defrag-body":
+        return render(request, "room/_defrag_body.html", ctx)
+    return render(request, "room/defrag.html", ctx)

@@ -24,7 +24,7 @@ from ...model.topology import Topology
 from ..topologymanager.hint import TopologyHint
 from ..topologymanager.scope import AdmissionError
 from .cpu_assignment import take_by_topology
-from .cpu_index import as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
+from .cpu_index import CPUIndex, as_mask, as_options, check_count, check_in_topology, cpu_index, numa_mask_of
 from .topology_hints import container_cpu_hints, cpu_topology_hints, pod_cpu_hints
 
 __all__ = [
@@ -109,6 +109,23 @@ def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int]
     allocatable = ((as_mask(default_cpuset, "default cpuset") & ~as_mask(reserved, "reserved CPUs"))
                    | as_mask(reusable, "reusable CPUs"))
     check_in_topology(td, allocatable, "the allocatable set")
+    key = (td, n, affinity, allocatable, opts)
+    chosen = _CHOSEN.get(key)
+    if chosen is None:
+        if len(_CHOSEN) >= _CHOSEN_LIMIT:
+            _CHOSEN.clear()
+        chosen = _CHOSEN[key] = _choose(topology, td, n, affinity, allocatable, opts)
+    return CPUSet(chosen)
+
+
+# The CPUs `allocate_cpus` picks, by (CPU index, count, NUMA affinity, allocatable CPUs, options): the
+# choice depends on nothing else, and a session asks it twice per placed pod (the scheduler's
+# prediction on the node's state, then the kubelet's admission on the same state).
+_CHOSEN: dict[tuple[CPUIndex, int, int | None, int, CPUOptions], int] = {}
+_CHOSEN_LIMIT = 4096
+
+
+def _choose(topology: Topology, td: CPUIndex, n: int, affinity: int | None, allocatable: int, opts: CPUOptions) -> int:
     result = 0
     if affinity is not None:
         region = 0
@@ -124,8 +141,7 @@ def allocate_cpus(topology: Topology, n: int, numa_affinity: int | Iterable[int]
         take = min(n, aligned.bit_count())
         result = take_by_topology(topology, aligned, take, opts).mask
     rest = n - result.bit_count()
-    result |= take_by_topology(topology, allocatable & ~result, rest, opts).mask
-    return CPUSet(result)
+    return result | take_by_topology(topology, allocatable & ~result, rest, opts).mask
 
 
 def validate_static_options(topology: Topology, options: CPUOptions | Mapping[str, object] | None) -> CPUOptions:

@@ -18,15 +18,35 @@ from .cpu_index import CPUIndex, as_mask, as_options, check_count, check_in_topo
 def _generate_hints(td: CPUIndex, available: int, reusable: int, request: int, align_by_socket: bool
                     ) -> list[TopologyHint]:
     ids = td.numa_ids
-    caps = [td.numa_size[nid] for nid in ids]
     # Every reusable CPU must sit inside the mask (CPUs the topology does not know count as NUMA 0).
     reuse_numas = 0
     for cpu in _bits(reusable):
         reuse_numas |= 1 << td.cpu_numa.get(cpu, 0)
     need = request - reusable.bit_count()
+    # A mask's available CPUs are the sum of its NUMA nodes' (they do not overlap) and only whether that
+    # sum reaches `need` matters, so the hints depend on the free count per NUMA node capped at `need`.
+    cap = max(need, 0)
+    free = tuple(min((available & td.numa_mask[nid]).bit_count(), cap) for nid in ids)
+    key = (td, free, reuse_numas, need, request, align_by_socket)
+    hints = _HINTS.get(key)
+    if hints is None:
+        if len(_HINTS) >= _HINTS_LIMIT:
+            _HINTS.clear()
+        hints = _HINTS[key] = _hints_for(td, available, reuse_numas, need, request, align_by_socket)
+    return list(hints)
 
+
+# Hints by (CPU index, free CPUs per NUMA node capped at the need, NUMA nodes of the reusable CPUs, CPUs
+# still needed, request, align by socket): a session asks the same question on every node in a like state.
+_HINTS: dict[tuple[CPUIndex, tuple[int, ...], int, int, int, bool], tuple[TopologyHint, ...]] = {}
+_HINTS_LIMIT = 4096
+
+
+def _hints_for(td: CPUIndex, available: int, reuse_numas: int, need: int, request: int, align_by_socket: bool
+               ) -> tuple[TopologyHint, ...]:
     # minAffinitySize from capacity: the fewest nodes whose largest capacities reach the request.
-    min_size = len(ids)
+    caps = [td.numa_size[nid] for nid in td.numa_ids]
+    min_size = len(caps)
     running = 0
     for k, cap in enumerate(sorted(caps, reverse=True), start=1):
         running += cap
@@ -37,8 +57,8 @@ def _generate_hints(td: CPUIndex, available: int, reusable: int, request: int, a
     combos = td.numa_combos()
     per_socket = td.align_numa_per_socket if align_by_socket else 0
     if not per_socket:
-        return [pair[size == min_size] for mask, cpus, size, pair in combos
-                if not reuse_numas & ~mask and (available & cpus).bit_count() >= need]
+        return tuple(pair[size == min_size] for mask, cpus, size, pair in combos
+                     if not reuse_numas & ~mask and (available & cpus).bit_count() >= need)
     min_sockets = -(-min_size // per_socket)
     hints = []
     for mask, cpus, size, pair in combos:
@@ -51,7 +71,7 @@ def _generate_hints(td: CPUIndex, available: int, reusable: int, request: int, a
                 sockets |= td.numa_sockets_mask.get(nid, 0)
             preferred = sockets.bit_count() == min_sockets
         hints.append(pair[preferred])
-    return hints
+    return tuple(hints)
 
 
 def cpu_topology_hints(topology: Topology, available: CPUSet | int | Iterable[int],

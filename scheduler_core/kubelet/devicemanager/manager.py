@@ -242,6 +242,8 @@ class DeviceManager:
 
     def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint] | None]:
         requests = {r: n for r, n in container.device_requests().items() if r in self._registry}
+        if not requests:
+            return {}  # what the hints of no request are, without walking the registry again
         allocated = {r: self._held(pod.uid, container.name, r) for r in requests}
         in_use = {r: self.in_use(r) for r in requests}
         reusable = self.reuse.get(pod.uid, {})
@@ -249,6 +251,8 @@ class DeviceManager:
 
     def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
         requests = {r: n for r, n in pod_device_requests(pod, self._registry).items() if n > 0}
+        if not requests:
+            return {}
         allocated = {r: self._held(pod.uid, None, r) for r in requests}
         in_use = {r: self.in_use(r) for r in requests}
         return pod_device_hints(self.numa_nodes, self.devices, requests, in_use, allocated)

@@ -104,7 +104,7 @@ class Scope:
             provided = [p.get_pod_topology_hints(pod) for p in self.providers]
         else:
             provided = [p.get_topology_hints(pod, container) for p in self.providers]
-        merged = merge_hints(self.policy, provided, self.numa_ids, self.options, self.distances)
+        merged = self._merged(provided)
         hints: dict[str, Sequence[TopologyHint] | None] = {}
         for p in provided:
             hints.update(p or {})
@@ -113,6 +113,19 @@ class Scope:
         self.decisions.append(decision)
         if not merged.admit:
             raise TopologyAffinityError(TOPOLOGY_AFFINITY_MESSAGE, name, self._fault(decision))
+        return merged
+
+    def _merged(self, provided: list[ProviderHints]) -> MergeResult:
+        """`merge_hints` of the providers' answers, remembered by the hints' identities (see `_MERGES`)."""
+        key = (self.policy, tuple(self.numa_ids), self.options, id(self.distances),
+               tuple(_identities(p) for p in provided))
+        entry = _MERGES.get(key)
+        if entry is not None:
+            return entry[0]
+        merged = merge_hints(self.policy, provided, self.numa_ids, self.options, self.distances)
+        if len(_MERGES) >= _MERGES_LIMIT:
+            _MERGES.clear()
+        _MERGES[key] = (merged, (self.distances, [tuple(hs or ()) for p in provided for hs in (p or {}).values()]))
         return merged
 
     def _fault(self, decision: Decision) -> str | None:
@@ -140,6 +153,21 @@ class Scope:
                 raise AdmissionError(f"Allocate failed due to {exc}, which is unexpected", container.name,
                                      provider.resource) from exc
         self.allocated[container.name] = _joined(pod.uid, container.name, parts)
+
+
+#: Merge results by (policy, NUMA ids, options, distances, every provider's answer with its hints by
+#: `id`). The providers hand out shared, immutable hint objects (one pair per NUMA mask and CPU index,
+#: and the device hints cached by free state), so nodes in the same state ask the same merge again. An
+#: entry keeps alive every object its key names by `id`, so while it exists no other object can have
+#: those ids: a key that matches names the very same hints.
+_MERGES: dict[tuple[object, ...], tuple[MergeResult, object]] = {}
+_MERGES_LIMIT = 4096
+
+
+def _identities(provided: ProviderHints) -> tuple[tuple[str, tuple[int, ...] | None], ...] | None:
+    if provided is None:
+        return None
+    return tuple((res, None if hs is None else tuple(map(id, hs))) for res, hs in provided.items())
 
 
 def _joined(pod: str, container: str, parts: Sequence[Allocation]) -> Allocation:
