@@ -15,5 +15,5 @@ sc = scheduler_core
     sc.pods_per_s, sc.pods_unplaced, sc.ratio_cpu, sc.ratio_wall, sc.replay_reason, sc.resReserved, sc.rolled_back,
     sc.session_s, sc.shortfall, sc.single_numa, sc.target_pods_now, sc.topologyPolicy, sc.topology_affinity_errors,
     sc.total_s, sc.us_per_pod_node, sc.pods_rejected, sc.admission_errors_by_reason, sc.pods_unplaced_policy_filter,
-    sc.headroom_admitted, sc.headroom_rejected
+    sc.headroom_admitted, sc.headroom_rejected, sc.pods_with_claims, sc.pods_misaligned, sc.misaligned_kinds
 )

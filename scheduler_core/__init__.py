@@ -24,10 +24,11 @@ Entry points (stable; called from outside the project's own tests). CPU sets may
   ``TopologyAffinityError`` or other ``AdmissionError`` naming container and resource, ``allocations``,
   ``decisions`` with every provider's hints and the merge); a rejected pod never changes the node.
 - ``run_session(cluster, jobs, profile="volcano", progress=None, weight=1, explain_names=10,
-  explain_groups=64, held=())`` → ``SessionResult`` (``.to_dict()`` schema in ``explain``); ``profile``
+  explain_groups=64, held=(), dra=None)`` → ``SessionResult`` (``.to_dict()`` schema in ``explain``); ``profile``
   a name of ``PROFILES`` (``volcano``, ``aligned``, ``unaware``) or a ``Profile`` object such as
   ``VolcanoProfile(weight=10)``; ``progress(done, total)``; ``held``: uids of pods that already hold
-  resources (not scheduled again, counted toward their job's gang); admitted placements are recorded
+  resources (not scheduled again, counted toward their job's gang); ``dra``: a ``DraState`` whose pods'
+  claims are allocated on their node (ENGINE.md §8.5); admitted placements are recorded
   on the given ``Cluster`` (copy it first for a what-if).
 - ``make_room(cluster, job, profile="aligned", rules=None, priorities=None, held=(), max_moves=8,
   time_limit=8.0, max_checks=200, progress=None)`` → ``RoomPlan`` (``.found``, ``.fits_now``, ``.moves``,

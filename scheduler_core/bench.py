@@ -7,10 +7,13 @@ and prints pods/s, µs per pod × node evaluation (as if every node were evaluat
 (ru_maxrss), and the size of the JSON explanation. Then the micro-benchmarks defined here: the hint
 merge (`bench_merge`), the kubelet's CPU selection (`bench_take_by_topology`) and its distributed
 search on a 24-NUMA machine (`bench_distributed`). `--scaling` compares 1,000 nodes × 2,000 pods with
-10,000 × 20,000 (the per-pod cost should not grow with the cluster).
+10,000 × 20,000 (the per-pod cost should not grow with the cluster). `--dra` runs the same session three times,
+its GPU pods with a DRA claim each (8 DRA GPUs, one per NUMA node, on every large node), with device-plugin
+GPUs instead, and with no GPU request, and prints the CPU-time ratios (the target: within 2×).
 
     python -m scheduler_core.bench --nodes 1000 --pods 2000 --profile volcano
     python -m scheduler_core.bench --scaling
+    python -m scheduler_core.bench --dra --nodes 5000 --pods 10000
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypedDict
 
+from .dra.model import Device, DeviceClass, DeviceRequest, DraState, ResourceClaim, ResourceSlice
 from .kubelet.cpumanager.cpu_assignment import take_by_topology
 from .kubelet.memorymanager.policy_static import calculate_hints
 from .kubelet.memorymanager.state import MachineState
@@ -83,6 +87,59 @@ def make_jobs(pods: int, seed: int = 2) -> list[Job]:
         made += replicas
         index += 1
     return jobs
+
+
+DRA_DRIVER = "gpu.example.com"
+
+
+def make_dra(cluster: Cluster, jobs: Sequence[Job], per_node: int = 8) -> tuple[DraState, list[Job]]:
+    """The DRA objects of a GPU cluster and the jobs that use them: a slice of `per_node` GPUs (GPU i on NUMA
+    i) on every large node, and each pod that asked for a device-plugin GPU asking for one through a claim
+    from a template instead (its device-plugin request dropped)."""
+    state = DraState(classes={DRA_DRIVER: DeviceClass(DRA_DRIVER, (f'device.driver == "{DRA_DRIVER}"',))})
+    state.templates[("default", "one-gpu")] = ResourceClaim("default", "one-gpu", (DeviceRequest("gpu", DRA_DRIVER),))
+    for name, node in cluster.nodes.items():
+        if len(node.topology.numa_ids) == 8:
+            devices = tuple(Device(DRA_DRIVER, name, f"gpu-{i}", name, {f"{DRA_DRIVER}/numaNode": i}, {}, "gpu", i,
+                                   f"attribute {DRA_DRIVER}/numaNode") for i in range(per_node))
+            state.slices.append(ResourceSlice(name, DRA_DRIVER, name, 1, 1, name, False, None, devices))
+    out = []
+    for job in jobs:
+        tasks, gpu_tasks = [], set()
+        for task in job.tasks:
+            if any(GPU in c.requests for c in task.template.containers):
+                gpu_tasks.add(task.name)
+                containers = tuple(Container(c.name, {k: v for k, v in c.requests.items() if k != GPU},
+                                             {k: v for k, v in c.limits.items() if k != GPU})
+                                   for c in task.template.containers)
+                task = Task(task.name, Pod(task.template.name, containers), task.replicas, task.topology_policy)
+            tasks.append(task)
+        job = Job(job.name, tuple(tasks), namespace=job.namespace, min_available=job.min_available,
+                  submitted=job.submitted, priority=job.priority)
+        out.append(job)
+        for task, pod in job.pods():
+            if task.name in gpu_tasks:
+                state.pod_templates[(pod.namespace, pod.name)] = (("gpu", "one-gpu"),)
+    return state, out
+
+
+def bench_dra(nodes: int, pods: int, profile: str) -> dict[str, float]:
+    """The session whose GPU pods have claims against the same session without claims, two ways: the same
+    pods asking for their GPU through the device plugin (the cluster's large nodes have one per NUMA node), and
+    the same pods asking for no GPU. CPU seconds of each, and the ratios; the first CEL selector's cost
+    (celpy building its grammar, once per process) is part of the session with claims."""
+    jobs = make_jobs(pods)
+    state, claim_jobs = make_dra(make_cluster(nodes), jobs)
+    out: dict[str, float] = {"pods_with_claims": len(state.pod_templates)}
+    runs = (("claims", claim_jobs, state), ("device_plugin", jobs, None), ("no_gpu", claim_jobs, None))
+    for label, work, dra in runs:
+        cluster = make_cluster(nodes)
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        run_session(cluster, work, profile=profile, dra=dra)
+        out[f"{label}_s"], out[f"{label}_cpu_s"] = time.perf_counter() - t0, time.process_time() - cpu0
+    out["ratio_device_plugin"] = out["claims_cpu_s"] / out["device_plugin_cpu_s"]
+    out["ratio_no_gpu"] = out["claims_cpu_s"] / out["no_gpu_cpu_s"]
+    return out
 
 
 class BenchRun(TypedDict):
@@ -323,11 +380,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-explain", action="store_true", help="skip serialising the explanation")
     parser.add_argument("--no-micro", action="store_true", help="skip the merge / CPU-selection micro-benchmarks")
     parser.add_argument("--json", action="store_true", help="print one JSON object per run")
+    parser.add_argument("--dra", action="store_true",
+                        help="a session whose GPU pods have DRA claims against the same session without them")
     parser.add_argument("--scaling", action="store_true",
                         help="compare 1,000 × 2,000 with 10,000 × 20,000 (volcano and aligned, or --profile)")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.pods < 0:
         parser.error("--nodes must be at least 1 and --pods non-negative")
+    if args.dra:
+        for profile in PROFILES if args.profile == "all" else (args.profile or "volcano",):
+            d = bench_dra(args.nodes, args.pods, profile)
+            print(json.dumps({"profile": profile, **d}) if args.json else
+                  f"{profile}: {args.nodes} nodes × {args.pods} pods ({d['pods_with_claims']:.0f} with a claim), "
+                  f"CPU seconds: {d['claims_cpu_s']:.2f} with claims, {d['device_plugin_cpu_s']:.2f} with "
+                  f"device-plugin GPUs instead (ratio {d['ratio_device_plugin']:.2f}), {d['no_gpu_cpu_s']:.2f} "
+                  f"with no GPU request (ratio {d['ratio_no_gpu']:.2f})")
+            sys.stdout.flush()
+        return 0
     if args.scaling:
         chosen = {None: ("volcano", "aligned"), "all": tuple(PROFILES)}.get(args.profile, (args.profile,))
         for row in scaling(chosen):

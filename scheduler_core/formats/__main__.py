@@ -1,11 +1,15 @@
 """`python -m scheduler_core.formats <file> [--format F] [--json]`: the detected format and a
-one-screen summary of the machine, or its engine JSON. Exit code 2 with one line on bad input."""
+one-screen summary of the machine, or its engine JSON. `--dra`: the DRA objects of a kubectl output instead,
+each device with its NUMA node and where that came from, each claim with its devices. Exit code 2 with one
+line on bad input."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ..dra.model import DraState
+from ..dra.objects import read_dra, read_pod_claims
 from ..errors import EngineError
 from ..model.cpuset import CPUSet
 from ..model.quantity import format_bytes, human_bytes
@@ -80,14 +84,46 @@ def settings_summary(parsed: KubeletFile) -> str:
     return "\n".join(lines)
 
 
+def dra_summary(state: DraState) -> str:
+    """One line per device (node, driver/pool/name, kind, NUMA node and its source), then one per claim."""
+    lines = [f"{len(state.slices)} ResourceSlices, {len(state.classes)} DeviceClasses, {len(state.claims)} "
+             f"ResourceClaims, {len(state.templates)} ResourceClaimTemplates"]
+    for piece in state.slices:
+        where = piece.node or ("all nodes" if piece.all_nodes else "node selector")
+        for d in piece.devices:
+            numa = "NUMA ?" if d.numa is None else f"NUMA {d.numa}"
+            lines.append(f"  {where}  {d.driver}/{d.pool}/{d.name}  {d.kind}  {numa} ({d.numa_source})")
+    users = {c: f"{ns}/{pod}" for (ns, pod), claims in state.pod_claims.items() for c in claims}
+    for key, claim in sorted(state.claims.items()):
+        devices = ", ".join(f"{r.request}={r.driver}/{r.pool}/{r.device}" for r in claim.allocation or ())
+        pod = f" (pod {users[key]})" if key in users else ""
+        lines.append(f"  claim {key[0]}/{key[1]}{pod}: {devices or 'not allocated'}")
+    return "\n".join(lines)
+
+
+def _dra(source: str) -> str:
+    from .snapshot import objects
+
+    items = objects(source, "DRA objects")
+    state = read_dra(items)
+    for i, obj in enumerate(items):
+        if obj.get("kind") == "Pod":
+            read_pod_claims(state, obj, f"item {i} (Pod)")
+    return dra_summary(state)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scheduler_core.formats", description=__doc__)
     parser.add_argument("file")
     parser.add_argument("--format", default=None)
     parser.add_argument("--json", action="store_true", help="print the engine JSON")
+    parser.add_argument("--dra", action="store_true", help="the DRA objects of a kubectl output, devices' NUMA nodes")
     args = parser.parse_args(argv)
     source = args.file if args.file != "-" else sys.stdin.read()
     try:
+        if args.dra:
+            print(_dra(source))
+            return 0
         if (args.format or detect_format(source)) in ("kubelet-config", "kubelet-configuration"):
             print(settings_summary(load_kubelet_config(source)))
             return 0

@@ -37,6 +37,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from ..dra.model import DraState
+from ..dra.objects import DRA_KINDS, read_dra, read_pod_claims
 from ..errors import EngineError, FormatError
 from ..model.jobs import Job
 from ..model.kubelet_config import KubeletConfig
@@ -110,6 +112,8 @@ class Snapshot:
     #: PodDisruptionBudgets: the running pods each covers and the disruptions it allows (formats.disruption)
     budgets: list[disruption.DisruptionBudget] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the DRA objects (ResourceSlices, DeviceClasses, claims, templates) and the pods' claims; empty when none
+    dra: DraState = field(default_factory=DraState)
     _running: dict[str, list[SnapshotPod]] | None = field(default=None, repr=False)
 
     def rejected(self) -> list[SnapshotPod]:
@@ -175,6 +179,7 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     vc_jobs: list[tuple[str, JSONObject]] = []
     groups: list[JSONObject] = []
     budgets: list[tuple[str, JSONObject]] = []
+    dra: list[JSONObject] = []
     for i, obj in enumerate(objects(data, name)):
         kind = obj.get("kind")
         where = f"{name}: item {i} ({kind})"
@@ -191,6 +196,8 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
             groups.append(obj)
         elif kind == "PodDisruptionBudget":
             budgets.append((where, obj))
+        elif kind in DRA_KINDS:
+            dra.append(obj)
         else:
             snap.notes.append(f"{where}: {kind} objects are not part of a snapshot; skipped")
     names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
@@ -218,6 +225,12 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     labelled = [disruption.LabelledPod(p.namespace, p.name, p.labels, p.phase == "Running" and bool(p.node))
                 for p in snap.pods]
     snap.budgets = [disruption.budget(obj, labelled, where) for where, obj in budgets]
+    try:
+        snap.dra = read_dra(dra, {n: s.topology for n, s in snap.nodes.items()})
+        for where, obj in pods:
+            read_pod_claims(snap.dra, obj, where)
+    except FormatError as exc:
+        raise FormatError(f"{name}: {exc}") from None
     _pending_jobs(snap, vc_jobs, groups, pods, name)
     return snap
 
@@ -412,6 +425,7 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
             continue
         job = workloads._object(obj, where, submitted)
         submitted += 1
+        _task_claims(snap, obj, job, where)
         key = (ns, job_name)
         group = min_member.get(key) or next((v for (gns, gname), v in min_member.items()
                                              if gns == ns and gname.startswith(f"{job_name}-")), None)
@@ -429,13 +443,35 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
         ns = str(meta.get("namespace") or "default")
         if phase != "Pending" or spec.get("nodeName") or _owner_job(meta, where):
             continue
-        snap.jobs.append(workloads._object(obj, where, submitted))
+        job = workloads._object(obj, where, submitted)
+        snap.jobs.append(job)
         submitted += 1
+        _pod_claims_renamed(snap, ns, pod_name, job)
         snap.manifests[(ns, pod_name)] = manifest_of(obj)
     keys = [(j.namespace, j.name) for j in snap.jobs]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
         raise FormatError(f"{name}: a Volcano Job and a pending pod are both named {dup[0]}/{dup[1]}")
+
+
+def _pod_claims_renamed(snap: Snapshot, namespace: str, pod_name: str, job: Job) -> None:
+    """A pending pod's claims under the name its one-pod job gives it in a session."""
+    for claims in (snap.dra.pod_claims, snap.dra.pod_templates):
+        if (namespace, pod_name) in claims:
+            for _task, pod in job.pods():
+                claims.setdefault((namespace, pod.name), claims[(namespace, pod_name)])
+
+
+def _task_claims(snap: Snapshot, obj: JSONObject, job: Job, where: str) -> None:
+    """The claims of a Volcano Job's task templates (`spec.tasks[].template.spec.resourceClaims`), for each of
+    the task's pods by the name a session gives it."""
+    tasks = {str(t.get("name") or f"task{i}"): t for i, t in enumerate(get_list(get_object(obj, "spec", where),
+                                                                               "tasks", where)) if isinstance(t, dict)}
+    for task, pod in job.pods():
+        spec = get_object(get_object(tasks.get(task.name, {}), "template", where), "spec", where)
+        if spec.get("resourceClaims"):
+            read_pod_claims(snap.dra, {"metadata": {"name": pod.name, "namespace": job.namespace}, "spec": spec},
+                            f"{where}: task {task.name}")
 
 
 def load_pods(data: object, name: str = "pods") -> list[Pod]:

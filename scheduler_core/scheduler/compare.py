@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NotRequired, TypedDict
 
+from ..dra.model import DraState
 from ..errors import PolicyError, RequestError
 from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
@@ -78,6 +79,9 @@ class Metrics(TypedDict):
     headroom: NotRequired[int]  # run_variant with a shape: placed by the scheduler, refused ones included
     headroom_admitted: NotRequired[int]  # ... of which the kubelet admits
     headroom_rejected: NotRequired[int]  # ... and refuses
+    pods_with_claims: NotRequired[int]  # run_variant with DRA objects: admitted pods whose claims got devices
+    pods_misaligned: NotRequired[int]  # ... whose devices are not on their CPUs' and memory's NUMA nodes
+    misaligned_kinds: NotRequired[dict[str, int]]  # ... per kind (gpu-cpu, nic-gpu, ...)
 
 
 class VariantResult(TypedDict):
@@ -341,19 +345,42 @@ def metrics(result: SessionResult, cluster: Cluster, nodes: list[NodeRow] | None
     }
 
 
+def dra_metrics(result: SessionResult) -> tuple[int, int, dict[str, int]]:
+    """Admitted pods whose claims got devices, those misaligned, and the misaligned pods per kind."""
+    claimed = misaligned = 0
+    kinds: dict[str, int] = {}
+    for record in result.pods:
+        if record.dra is None:
+            continue
+        claimed += 1
+        alignment = record.dra["alignment"]
+        if not alignment["aligned"]:
+            misaligned += 1
+            for kind in alignment["kinds"]:
+                kinds[kind] = kinds.get(kind, 0) + 1
+    return claimed, misaligned, dict(sorted(kinds.items()))
+
+
 def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, shape: Shape | None = None,
                 progress: Callable[[int, int], None] | None = None, headroom_pods: int | None = None,
-                headroom_seconds: float | None = None) -> VariantResult:
+                headroom_seconds: float | None = None, dra: DraState | None = None) -> VariantResult:
     """One variant as a dry run over `nodes` (left unchanged): `{"variant", "metrics", "nodes",
     "headroom"}`; `headroom` (for `shape`, on what the variant's placement leaves, with its profile)
     is None without a shape, and its total is also `metrics["headroom"]`; `headroom_pods` and `headroom_seconds`
-    bound it as `headroom`'s `max_pods` and `seconds` do."""
+    bound it as `headroom`'s `max_pods` and `seconds` do. With `dra`, pods' claims are allocated (ENGINE.md §8.5)
+    and the metrics count the pods with claims and the misaligned ones, per kind."""
     cluster = Cluster(variant.apply(nodes))
     profile = variant.engine_profile()
-    result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0)
+    result = run_session(cluster, jobs, profile=profile, progress=progress, explain_names=0, explain_groups=0,
+                         dra=dra)
     table = node_table(cluster)
     out: VariantResult = {"variant": variant.to_dict(), "metrics": metrics(result, cluster, table), "nodes": table,
                           "headroom": None}
+    if dra is not None:
+        claimed, misaligned, kinds = dra_metrics(result)
+        out["metrics"]["pods_with_claims"] = claimed
+        out["metrics"]["pods_misaligned"] = misaligned
+        out["metrics"]["misaligned_kinds"] = kinds
     if shape is not None:
         room = headroom(cluster, shape, profile, max_pods=headroom_pods, seconds=headroom_seconds)
         counts = {n["node"]: n["count"] for n in room["nodes"]}
@@ -370,5 +397,6 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
 
 
 #: STRATEGIES: the nrt variant's scoring strategies, for the pages and the API that offer them
-__all__ = ["BLOCK_BINS", "SPAN_BINS", "STRATEGIES", "Shape", "Variant", "block_histogram", "headroom", "metrics",
+__all__ = ["BLOCK_BINS", "SPAN_BINS", "STRATEGIES", "Shape", "Variant", "block_histogram", "dra_metrics", "headroom",
+           "metrics",
            "node_table", "numa_use", "policy_nodes", "run_variant", "span_histogram"]

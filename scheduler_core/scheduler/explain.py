@@ -1,52 +1,7 @@
 """Plain-data records that make every scheduling decision visible, and their JSON schema.
 
-`SessionResult.to_dict()` (schema version 1; every value is JSON-serialisable, keys are stable):
-
-```
-{
-  "schema": "numaweb.session/1",
-  "profile": "volcano" | "aligned" | "unaware",
-  "weight": int,                         # numa-aware plugin weight (volcano profile)
-  "nodes_total": int,
-  "counts": {"pods": int, "placed": int, "unplaced": int, "admitted": int,
-             "topology_affinity_errors": int, "admission_errors": int, "rolled_back": int,
-             "single_numa": int,         # admitted pods whose CPUs/memory/devices sit on one NUMA node
-             "cpu_prediction_mismatches": int},  # volcano: Volcano's predicted CPUs != the kubelet's
-  "timings": {"total_s", "evaluate_s", "admission_s", "pods_per_s", "evaluations", "class_visits",
-              "us_per_pod_node"},       # floats / ints, measured
-  "jobs": [{"job", "namespace", "priority", "min_available", "pods", "placed", "held", "committed"}],
-  "pods": [PodRecord],                  # in scheduling order
-  "verdicts": {"<id>": Verdict},         # shared verdict details, referenced by id from groups
-  "volcano_close": [{"task_uid", "pod_meta": {"uid","name","namespace"}, "node", "cpus"}]
-}
-PodRecord = {
-  "pod", "uid", "namespace", "job", "task", "policy", "qos",
-  "status": "admitted" | "rejected" | "unschedulable" | "rolled_back" | "skipped",
-  "node": str | null,                   # chosen node
-  "score": int | null,                  # its total score (null when the profile does not score)
-  "message": str | null,                # unschedulable: "0/N nodes are unavailable: 3 <reason>, 5 <reason>."
-                                        # rejected: the kubelet's message; rolled_back: the gang reason
-  "predicted": {"verdict": id, "numa": [ids], "cpus": "0-3", "order_dependent": bool} | null,
-  "admission": AdmitResult.to_dict() | null,   # the kubelet's verdict on the chosen node
-  "kubelet_reason": "TopologyAffinityError" | ... | null,
-  "admitted_numa": [ids] | null,
-  "allocations": [Allocation.to_dict()] | null,
-  "outcomes": {"passed": n, "skipped": n, "filtered": n, "unschedulable": n},   # node counts
-  "groups": [{"verdict": id, "outcome", "reason", "score", "node_count", "nodes": [≤ explain_names names]}],
-  "groups_omitted": {"groups": n, "nodes": n}    # groups beyond explain_groups (counts only)
-}
-Verdict = {
-  "outcome": "passed" | "skipped" | "filtered" | "unschedulable",
-  "code": "Error" | "UnschedulableAndUnresolvable" | "Unschedulable" | null,
-  "reason": str | null,                 # upstream reason text
-  "numa_count": int, "numa": [ids], "cpus": "cpuset",
-  "order_dependent": bool,              # volcano: upstream could predict other CPUs (Go map order)
-  "containers": [{"container", "hints": {"cpu": [hint] | null}, "best_hint": hint | null,
-                  "admit": bool, "cpus": "cpuset", "order_dependent": bool}],   # volcano profile
-  "admission": AdmitResult.to_dict() | null   # aligned profile: every provider's hints, merge, allocations
-}
-hint = {"affinity": [NUMA ids] | null, "preferred": bool}
-```
+`SessionResult.to_dict()` (schema version 1; every value is JSON-serialisable, keys are stable) is
+defined field by field in ENGINE.md §6; the TypedDicts below are its checked form.
 
 Outcomes: `passed` = the node is eligible and the profile's check ran; `skipped` = eligible, but the
 numa-aware plugin did not apply (non-Guaranteed pod, or no task policy on a node it ignores);
@@ -76,6 +31,7 @@ if TYPE_CHECKING:
     from ..kubelet.topologymanager.merge import MergeResult
     from ..model.node import Allocation
     from ..volcano.numaaware import CloseEntry, ContainerDict, PodMetaDict, Verdict
+    from .claims import ClaimsDict
 
 SCHEMA = "numaweb.session/1"
 
@@ -170,6 +126,7 @@ class PodRecordDict(TypedDict):
     outcomes: dict[Outcome, int]
     groups: list[GroupDict]
     groups_omitted: OmittedDict
+    dra: ClaimsDict | None
 
 
 class Counts(TypedDict):
@@ -390,6 +347,7 @@ class PodRecord:
     kubelet_reason: str | None = None
     admitted_numa: int | None = None
     allocations: list[Allocation] | None = None
+    dra: ClaimsDict | None = None  # the devices its claims got on the node, why, their NUMA nodes, the alignment
     #: the pod's verdict rows `[(verdict id, score, node count, first names sorted)]`, one per verdict: the
     #: session keeps them grouped per pod shape as classes change, so a pod copies them, never walks classes
     rows: list[Row] = field(default_factory=list)
@@ -453,7 +411,7 @@ class PodRecord:
             "outcomes": outcomes,
             "groups": [{"verdict": sig, "outcome": outcome, "reason": table.items[sig].reason, "score": score,
                         "node_count": count, "nodes": list(names)} for sig, outcome, score, count, names in groups],
-            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes},
+            "groups_omitted": {"groups": omitted_groups, "nodes": omitted_nodes}, "dra": self.dra,
         }
 
 

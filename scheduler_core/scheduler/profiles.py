@@ -1,23 +1,7 @@
-"""Scheduler profiles: how a session judges one pod on one node, scores the nodes that pass, and
-what placing (or rolling back) a pod changes in the profile's own view of the cluster.
+"""Scheduler profiles (ENGINE.md §4.2): how a session judges one pod on one node, scores the nodes that
+pass, and what placing (or rolling back) a pod changes in the profile's own view of the cluster (the hooks:
+`profile.ProfileSession`).
 
-A `Profile` is a small immutable object carrying its options (the volcano profile its plugin
-weight); `profile.open(cluster)` starts one session's use of it and returns the object whose hooks
-the session calls:
-
-- `state_key(node)`: what besides the node's shape, settings and request tally decides this
-  profile's verdicts there (nodes with equal keys are evaluated once, as a class);
-- `prepare(pod)`: the profile's reading of a pod, once per pod;
-- `evaluate(node, pod, prepared)` → `NodeVerdict` for a node that passed the resource-fit filter;
-- `scores(prepared, verdicts)` → one score per passing verdict, or None when the profile does not
-  score this pod;
-- `tie_break(node, verdict)`: orders nodes of equal score and NUMA span before their names;
-- `on_place` / `on_rollback`: a pod was bound to a node / its gang was rolled back;
-- `admission(node, pod, verdict)`: the kubelet's admission on the chosen node when the verdict already
-  is exactly that (aligned), else None and the session runs it;
-- `close()`: what the profile hands over when the session ends.
-
-The profiles (ENGINE.md §4.2):
 - `volcano`: Volcano's numa-aware plugin as upstream decides, driven through `volcano.VolcanoPlugin`:
   task policy must equal the node's, CPU only, per container, init containers ignored, legacy merge,
   NUMA-span score × `weight` (none when the task has no policy); allocate events keep the plugin's
@@ -26,9 +10,7 @@ The profiles (ENGINE.md §4.2):
   scope, CPU + memory + hugepages + devices, init containers, modern merge and options); the score
   is the same NUMA-span normalisation over the predicted allocation (weight 1).
 - `unaware`: resource fit only, no score (the default kube-scheduler's view of NUMA: none).
-- `nrt`: scheduler-plugins' NodeResourceTopologyMatch driven through `nrt/`: Filter on single-numa-node
-  nodes' zones, every other node passing unchecked (skipped), the strategy's score × `weight` per
-  node, Reserve/Unreserve into its over-reserving cache on place and rollback.
+- other schedulers' NUMA plugins (`nrt`, `kai`, …): `plugin_profiles`.
 
 `PROFILES` maps each name to its class, in the order pages list them; `get_profile(name)` builds one.
 """
@@ -39,13 +21,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
-from ..errors import PolicyError, check_int
+from ..errors import PolicyError
 from ..kubelet.admission import AdmitResult, admit_pod
 from ..model.pods import Container, Pod
-from ..nrt.cache import OverReserve
-from ..nrt.filter import filter_pod
-from ..nrt.score import LEAST_ALLOCATED, STRATEGIES, score_pod
-from ..nrt.zones import PodView, Zone, conf_of, node_resources, states_memory, zones_of
 from ..volcano.cache import NumaCache
 from ..volcano.cpumanager.provider import NumaModel
 from ..volcano.numaaware import (
@@ -61,61 +39,11 @@ from ..volcano.numaaware import (
 )
 from .cluster import Cluster
 from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
+from .plugin_profiles import KaiProfile, NRTProfile
+from .profile import Profile, ProfileSession
 
-
-class ProfileSession:
-    """One session's use of a profile. The defaults: no extra state, nothing scored, nothing to hand over."""
-
-    def state_key(self, name: str) -> Hashable:
-        return None
-
-    def prepare(self, pod: Pod) -> object:
-        return None
-
-    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
-        raise NotImplementedError
-
-    def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
-        """One score per verdict, or None. The session passes one verdict per distinct (outcome, NUMA
-        count) among the passing ones, so a score may depend on those two and on the set of them
-        (e.g. the largest NUMA count), not on anything else in the verdict or on how many nodes share it."""
-        return None
-
-    def tie_break(self, name: str, verdict: NodeVerdict) -> float:
-        """Orders nodes with equal score and NUMA count before their names (lower first); 0: by name.
-        Asked once per node class, so it may depend on the node's shape and settings, not its name."""
-        return 0.0
-
-    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
-        """The scheduler bound `pod` to node `name` (before the kubelet's admission there)."""
-
-    def admission(self, name: str, pod: Pod, verdict: NodeVerdict) -> AdmitResult | None:
-        """The kubelet's admission of `pod` on `name` when the verdict already is exactly that (None:
-        the session runs it)."""
-        return None
-
-    def on_rollback(self, pod: Pod, name: str) -> None:
-        """The pod's gang did not reach minAvailable: undo what `on_place` did."""
-
-    def close(self) -> list[CloseEntry]:
-        return []
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A scheduler profile and its options; subclasses set `name` and `summary` and implement `open`."""
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-
-    #: the numa-aware plugin weight; only the volcano profile scores with it
-    weight: int = 1
-
-    def __post_init__(self) -> None:
-        check_int(self.weight, "numa-aware weight", None)
-
-    def open(self, cluster: Cluster) -> ProfileSession:
-        raise NotImplementedError
+__all__ = ["PROFILES", "AlignedProfile", "KaiProfile", "NRTProfile", "Profile", "ProfileSession", "UnawareProfile",
+           "VolcanoProfile", "get_profile"]
 
 
 # -- volcano ---------------------------------------------------------------------------------------------
@@ -316,91 +244,9 @@ class UnawareProfile(Profile):
         return _UnawareSession()
 
 
-# -- nrt -------------------------------------------------------------------------------------------------
-
-
-class _NRTSession(ProfileSession):
-    """scheduler-plugins' NodeResourceTopologyMatch: Filter and Score on each node's NRT zones as the
-    session began, minus the pods it assumed there (the reserve cache); `prepared` is the pod's cache
-    key, its reading (`PodView`), and that reading without memory for nodes whose memory is unknown."""
-
-    def __init__(self, cluster: Cluster, profile: NRTProfile) -> None:
-        self.profile = profile
-        self.weights = dict(profile.resource_weights)
-        self.cache = OverReserve({name: zones_of(node) if node.numatopology else None
-                                  for name, node in cluster.nodes.items()})
-        self.confs = {name: conf_of(node) for name, node in cluster.nodes.items()}
-        self.allocatable = {name: node_resources(node) for name, node in cluster.nodes.items()}
-        self.memoryless = {name for name, node in cluster.nodes.items() if not states_memory(node)}
-        self.current: dict[str, Sequence[Zone] | None] = {}
-        self.keys: dict[str, Hashable] = {}
-        for name in cluster.nodes:
-            self._refresh(name)
-
-    def _refresh(self, name: str) -> None:
-        zones = self.current[name] = self.cache.view(name)
-        self.keys[name] = None if zones is None else tuple(tuple(z.resources.values()) for z in zones)
-
-    def state_key(self, name: str) -> Hashable:
-        return self.keys[name]
-
-    def prepare(self, pod: Pod) -> tuple[str, PodView, PodView]:
-        return f"{pod.namespace}/{pod.name}", PodView.of(pod), PodView.of(pod, memory=False)
-
-    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
-        zones, conf = self.current[name], self.confs[name]
-        _key, view, memoryless = cast(tuple[str, PodView, PodView], prepared)
-        if name in self.memoryless:
-            view = memoryless
-        result = filter_pod(view, zones, conf, self.allocatable[name])
-        if not result.passed:
-            return NodeVerdict(FILTERED, reason=result.explain(), code=result.code)
-        score = score_pod(view, zones, conf, self.profile.strategy, self.weights) * self.profile.weight
-        mask = result.numa_mask
-        return NodeVerdict(PASSED if result.checked else SKIPPED, numa_count=mask.bit_count(), numa_mask=mask,
-                           score=score)
-
-    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
-        key, view, _ = cast(tuple[str, PodView, PodView], prepared)
-        self.cache.reserve(name, key, view.effective)
-        self._refresh(name)
-
-    def on_rollback(self, pod: Pod, name: str) -> None:
-        self.cache.unreserve(name, f"{pod.namespace}/{pod.name}")
-        self._refresh(name)
-
-
-@dataclass(frozen=True)
-class NRTProfile(Profile):
-    """`strategy`: the plugin's scoring strategy (LeastAllocated, its default, MostAllocated,
-    BalancedAllocation, LeastNUMANodes); `resource_weights`: (resource, weight) pairs for the
-    allocation strategies (default cpu 1, memory 1; unnamed resources weigh 1); `weight`: the
-    plugin's weight in the scheduler profile, multiplying its score."""
-
-    name: ClassVar[str] = "nrt"
-    summary: ClassVar[str] = ("scheduler-plugins' NodeResourceTopologyMatch: single-numa-node nodes checked "
-                              "zone by zone from their NRT, others unchecked")
-
-    strategy: str = LEAST_ALLOCATED
-    resource_weights: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.strategy not in STRATEGIES:
-            raise PolicyError(f"strategy: unknown scoring strategy {self.strategy!r}; expected one of: "
-                              f"{', '.join(STRATEGIES)}")
-        for resource, w in self.resource_weights:
-            if not isinstance(resource, str) or not resource:
-                raise PolicyError("resource_weights: resource names must be non-empty strings")
-            check_int(w, f"resource_weights: weight of {resource}", None)
-
-    def open(self, cluster: Cluster) -> ProfileSession:
-        return _NRTSession(cluster, self)
-
-
 #: every profile by name, in the order pages list them
 PROFILES: dict[str, type[Profile]] = {p.name: p for p in (VolcanoProfile, AlignedProfile, UnawareProfile,
-                                                          NRTProfile)}
+                                                          NRTProfile, KaiProfile)}
 
 
 def get_profile(profile: str | Profile, weight: int = 1) -> Profile:

@@ -42,12 +42,14 @@ Explanations: see `explain` for the schema of `SessionResult.to_dict()`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
+from ..dra.model import DraState
 from ..errors import RequestError, check_int
 from ..kubelet.admission import admit_pod, commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
+from .claims import Choice, SessionClaims
 from .classes import NodeClasses, ShapeView, VerdictGroup
 from .cluster import Cluster, Request, Snapshot
 from .explain import (
@@ -110,8 +112,11 @@ class _Session:
     classes born and gone since the shape's last pod (set differences), evaluates only the new ones,
     scores one verdict per (outcome, NUMA count) and picks the node from the best bucket."""
 
-    def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int):
+    def __init__(self, cluster: Cluster, profile: ProfileSession, explain_names: int,
+                 claims: SessionClaims | None = None):
         self.cluster = cluster
+        self.claims = claims
+        self.choice: Choice | None = None  # the last scheduled pod's devices, for `place`
         self.profile = profile
         self.classes = NodeClasses(cluster, profile)
         self.views: dict[PodSignature, ShapeView] = {}
@@ -205,6 +210,9 @@ class _Session:
         self.class_visits += len(live)
         self._catch_up(view, pod, prepared)
         verdicts, buckets = view.verdicts, view.buckets
+        pod_claims = self.claims.claims_of(pod) if self.claims is not None else ()
+        self.choice = None
+        claim_reason = None
         scores = None
         best = None
         if buckets:
@@ -225,6 +233,13 @@ class _Session:
                 elif key == best_key:
                     chosen.append(cids)
             best = min(live[cid][1][0] for cids in chosen for cid in cids)
+            if pod_claims:
+                assert self.claims is not None
+                got = self.claims.choose(pod, pod_claims, self._candidates(view, scores))
+                if isinstance(got, str):
+                    best, claim_reason = None, got
+                else:
+                    best, self.choice = got
         record = PodRecord(pod=pod.name, uid=pod.uid, namespace=pod.namespace, job=job.name, task=task.name,
                            policy=pod.topology_policy or "", qos=pod.qos_class, nodes_total=len(self.cluster))
         record.rows = self._rows(view, scores)
@@ -236,6 +251,8 @@ class _Session:
                 if verdict.outcome in (FILTERED, UNSCHEDULABLE):
                     reason = verdict.reason or "no reason given"  # a rejection always has one
                     reasons[reason] = reasons.get(reason, 0) + len(names)
+            if claim_reason is not None:  # every node that passed, refused for the pod's claims
+                reasons[claim_reason] = sum(len(live[cid][1]) for cids in buckets.values() for cid in cids)
             record.status = PodStatus.UNSCHEDULABLE
             record.message = unavailable_message(reasons)
             return record, None, None
@@ -246,6 +263,19 @@ class _Session:
             record.score = (record.score or 0) + verdict.score
         record.predicted = verdict
         return record, best, verdict
+
+    def _candidates(self, view: ShapeView, scores: dict[tuple[str, int], int] | None) -> Iterator[tuple[str, int]]:
+        """The passing nodes in the order the session prefers them (score, NUMA count, tie-break, then name),
+        each with its predicted NUMA mask: where a pod with claims is tried until its claims fit."""
+        live, verdicts = self.classes.members, view.verdicts
+        ranked: dict[tuple[int, int, float], list[int]] = {}
+        for (outcome, count, own, tie), cids in view.buckets.items():
+            key = (-(scores[(outcome, count)] if scores is not None else 0) - own, count, tie)
+            ranked.setdefault(key, []).extend(cids)
+        served = self.claims.allocator.served if self.claims is not None else None
+        for key in sorted(ranked):
+            yield from sorted((name, verdicts[cid].numa_mask) for cid in ranked[key]
+                              for name in (live[cid][1] if served is None else served.intersection(live[cid][1])))
 
     # -- commit one placement ----------------------------------------------------------------------
     def place(self, record: PodRecord, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
@@ -269,6 +299,8 @@ class _Session:
             record.status = PodStatus.ADMITTED
             record.admitted_numa = node.numa_mask_of(res.allocations)
             record.allocations = list(res.allocations)
+            if self.choice is not None and self.claims is not None:
+                record.dra = self.claims.commit(pod, node, self.choice, res.allocations)
         else:
             record.status = PodStatus.REJECTED
             record.kubelet_reason = res.reason
@@ -301,6 +333,8 @@ class _Session:
         if not committed:
             for record, pod, name in placed:
                 hooks.on_rollback(pod, name)
+                if self.claims is not None:
+                    self.claims.release(pod)
                 record.status = PodStatus.ROLLED_BACK
                 record.message = (f"job {job.name}: only {len(placed) + already} of the {minimum} pods "
                                   f"minAvailable requires could be placed; placement rolled back")
@@ -338,7 +372,7 @@ def _pending(jobs: Sequence[Job], held: frozenset[str]) -> list[tuple[Job, list[
 def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = "volcano",
                 progress: Callable[[int, int], None] | None = None, weight: int = 1,
                 explain_names: int = 10, explain_groups: int = 64,
-                held: Collection[str] = ()) -> SessionResult:
+                held: Collection[str] = (), dra: DraState | None = None) -> SessionResult:
     """Schedule `jobs` onto `cluster` with `profile` (see the module docstring); mutates `cluster`.
 
     `profile` is a name of `PROFILES` or a `Profile` object (which then carries its own weight).
@@ -347,6 +381,7 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
     identical nodes and `explain_groups` the groups kept per pod (the rest are summarised).
     `held` names pods (uids, `namespace/name`) that already hold their resources: they are not
     scheduled again and count toward their job's `min_available`, as running tasks do in Volcano's gang.
+    `dra` (the cluster's DRA objects) makes the pods with claims allocate them on their node (`claims`).
     """
     jobs = list(jobs)
     chosen = get_profile(profile, weight)
@@ -355,7 +390,8 @@ def run_session(cluster: Cluster, jobs: Sequence[Job], profile: str | Profile = 
         check_int(value, what)
     start = time.perf_counter()
     hooks = chosen.open(cluster)
-    s = _Session(cluster, hooks, explain_names)
+    claims = SessionClaims(dra, chosen.name == "aligned") if dra is not None and not dra.is_empty() else None
+    s = _Session(cluster, hooks, explain_names, claims)
     work = _pending(_job_order(jobs), frozenset(held))
     total = sum(len(p) for _j, p, _h in work)
     step = max(1, total // 200)

@@ -105,3 +105,20 @@ def test_jobs_alike_are_asked_about_once_and_their_plans_conflict(monkeypatch):
     assert by_job["ml/b"]["moves"] == by_job["ml/a"]["moves"] == 1
     assert sorted(by_job["ml/a"]["conflicts"]) == ["ml/b", "ml/c"]
     assert advice.to_dict(cluster)["proposal"]["jobs"] == ["ml/small", "ml/a", "ml/b", "ml/c"]
+
+
+def test_jobs_the_proposal_had_no_time_to_ask_again_for_are_said(monkeypatch):
+    from scheduler_core.scheduler import defrag
+
+    make_room = defrag.make_room
+
+    def slow(*args, **kwargs):  # a question's fixed cost, as at 5,000 nodes: a smaller share finds nothing
+        time.sleep(1.0)
+        return make_room(*args, **kwargs)
+
+    monkeypatch.setattr(defrag, "make_room", slow)
+    cluster = Cluster(fragmented(2))
+    jobs = [gang(1, name=f"j{i}") for i in range(4)]  # alike: one question, then each needs a plan of its own
+    advice = advise(cluster, jobs, "aligned", time_limit=3)
+    assert all(a.plan.found for a in advice.jobs) and 1 <= len(advice.proposal) < 4
+    assert "ranked jobs left out of the proposal without a plan asked on the state it leaves" in advice.stopped

@@ -38,7 +38,7 @@ def fragmenting_workload() -> tuple[list[Node], list[Job]]:
 
 def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not():
     counts = {}
-    for profile in ("volcano", "aligned", "unaware"):
+    for profile in ("volcano", "aligned", "unaware", "kai"):
         nodes, jobs = fragmenting_workload()
         result = run_session(Cluster(nodes), jobs, profile=profile)
         counts[profile] = result.counts["topology_affinity_errors"]
@@ -49,7 +49,7 @@ def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not(
         else:
             assert result.pod("j2-t-0").node == "n1"
             assert result.counts["admitted"] == 3
-    assert counts == {"volcano": 0, "aligned": 0, "unaware": 1}
+    assert counts == {"volcano": 0, "aligned": 0, "unaware": 1, "kai": 0}
 
 
 def test_nrt_over_reserves_what_it_placed_in_every_zone():
@@ -88,6 +88,7 @@ def test_volcano_misses_device_alignment_that_aligned_sees():
     assert counts["volcano"] == ("a", 1)
     assert counts["aligned"] == ("b", 0)
     assert counts["unaware"] == ("a", 1)
+    assert counts["kai"] == ("b", 0)  # restricted: cpu and gpu both want one zone, none of a's has both free
 
 
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -147,13 +148,13 @@ def test_profiles_are_objects_from_one_registry():
     from scheduler_core.errors import PolicyError
     from scheduler_core.scheduler.profiles import AlignedProfile, VolcanoProfile, get_profile
 
-    assert list(PROFILES) == ["volcano", "aligned", "unaware", "nrt"]
+    assert list(PROFILES) == ["volcano", "aligned", "unaware", "nrt", "kai"]
     assert get_profile("volcano", 7) == VolcanoProfile(weight=7)
     assert isinstance(get_profile("aligned"), AlignedProfile)
     try:
         get_profile("fastest")
     except PolicyError as exc:
-        assert "expected one of: volcano, aligned, unaware, nrt" in str(exc)
+        assert "expected one of: volcano, aligned, unaware, nrt, kai" in str(exc)
     else:
         raise AssertionError("an unknown profile name must be refused")
     # a Profile object carries its own options: the same session as the name plus weight

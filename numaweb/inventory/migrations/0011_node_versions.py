@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0009_rejected_pods'),
+        ('inventory', '0010_cluster_disruption_budgets'),
     ]
 
     operations = [

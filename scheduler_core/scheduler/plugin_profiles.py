@@ -1,0 +1,178 @@
+"""Profiles of other schedulers' NUMA plugins (ENGINE.md §4.2), each driving its plugin's model:
+
+- `nrt`: scheduler-plugins' NodeResourceTopologyMatch driven through `nrt/`: Filter on single-numa-node
+  nodes' zones, every other node passing unchecked (skipped), the strategy's score × `weight` per
+  node, Reserve/Unreserve into its over-reserving cache on place and rollback.
+- `kai`: KAI-Scheduler's `numa` plugin driven through `kai.KaiPlugin`: the zones each node's NRT
+  would publish, filter on single-numa-node / restricted, ledger and score (100 / span) also on
+  best-effort, CPU and memory taken as aligned for Guaranteed pods; its zone ledger is charged on
+  place and credited on rollback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, cast
+
+from ..errors import PolicyError, check_int
+from ..kai.plugin import NOT_ALIGNED, KaiPlugin
+from ..kai.requests import PodRequests
+from ..kai.zones import Amounts, ZoneTopology
+from ..model.pods import Pod
+from ..nrt.cache import OverReserve
+from ..nrt.filter import filter_pod
+from ..nrt.score import LEAST_ALLOCATED, STRATEGIES, score_pod
+from ..nrt.zones import PodView, Zone, conf_of, node_resources, states_memory, zones_of
+from .cluster import Cluster
+from .explain import FILTERED, PASSED, SKIPPED, NodeVerdict
+from .profile import Profile, ProfileSession
+
+# -- nrt -------------------------------------------------------------------------------------------------
+
+
+class _NRTSession(ProfileSession):
+    """scheduler-plugins' NodeResourceTopologyMatch: Filter and Score on each node's NRT zones as the
+    session began, minus the pods it assumed there (the reserve cache); `prepared` is the pod's cache
+    key, its reading (`PodView`), and that reading without memory for nodes whose memory is unknown."""
+
+    def __init__(self, cluster: Cluster, profile: NRTProfile) -> None:
+        self.profile = profile
+        self.weights = dict(profile.resource_weights)
+        self.cache = OverReserve({name: zones_of(node) if node.numatopology else None
+                                  for name, node in cluster.nodes.items()})
+        self.confs = {name: conf_of(node) for name, node in cluster.nodes.items()}
+        self.allocatable = {name: node_resources(node) for name, node in cluster.nodes.items()}
+        self.memoryless = {name for name, node in cluster.nodes.items() if not states_memory(node)}
+        self.current: dict[str, Sequence[Zone] | None] = {}
+        self.keys: dict[str, Hashable] = {}
+        for name in cluster.nodes:
+            self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        zones = self.current[name] = self.cache.view(name)
+        self.keys[name] = None if zones is None else tuple(tuple(z.resources.values()) for z in zones)
+
+    def state_key(self, name: str) -> Hashable:
+        return self.keys[name]
+
+    def prepare(self, pod: Pod) -> tuple[str, PodView, PodView]:
+        return f"{pod.namespace}/{pod.name}", PodView.of(pod), PodView.of(pod, memory=False)
+
+    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
+        zones, conf = self.current[name], self.confs[name]
+        _key, view, memoryless = cast(tuple[str, PodView, PodView], prepared)
+        if name in self.memoryless:
+            view = memoryless
+        result = filter_pod(view, zones, conf, self.allocatable[name])
+        if not result.passed:
+            return NodeVerdict(FILTERED, reason=result.explain(), code=result.code)
+        score = score_pod(view, zones, conf, self.profile.strategy, self.weights) * self.profile.weight
+        mask = result.numa_mask
+        return NodeVerdict(PASSED if result.checked else SKIPPED, numa_count=mask.bit_count(), numa_mask=mask,
+                           score=score)
+
+    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        key, view, _ = cast(tuple[str, PodView, PodView], prepared)
+        self.cache.reserve(name, key, view.effective)
+        self._refresh(name)
+
+    def on_rollback(self, pod: Pod, name: str) -> None:
+        self.cache.unreserve(name, f"{pod.namespace}/{pod.name}")
+        self._refresh(name)
+
+
+@dataclass(frozen=True)
+class NRTProfile(Profile):
+    """`strategy`: the plugin's scoring strategy (LeastAllocated, its default, MostAllocated,
+    BalancedAllocation, LeastNUMANodes); `resource_weights`: (resource, weight) pairs for the
+    allocation strategies (default cpu 1, memory 1; unnamed resources weigh 1); `weight`: the
+    plugin's weight in the scheduler profile, multiplying its score."""
+
+    name: ClassVar[str] = "nrt"
+    summary: ClassVar[str] = ("scheduler-plugins' NodeResourceTopologyMatch: single-numa-node nodes checked "
+                              "zone by zone from their NRT, others unchecked")
+
+    strategy: str = LEAST_ALLOCATED
+    resource_weights: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.strategy not in STRATEGIES:
+            raise PolicyError(f"strategy: unknown scoring strategy {self.strategy!r}; expected one of: "
+                              f"{', '.join(STRATEGIES)}")
+        for resource, w in self.resource_weights:
+            if not isinstance(resource, str) or not resource:
+                raise PolicyError("resource_weights: resource names must be non-empty strings")
+            check_int(w, f"resource_weights: weight of {resource}", None)
+
+    def open(self, cluster: Cluster) -> ProfileSession:
+        return _NRTSession(cluster, self)
+# -- kai -------------------------------------------------------------------------------------------------
+
+
+class _KaiSession(ProfileSession):
+    """Drives one `KaiPlugin`: the predicate and expected placement on a class's first node, the
+    score from the verdicts' spans, the placement re-evaluated on the chosen node and charged there
+    (upstream's NumaPlacementFn, then AllocateFunc), credited back on rollback. A verdict's
+    `numa_count` is the span KAI assumes for scoring (0: it scores the node 0, or does not score the
+    pod), its `numa_mask` the zones it charges."""
+
+    def __init__(self, cluster: Cluster, ignore: frozenset[str]) -> None:
+        shapes: dict[int, ZoneTopology] = {}  # one per node shape and settings
+        nodes: dict[str, tuple[ZoneTopology | None, Amounts]] = {}
+        for name, node in cluster.nodes.items():
+            static_id = cluster.static_id(name)
+            topo = shapes.get(static_id)
+            if topo is None:
+                topo = shapes[static_id] = ZoneTopology.of(node)
+            nodes[name] = (topo, topo.available(node))
+        self.requests: dict[tuple[object, ...], PodRequests] = {}
+        self.plugin = KaiPlugin(nodes, ignore)
+
+    def state_key(self, name: str) -> Hashable:
+        return self.plugin.available[name]
+
+    def prepare(self, pod: Pod) -> PodRequests:
+        """One reading per pod shape, so the plugin's per-pod caches serve every pod of that shape."""
+        # requests and limits decide the QoS class too, so it need not be computed for the key
+        key = (pod.qos, *((c.kind, tuple(c.requests.items()), tuple(c.limits.items())) for c in pod.all_containers()))
+        req = self.requests.get(key)
+        if req is None:
+            req = self.requests[key] = PodRequests.of(pod)
+        return req
+
+    def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
+        req = cast(PodRequests, prepared)
+        e = self.plugin.evaluate(req, name)
+        if not e.aligned:
+            return NodeVerdict(FILTERED, reason=NOT_ALIGNED, code="Unschedulable")
+        # a pod the plugin does not score carries no span, so the session's next key does not rank by it
+        span = e.span if self.plugin.max_zones and self.plugin.wants_numa(req) else 0
+        return NodeVerdict(PASSED, numa_count=span, numa_mask=self.plugin.zone_mask(name, e.placement))
+
+    def scores(self, prepared: object, verdicts: Sequence[NodeVerdict]) -> list[int] | None:
+        values = self.plugin.scores(cast(PodRequests, prepared), [v.numa_count for v in verdicts])
+        # upstream's float 100/span, floored: the session's next key (fewest zones) keeps its order
+        return None if values is None else [int(v) for v in values]
+
+    def on_place(self, pod: Pod, prepared: object, name: str, verdict: NodeVerdict) -> None:
+        e = self.plugin.evaluate(cast(PodRequests, prepared), name)
+        self.plugin.allocate(pod.uid, name, e.placement)
+
+    def on_rollback(self, pod: Pod, name: str) -> None:
+        self.plugin.deallocate(pod.uid, name)
+
+
+@dataclass(frozen=True)
+class KaiProfile(Profile):
+    """`ignore_list`: upstream's `ignoreList` argument (resources reported per zone but not aligned)."""
+
+    name: ClassVar[str] = "kai"
+    summary: ClassVar[str] = ("KAI-Scheduler's numa plugin: filters on single-numa-node and restricted, "
+                              "scores 100/span, per-zone reservation within the session")
+
+    ignore_list: frozenset[str] = frozenset()
+
+    def open(self, cluster: Cluster) -> ProfileSession:
+        return _KaiSession(cluster, self.ignore_list)
