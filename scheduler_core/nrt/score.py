@@ -27,6 +27,8 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_N
 MAX_DISTANCE = 255
 
 Weights = Mapping[str, int]
+
+
 def weight(weights: Weights, resource: str) -> int:
     """A resource's weight: 1 when not given or below 1."""
     w = weights.get(resource, 1)

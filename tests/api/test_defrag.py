@@ -155,3 +155,22 @@ def test_the_advisor_and_make_room_honour_a_closed_budget(operator_api, eager, d
     assert room["found"] is False and room["stats"]["not_movable"] == {"PodDisruptionBudget": 4}
     queue = operator_api.get(queue.headers["Location"]).json()
     assert queue["jobs"][0]["found"] is False and queue["proposal"]["jobs"] == []
+
+
+def test_the_advisor_takes_every_engine_profile(operator_api, db, eager, django_capture_on_commit_callbacks):
+    """The profile choice is the engine's registry: each profile ranks the fragmented cluster's one-pod 16-CPU job
+    (one move) and says which profile it used; the schema lists every profile."""
+    from scheduler_core.scheduler.profiles import PROFILES
+
+    cluster = fragmented_rows(nodes=2)
+    job = gang_job("train-a", pods=1)
+    for profile in PROFILES:
+        r = ask(operator_api, cluster, {"profile": profile}, django_capture_on_commit_callbacks)
+        assert r.status_code == 202, (profile, r.content)
+        body = operator_api.get(r.headers["Location"]).json()
+        assert body["status"] == "done" and body["profile"] == profile, body
+        assert [(j["job"], j["moves"]) for j in body["jobs"]] == [(job.pk, 1)], (profile, body["jobs"])
+    schema = operator_api.get("/api/schema/?format=json").json()
+    field = schema["components"]["schemas"]["DefragRequestRequest"]["properties"]["profile"]
+    ref = field.get("$ref") or field["allOf"][0]["$ref"]
+    assert schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["enum"] == list(PROFILES)

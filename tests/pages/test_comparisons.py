@@ -51,6 +51,10 @@ def test_jobs_page_has_the_comparison_form(client, demo):
         profiles += [a["value"] for tag, a in parse(select).elements if tag == "option" and "selected" in a]
     assert profiles == [*PROFILES, ""]
     assert 'name="v-0-strategy"' in html and '<option value="LeastNUMANodes">' in html
+    # the advisor's profile choice beside it: the pending jobs' last session's, or any engine profile
+    select = html[html.index('id="id_defrag_profile"'):]
+    select = select[:select.index("</select>")]
+    assert [a["value"] for tag, a in parse(select).elements if tag == "option"] == ["", *PROFILES]
 
 
 def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo, monkeypatch):

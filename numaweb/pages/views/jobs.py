@@ -22,7 +22,7 @@ from numaweb.jobs import lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job, Task
-from numaweb.scheduling.models import Placement
+from numaweb.scheduling.models import Placement, SchedulingSession
 from scheduler_core.model.cpuset import CPUSet
 
 from .. import grid
@@ -54,7 +54,7 @@ def jobs_context(request: HttpRequest, form: JobForm | None = None, session_form
                                              "replicas": 1, "guaranteed": True}),
             "session_form": session_form or SessionForm(initial={"cluster": cluster, "profile": "volcano",
                                                                  "dry_run": True, "scope": "all"}),
-            **comparison_form(cluster=cluster)}
+            **comparison_form(cluster=cluster), "profiles": SchedulingSession.PROFILES}
 
 
 def _job_list_context(request: HttpRequest, cluster: Cluster | None) -> dict:
