@@ -108,6 +108,7 @@ PAGES = {
     "comparisons:list": (VIEWER, None),
     "comparisons:start": (OPERATOR, OPERATOR),
     "comparisons:detail": (VIEWER, None),
+    "comparisons:strip": (VIEWER, None),
     "room:start": (OPERATOR, OPERATOR),
     "room:detail": (VIEWER, None),
 }

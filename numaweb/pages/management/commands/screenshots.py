@@ -56,7 +56,7 @@ def take_screenshots(browser: Browser, base_url: str, node: Node, session: Sched
     big = map_cluster.pk if map_cluster else node.cluster_id
     shots = [("dashboard.png", "/", None), ("node.png", f"/nodes/{node.pk}/", "#grid"),
              ("session.png", f"/sessions/{session.pk}/" + (f"?pod={pod.index}" if pod else ""), "#hint-table"),
-             ("cluster-map.png", f"/clusters/{big}/map", "#cluster-map"),
+             ("cluster-map.png", f"/clusters/{big}/map", "#cluster-map rect[data-id]"),  # drawn by its script
              ("jobs.png", f"/jobs/?cluster={big}", "#job-filters"),
              ("pod-search.png", "/pods/?q=default", "table.pod-matches")]
     if comparison is not None:
@@ -68,6 +68,7 @@ def take_screenshots(browser: Browser, base_url: str, node: Node, session: Sched
             page.goto(base_url.rstrip("/") + path)
             if ready:
                 page.wait_for_selector(ready)
+            page.wait_for_load_state("networkidle")  # what the page loads on demand (a comparison's heat strips)
             target = output / name
             page.screenshot(path=str(target), full_page=True)
             written.append(target)
