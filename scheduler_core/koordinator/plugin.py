@@ -21,6 +21,7 @@ from .allocation import (
     NodeOptions,
     PodAllocation,
     Request,
+    Resources,
     allocate,
     least_allocated,
     topology_hints,
@@ -320,26 +321,36 @@ class NodeNUMAResource:
         if name is not None:
             self.allocs[name].release(uid, self.nodes[name].cpu_topology)
 
-    def score(self, state: PodState, name: str, uid: str, affinity: int | None) -> int:
-        """Score on a NUMA-policy node: the scoring strategy over the zones the pod would take (or,
-        for a bound pod, with the node's bound CPUs as the cpu used). 0 when it cannot be allocated."""
+    def score(self, state: PodState, name: str, uid: str, affinity: int | None,
+              requested: Resources, allocatable: Resources) -> int:
+        """Score: the scoring strategy over the node (`requested` by its pods and `allocatable`, as the
+        scheduler's NodeInfo has them), or on a NUMA-policy node over the zones the pod would take,
+        a bound pod's cpu counted as the node's bound CPUs. 0 when the pod cannot be allocated."""
+        if state.skip or state.error:
+            return 0
         opts = self.nodes[name]
         alloc = self.allocs[name]
         cpu_bind, status = self._bind(state, opts)
-        if state.skip or not status.ok or (cpu_bind and not opts.valid):
+        if not status.ok or (cpu_bind and not opts.valid):
             return 0
+        pod = dict(state.requests)
+        if not self._policy(opts, state):
+            return least_allocated(requested, allocatable, pod, most=self.most)
         try:
             result = allocate(opts, alloc, self._request(state, opts, cpu_bind), uid, affinity, self._strategy(opts))
         except AllocateError:
             return 0
-        total: dict[str, int] = {}
-        used: dict[str, int] = {}
-        zones = [n for n, _r in result.numa] or opts.numa_nodes
-        for n in zones:
-            for r, v in opts.numa_resources.get(n, {}).items():
-                total[r] = total.get(r, 0) + v
-            for r, v in alloc.numa.get(n, {}).items():
-                used[r] = used.get(r, 0) + v
+        used: dict[str, int] = dict(requested)
+        total: Resources = allocatable
+        if result.numa:
+            zone_total: dict[str, int] = {}
+            used = {}
+            for n, _r in result.numa:
+                for r, v in opts.numa_resources.get(n, {}).items():
+                    zone_total[r] = zone_total.get(r, 0) + v
+                for r, v in alloc.numa.get(n, {}).items():
+                    used[r] = used.get(r, 0) + v
+            total = zone_total
         if result.cpus:
-            used["cpu"] = sum(1 for a in alloc.cpus.values() if a.ref_count) * 1000
-        return least_allocated(used, total, dict(state.requests), most=self.most)
+            used["cpu"] = len(alloc.cpus) * 1000
+        return least_allocated(used, total, pod, most=self.most)

@@ -355,6 +355,7 @@ class _KoordinatorSession(ProfileSession):
     `numa_mask` is the NUMA affinity the plugin admitted (0: none)."""
 
     def __init__(self, cluster: Cluster, profile: KoordinatorProfile) -> None:
+        self.cluster = cluster
         self.nodes = cluster.nodes
         self.plugin = NodeNUMAResource({name: node_options(node) for name, node in cluster.nodes.items()},
                                        profile.default_cpu_bind_policy, profile.scoring_strategy,
@@ -387,7 +388,11 @@ class _KoordinatorSession(ProfileSession):
         if not status.ok:
             outcome = UNSCHEDULABLE if status.code == UNRESOLVABLE else FILTERED
             return NodeVerdict(outcome, reason=status.reason, code=status.code)
-        self.last_score[name] = self.plugin.score(state, name, pod.uid, status.hint)
+        cpu, memory, _devices = self.cluster.allocatable(name)
+        tally = self.cluster.tally[name]
+        self.last_score[name] = self.plugin.score(state, name, pod.uid, status.hint,
+                                                  {"cpu": tally.cpu_milli, "memory": tally.memory},
+                                                  {"cpu": cpu, "memory": memory})
         return NodeVerdict(PASSED, numa_mask=status.hint or 0)
 
     def tie_break(self, name: str, verdict: NodeVerdict) -> float:
