@@ -89,7 +89,10 @@ class PodState:
 
     @property
     def cpu_milli(self) -> int:
-        return dict(self.requests).get("cpu", 0)
+        for r, v in self.requests:
+            if r == "cpu":
+                return v
+        return 0
 
 
 
@@ -149,11 +152,15 @@ def node_bind_policy(label: str, static_full_pcpus_only: bool) -> str:
     return NODE_SPREAD_BY_PCPUS if label == NODE_SPREAD_BY_PCPUS else "None"
 
 
-def node_options(node: Node) -> NodeOptions:
-    """The node as koordlet publishes it: CPU topology, CPUs the kubelet holds or reserves as
-    reserved, each zone's free cpu / memory / hugepages, the kubelet policies as NRT attributes."""
+def cpu_topology(node: Node) -> CPUTopology:
+    """The node's CPU topology as koordlet reports it (one per node shape: callers share it)."""
+    return CPUTopology({c.id: CPUInfo(c.socket, c.numa, c.core) for c in node.topology.cpus})
+
+
+def node_options(node: Node, topo: CPUTopology) -> NodeOptions:
+    """The node as koordlet publishes it: its CPU topology `topo`, CPUs the kubelet holds or reserves
+    as reserved, each zone's free cpu / memory / hugepages, the kubelet policies as NRT attributes."""
     t = node.topology
-    details = {c.id: CPUInfo(c.socket, c.numa, c.core) for c in t.cpus}
     k = node.kubelet
     numa = {}
     for nid in sorted(t.numa_ids):
@@ -164,10 +171,10 @@ def node_options(node: Node) -> NodeOptions:
             if free:
                 zone[name] = free
         numa[nid] = zone
-    reserved = frozenset(c for c in details if not node.free_cpus >> c & 1)
+    reserved = frozenset(c for c in topo.details if not node.free_cpus >> c & 1)
     policy = NRT_POLICIES.get(KOORDLET_POLICIES.get((k.topology_manager_policy, k.topology_manager_scope), ""), "")
     full_only = k.cpu_manager_policy == "static" and k.cpu_manager_options.full_pcpus_only
-    return NodeOptions(CPUTopology(details), numa, policy, node_bind_policy("", full_only), reserved)
+    return NodeOptions(topo, numa, policy, node_bind_policy("", full_only), reserved)
 
 
 class NodeNUMAResource:

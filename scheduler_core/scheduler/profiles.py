@@ -38,7 +38,7 @@ The profiles (ENGINE.md §4.2):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
@@ -46,8 +46,16 @@ from ..errors import PolicyError, check_int
 from ..kai.plugin import NOT_ALIGNED, KaiPlugin
 from ..kai.requests import PodRequests
 from ..kai.zones import Amounts, ZoneTopology
-from ..koordinator.cpu_accumulator import FULL_PCPUS
-from ..koordinator.plugin import UNRESOLVABLE, NodeNUMAResource, PodState, node_options, pod_requests, pre_filter
+from ..koordinator.cpu_accumulator import FULL_PCPUS, CPUTopology
+from ..koordinator.plugin import (
+    UNRESOLVABLE,
+    NodeNUMAResource,
+    PodState,
+    cpu_topology,
+    node_options,
+    pod_requests,
+    pre_filter,
+)
 from ..kubelet.admission import admit_pod
 from ..model.pods import Pod
 from ..volcano.cache import NumaCache
@@ -344,7 +352,7 @@ class KaiProfile(Profile):
 # -- koordinator ----------------------------------------------------------------------------------------
 
 
-def _amounts(per_numa: dict[int, dict[str, int]]) -> Hashable:
+def _amounts(per_numa: Mapping[int, Mapping[str, int]]) -> Hashable:
     return tuple(sorted((n, tuple(sorted(r.items()))) for n, r in per_numa.items()))
 
 
@@ -357,7 +365,13 @@ class _KoordinatorSession(ProfileSession):
     def __init__(self, cluster: Cluster, profile: KoordinatorProfile) -> None:
         self.cluster = cluster
         self.nodes = cluster.nodes
-        self.plugin = NodeNUMAResource({name: node_options(node) for name, node in cluster.nodes.items()},
+        shapes: dict[int, CPUTopology] = {}
+        for name, node in cluster.nodes.items():
+            static_id = cluster.static_id(name)
+            if static_id not in shapes:
+                shapes[static_id] = cpu_topology(node)
+        self.plugin = NodeNUMAResource({name: node_options(node, shapes[cluster.static_id(name)])
+                                        for name, node in cluster.nodes.items()},
                                        profile.default_cpu_bind_policy, profile.scoring_strategy,
                                        profile.numa_scoring_strategy)
         self.states: dict[tuple[object, ...], PodState] = {}
@@ -365,12 +379,14 @@ class _KoordinatorSession(ProfileSession):
         self.last_score: dict[str, int] = {}
 
     def state_key(self, name: str) -> Hashable:
+        """The node as published at the session's start (its zones' free amounts and reserved CPUs)
+        and what the plugin has reserved there since; the request tally is the session's own key."""
         key = self.keys.get(name)
         if key is None:
-            node, alloc = self.nodes[name], self.plugin.allocs[name]
+            opts, alloc = self.plugin.nodes[name], self.plugin.allocs[name]
             key = self.keys[name] = (
-                node.free_cpus, _amounts(node.memory_used), frozenset(alloc.cpus.items()), _amounts(alloc.numa),
-                tuple(alloc.status(len(node.topology.numa_ids))))
+                _amounts(opts.numa_resources), opts.reserved, frozenset(alloc.cpus.items()), _amounts(alloc.numa),
+                tuple(alloc.status(len(opts.numa_resources))))
         return key
 
     def prepare(self, pod: Pod) -> PodState:
