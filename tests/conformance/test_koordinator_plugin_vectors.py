@@ -10,6 +10,7 @@ import pytest
 from scheduler_core.koordinator.allocation import NodeOptions, PodAllocation
 from scheduler_core.koordinator.cpu_accumulator import CPUTopology
 from scheduler_core.koordinator.plugin import NRT_POLICIES, NodeNUMAResource, PodState, node_bind_policy
+from scheduler_core.model.bitmask import mask_of
 from scheduler_core.model.cpuset import CPUSet
 from tests.conformance.test_koordinator_vectors import topology
 from tests.conftest import load_vectors
@@ -17,7 +18,7 @@ from tests.conftest import load_vectors
 CASES = load_vectors("koordinator_plugin")["cases"]
 
 
-def plugin(node: dict) -> NodeNUMAResource:
+def plugin(node: dict, numa_scoring: str = "LeastAllocated") -> NodeNUMAResource:
     shape = node["topology"]
     topo = None if shape is None else CPUTopology({}) if not shape else topology(shape)
     labels = node["labels"]
@@ -27,9 +28,11 @@ def plugin(node: dict) -> NodeNUMAResource:
                        labels.get("node.koordinator.sh/numa-topology-policy", ""),
                        node_bind_policy(labels.get("node.koordinator.sh/cpu-bind-policy", ""), full_only),
                        strategy=labels.get("node.koordinator.sh/numa-allocate-strategy", ""))
-    p = NodeNUMAResource({"test-node-1": opts})
+    p = NodeNUMAResource({"test-node-1": opts}, numa_scoring=numa_scoring)
     if node.get("allocated"):
         p.record("test-node-1", PodAllocation("other", frozenset(CPUSet.parse(node["allocated"]))))
+    for n, res in node.get("existing", {}).items():
+        p.record("test-node-1", PodAllocation(f"existing-{n}", numa=((int(n), tuple(sorted(res.items()))),)))
     return p
 
 
@@ -47,7 +50,7 @@ def test_every_case_has_its_source():
         src = case["source"]
         assert src["repo"] == "koordinator-sh/koordinator" and len(src["commit"]) == 40, case["id"]
         assert src["file"].endswith("plugin_test.go") and case["id"] == f"{src['test']}/{src['case']}"
-    assert len({c["id"] for c in CASES}) == len(CASES) == 25
+    assert len({c["id"] for c in CASES}) == len(CASES) == 30
 
 
 def test_policies_read_from_nrt_are_upstreams():
@@ -70,3 +73,9 @@ def test_reserve(case):
     assert (got.code, got.reason) == (exp["code"], exp["reason"])
     held = p.allocs["test-node-1"].pods.get("pod")
     assert (held.cpus if held else frozenset()) == frozenset(CPUSet.parse(exp["cpus"]))
+
+
+@pytest.mark.parametrize("case", by_kind("filter_numa_scoring"))
+def test_filter_with_numa_node_scoring(case):
+    got = plugin(case["node"], case["numa_scoring"]).filter(state(case["state"]), "test-node-1", "pod")
+    assert got.code is None and got.hint == mask_of(case["expected"]["affinity"])
