@@ -104,17 +104,30 @@ def _json(meta: Mapping[str, str], key: str) -> dict[str, str]:
     return value if isinstance(value, dict) else {}
 
 
-def pre_filter(requests: Mapping[str, int], meta: Mapping[str, str], default_bind: str = FULL_PCPUS) -> PodState:
-    """PreFilter: `meta` holds the pod's labels and annotations (their keys do not collide)."""
+def priority_class(meta: Mapping[str, str], priority: int | None) -> str:
+    """GetPodPriorityClassWithDefault: the label, else the class of spec.priority's range, else by QoS."""
+    label = meta.get(PRIORITY_LABEL, "")
+    if label:
+        return label
+    if priority is not None:
+        for name, low in (("koord-prod", 9000), ("koord-mid", 7000), ("koord-batch", 5000), ("koord-free", 3000)):
+            if low <= priority <= low + 999:
+                return name
+    qos = meta.get(QOS_LABEL, "")
+    return "koord-prod" if qos in ("LSE", "LSR", "LS", "SYSTEM") else "koord-batch" if qos == "BE" else ""
+
+
+def pre_filter(requests: Mapping[str, int], meta: Mapping[str, str], default_bind: str = FULL_PCPUS,
+               priority: int | None = None) -> PodState:
+    """PreFilter: `meta` holds the pod's labels and annotations (their keys do not collide),
+    `priority` its spec.priority."""
     reqs = tuple(sorted((r, v) for r, v in requests.items() if v))
     if not reqs:
         return PodState(skip=True)
     spec, numa = _json(meta, RESOURCE_SPEC), _json(meta, NUMA_TOPOLOGY_SPEC)
     state = PodState(reqs, dict(reqs).get("cpu", 0) // 1000, numa_policy=numa.get("numaTopologyPolicy", ""),
                      numa_exclusive=numa.get("singleNUMANodeExclusive", ""))
-    qos = meta.get(QOS_LABEL, "")
-    priority = meta.get(PRIORITY_LABEL, "") or ("koord-prod" if qos in ("LSE", "LSR") else "")
-    if qos in ("LSE", "LSR") and priority == "koord-prod":
+    if meta.get(QOS_LABEL, "") in ("LSE", "LSR") and priority_class(meta, priority) == "koord-prod":
         bind = spec.get("preferredCPUBindPolicy", "")
         if bind in ("", "Default"):
             bind = default_bind

@@ -9,7 +9,7 @@ import pytest
 
 from scheduler_core.koordinator.allocation import NodeOptions, PodAllocation
 from scheduler_core.koordinator.cpu_accumulator import CPUTopology
-from scheduler_core.koordinator.plugin import NRT_POLICIES, NodeNUMAResource, PodState, node_bind_policy
+from scheduler_core.koordinator.plugin import NRT_POLICIES, NodeNUMAResource, PodState, node_bind_policy, pre_filter
 from scheduler_core.model.bitmask import mask_of
 from scheduler_core.model.cpuset import CPUSet
 from tests.conformance.test_koordinator_vectors import topology
@@ -50,7 +50,7 @@ def test_every_case_has_its_source():
         src = case["source"]
         assert src["repo"] == "koordinator-sh/koordinator" and len(src["commit"]) == 40, case["id"]
         assert src["file"].endswith("plugin_test.go") and case["id"] == f"{src['test']}/{src['case']}"
-    assert len({c["id"] for c in CASES}) == len(CASES) == 30
+    assert len({c["id"] for c in CASES}) == len(CASES) == 40
 
 
 def test_policies_read_from_nrt_are_upstreams():
@@ -79,3 +79,13 @@ def test_reserve(case):
 def test_filter_with_numa_node_scoring(case):
     got = plugin(case["node"], case["numa_scoring"]).filter(state(case["state"]), "test-node-1", "pod")
     assert got.code is None and got.hint == mask_of(case["expected"]["affinity"])
+
+
+@pytest.mark.parametrize("case", by_kind("pre_filter"))
+def test_pre_filter(case):
+    got = pre_filter(case["requests"], case["meta"], case["default_bind"], case["priority"])
+    exp = case["expected"]
+    assert (got.skip, got.error, got.cpu_bind, got.required_bind, got.preferred_bind, got.num_cpus) == (
+        exp["skip"], exp["error"], exp["cpu_bind"], exp["required_bind"], exp["preferred_bind"], exp["num_cpus"])
+    if not exp["skip"]:
+        assert dict(got.requests) == case["requests"]
