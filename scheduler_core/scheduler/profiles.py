@@ -377,6 +377,7 @@ class _KoordinatorSession(ProfileSession):
         self.states: dict[tuple[object, ...], PodState] = {}
         self.keys: dict[str, Hashable] = {}
         self.last_score: dict[str, int] = {}
+        self.verdicts: dict[tuple[object, ...], tuple[NodeVerdict, int]] = {}
 
     def state_key(self, name: str) -> Hashable:
         """The node as published at the session's start (its zones' free amounts and reserved CPUs)
@@ -399,17 +400,26 @@ class _KoordinatorSession(ProfileSession):
         return state
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
+        """Pod shapes the plugin reads alike (same requests and spec) share their verdicts per node class."""
         state = cast(PodState, prepared)
+        tally = self.cluster.tally[name]
+        key = (state, self.cluster.static_id(name), tally.cpu_milli, tally.memory, self.state_key(name))
+        known = self.verdicts.get(key)
+        if known is None:
+            known = self.verdicts[key] = self._evaluate(name, pod, state)
+        self.last_score[name] = known[1]
+        return known[0]
+
+    def _evaluate(self, name: str, pod: Pod, state: PodState) -> tuple[NodeVerdict, int]:
         status = self.plugin.filter(state, name, pod.uid)
         if not status.ok:
             outcome = UNSCHEDULABLE if status.code == UNRESOLVABLE else FILTERED
-            return NodeVerdict(outcome, reason=status.reason, code=status.code)
+            return NodeVerdict(outcome, reason=status.reason, code=status.code), 0
         cpu, memory, _devices = self.cluster.allocatable(name)
         tally = self.cluster.tally[name]
-        self.last_score[name] = self.plugin.score(state, name, pod.uid, status.hint,
-                                                  {"cpu": tally.cpu_milli, "memory": tally.memory},
-                                                  {"cpu": cpu, "memory": memory})
-        return NodeVerdict(PASSED, numa_mask=status.hint or 0)
+        score = self.plugin.score(state, name, pod.uid, status.hint, {"cpu": tally.cpu_milli, "memory": tally.memory},
+                                  {"cpu": cpu, "memory": memory})
+        return NodeVerdict(PASSED, numa_mask=status.hint or 0), score
 
     def tie_break(self, name: str, verdict: NodeVerdict) -> float:
         return -float(self.last_score.get(name, 0))
