@@ -1,2 +1,3 @@
 """Koordinator's NodeNUMAResource plugin (koordinator-sh/koordinator `pkg/scheduler/plugins/nodenumaresource/`):
-so far its CPU accumulator (`cpu_accumulator`), the choice of CPUs under its bind and exclusive policies."""
+its CPU accumulator (`cpu_accumulator`), its scheduler-side topology manager merge (`hints`), its
+resource manager (`allocation`) and the plugin's extension points (`plugin`)."""

@@ -132,6 +132,10 @@ class Cluster:
                 devices[d.resource] = devices.get(d.resource, 0) + 1
         return cpu, memory, devices
 
+    def allocatable(self, name: str) -> tuple[int, int, dict[str, int]]:
+        """The node's allocatable cpu millicores, memory bytes and healthy devices per resource."""
+        return self._alloc_cap[name]
+
     def fit(self, name: str, req: Request) -> str | None:
         """NodeResourcesFit: None when the requests fit, else `Insufficient <resource>`."""
         cpu, memory, devices = self._alloc_cap[name]

@@ -10,7 +10,7 @@ pass, and what placing (or rolling back) a pod changes in the profile's own view
   scope, CPU + memory + hugepages + devices, init containers, modern merge and options); the score
   is the same NUMA-span normalisation over the predicted allocation (weight 1).
 - `unaware`: resource fit only, no score (the default kube-scheduler's view of NUMA: none).
-- other schedulers' NUMA plugins (`nrt`, `kai`, …): `plugin_profiles`.
+- other schedulers' NUMA plugins (`nrt`, `kai`, `koordinator`): `plugin_profiles`.
 
 `PROFILES` maps each name to its class, in the order pages list them; `get_profile(name)` builds one.
 """
@@ -39,11 +39,11 @@ from ..volcano.numaaware import (
 )
 from .cluster import Cluster
 from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
-from .plugin_profiles import KaiProfile, NRTProfile
+from .plugin_profiles import KaiProfile, KoordinatorProfile, NRTProfile
 from .profile import Profile, ProfileSession
 
-__all__ = ["PROFILES", "AlignedProfile", "KaiProfile", "NRTProfile", "Profile", "ProfileSession", "UnawareProfile",
-           "VolcanoProfile", "get_profile"]
+__all__ = ["PROFILES", "AlignedProfile", "KaiProfile", "KoordinatorProfile", "NRTProfile", "Profile", "ProfileSession",
+           "UnawareProfile", "VolcanoProfile", "get_profile"]
 
 
 # -- volcano ---------------------------------------------------------------------------------------------
@@ -246,7 +246,7 @@ class UnawareProfile(Profile):
 
 #: every profile by name, in the order pages list them
 PROFILES: dict[str, type[Profile]] = {p.name: p for p in (VolcanoProfile, AlignedProfile, UnawareProfile,
-                                                          NRTProfile, KaiProfile)}
+                                                          NRTProfile, KaiProfile, KoordinatorProfile)}
 
 
 def get_profile(profile: str | Profile, weight: int = 1) -> Profile:

@@ -38,7 +38,7 @@ def fragmenting_workload() -> tuple[list[Node], list[Job]]:
 
 def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not():
     counts = {}
-    for profile in ("volcano", "aligned", "unaware", "kai"):
+    for profile in ("volcano", "aligned", "unaware", "kai", "koordinator"):
         nodes, jobs = fragmenting_workload()
         result = run_session(Cluster(nodes), jobs, profile=profile)
         counts[profile] = result.counts["topology_affinity_errors"]
@@ -46,10 +46,16 @@ def test_unaware_gets_topology_affinity_errors_where_numa_aware_profiles_do_not(
             rejected = result.pod("j2-t-0")
             assert rejected.node == "n0" and rejected.status == "rejected"
             assert rejected.kubelet_reason == "TopologyAffinityError"
+        elif profile == "koordinator":
+            # koordlet publishes container-scope single-numa-node as SingleNUMANodeContainerLevel, which the
+            # plugin does not map to a policy: no NUMA filter, but LeastAllocated spreads j1 to n1, so j2
+            # (2 CPUs) still finds a whole NUMA node free on n0
+            assert [p.node for p in result.pods] == ["n0", "n1", "n0"]
+            assert result.counts["admitted"] == 3
         else:
             assert result.pod("j2-t-0").node == "n1"
             assert result.counts["admitted"] == 3
-    assert counts == {"volcano": 0, "aligned": 0, "unaware": 1, "kai": 0}
+    assert counts == {"volcano": 0, "aligned": 0, "unaware": 1, "kai": 0, "koordinator": 0}
 
 
 def test_nrt_over_reserves_what_it_placed_in_every_zone():
@@ -148,13 +154,13 @@ def test_profiles_are_objects_from_one_registry():
     from scheduler_core.errors import PolicyError
     from scheduler_core.scheduler.profiles import AlignedProfile, VolcanoProfile, get_profile
 
-    assert list(PROFILES) == ["volcano", "aligned", "unaware", "nrt", "kai"]
+    assert list(PROFILES) == ["volcano", "aligned", "unaware", "nrt", "kai", "koordinator"]
     assert get_profile("volcano", 7) == VolcanoProfile(weight=7)
     assert isinstance(get_profile("aligned"), AlignedProfile)
     try:
         get_profile("fastest")
     except PolicyError as exc:
-        assert "expected one of: volcano, aligned, unaware, nrt, kai" in str(exc)
+        assert "expected one of: volcano, aligned, unaware, nrt, kai, koordinator" in str(exc)
     else:
         raise AssertionError("an unknown profile name must be refused")
     # a Profile object carries its own options: the same session as the name plus weight
