@@ -90,6 +90,9 @@ class NodeAdmin(AuditedAdmin):
     list_display = ["name", "cluster", "num_cpus", "num_numa_nodes", "cpu_manager_policy",
                     "topology_manager_policy", "topology_manager_scope", "source_format", "imported_at", "generation"]
     list_filter = ["cluster", "topology_manager_policy", "cpu_manager_policy", "source_format"]
+    # 50 rows a page, not Django's 100: with thousands of rows the change list stays within a page's budget
+    # (benchmarks/README.md, every page at 5,000 nodes)
+    list_per_page = 50
     search_fields = ["name"]
     readonly_fields = ["source_format", "imported_at", "num_cpus", "num_numa_nodes", "num_sockets", "fingerprint",
                        "generation", "updated_at"]
@@ -139,6 +142,9 @@ class AllocationAdmin(AuditedAdmin):
     form = AllocationForm
     list_display = ["pod", "container", "node", "cpus", "origin", "job", "session", "created_at"]
     list_filter = ["origin", "node__cluster"]
+    # 50 rows a page, not Django's 100: with thousands of rows the change list stays within a page's budget
+    # (benchmarks/README.md, every page at 5,000 nodes)
+    list_per_page = 50
     search_fields = ["pod", "node__name"]
     raw_id_fields = ["node"]
     readonly_fields = ["cluster", "job", "session", "created_at"]

@@ -42,6 +42,9 @@ class SchedulingSessionAdmin(AuditedAdmin):
 class PlacementAdmin(admin.ModelAdmin):
     list_display = ["session", "index", "pod", "node_name", "cpus", "predicted", "admitted", "reason"]
     list_filter = ["predicted", "admitted"]
+    # 50 rows a page, not Django's 100: with thousands of rows the change list stays within a page's budget
+    # (benchmarks/README.md, every page at 5,000 nodes)
+    list_per_page = 50
     search_fields = ["pod", "node_name", "job"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
