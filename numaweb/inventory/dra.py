@@ -18,11 +18,12 @@ from django.db import models
 
 from scheduler_core.dra.alignment import check
 from scheduler_core.dra.model import Device, DraState, ResourceClaim
-from scheduler_core.dra.objects import DRA_KINDS, read_dra, read_pod_claims
 from scheduler_core.dra.suggest import suggest
+from scheduler_core.formats.claims import read_state, sources
 from scheduler_core.formats.snapshot import Snapshot
 from scheduler_core.formats.snapshot import objects as snapshot_objects
 from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.topology import Topology
 
@@ -91,22 +92,9 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode], w
 
 
 def source_items(data: bytes | str) -> list[dict[str, Any]]:
-    """The snapshot's DRA objects, and of each pod using claims what the engine's reader needs (its name,
-    namespace, `spec.resourceClaims`, `status.resourceClaimStatuses`): what `state_of` reads back."""
-    out: list[dict[str, Any]] = []
-    for obj in snapshot_objects(data.encode() if isinstance(data, str) else bytes(data)):
-        kind = obj.get("kind")
-        spec = obj.get("spec")
-        if kind in DRA_KINDS:
-            out.append(obj)
-        elif kind == "Pod" and isinstance(spec, dict) and spec.get("resourceClaims"):
-            status = obj.get("status")
-            meta = obj.get("metadata")
-            out.append({"kind": "Pod", "metadata": meta, "spec": {"resourceClaims": spec["resourceClaims"],
-                                                                   "nodeName": spec.get("nodeName") or ""},
-                        "status": {"resourceClaimStatuses": status.get("resourceClaimStatuses", [])}
-                        if isinstance(status, dict) else {}})
-    return out
+    """What `state_of` reads back of a snapshot (`scheduler_core.formats.claims.sources`): its DRA objects, and the
+    claims of its pods and pending Volcano Jobs."""
+    return sources(snapshot_objects(data.encode() if isinstance(data, str) else bytes(data)))
 
 
 def keep_source(cluster: Cluster, items: list[dict[str, Any]]) -> bool:
@@ -122,21 +110,12 @@ def keep_source(cluster: Cluster, items: list[dict[str, Any]]) -> bool:
     return True
 
 
-def state_of(cluster: Cluster, topologies: Mapping[str, Topology]) -> DraState | None:
-    """The cluster's DRA state as its last snapshot gave it, read by the engine (None: it has no DRA objects);
+def state_of(cluster: Cluster, topologies: Mapping[str, Topology], jobs: Iterable[Job]) -> DraState | None:
+    """The cluster's DRA state as its last snapshot gave it (None: it has no DRA objects), with the claims of
+    `jobs` (a session's or comparison's) on their pods' names, read as the snapshot reader reads them;
     `topologies` place the devices published with a pcieRoot only."""
     row = DraSource.objects.filter(cluster=cluster).first()
-    if row is None:
-        return None
-    items = row.items
-    state = read_dra([o for o in items if o.get("kind") != "Pod"], topologies)
-    for i, pod in enumerate(o for o in items if o.get("kind") == "Pod"):
-        if not pod["spec"].get("nodeName"):
-            # a pending pod became a job of its own name with one task "pod" (formats/workloads.py): the
-            # session knows it as that job's pod <name>-pod-0
-            pod = {**pod, "metadata": {**pod["metadata"], "name": f"{pod['metadata']['name']}-pod-0"}}
-        read_pod_claims(state, pod, f"pod #{i}")
-    return state
+    return None if row is None else read_state(row.items, topologies, jobs)
 
 
 def advance(cluster: Cluster, nodes: Iterable[str]) -> None:
