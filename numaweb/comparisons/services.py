@@ -152,7 +152,7 @@ class VariantRuns(runs.Kind):
         _rows, jobs = job_services.engine_jobs(comparison.jobs.all())
         shape = parse_shape(comparison.shape)
         started = time.perf_counter()
-        claims = dra.state_of(comparison.cluster, {n.name: n.topology for n in nodes})
+        claims = dra.state_of(comparison.cluster, {n.name: n.topology for n in nodes}, jobs)
         out = run_variant(nodes, jobs, Variant.from_dict(row.settings), shape, progress=progress,
                           headroom_pods=settings.NUMAWEB_HEADROOM_MAX_PODS,
                           headroom_seconds=settings.NUMAWEB_HEADROOM_SECONDS, dra=claims)

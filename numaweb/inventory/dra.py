@@ -17,12 +17,14 @@ from typing import Any, TypedDict
 from django.db import models
 
 from scheduler_core.dra.alignment import check
+from scheduler_core.dra.allocator import Allocator
 from scheduler_core.dra.model import Device, DraState, ResourceClaim
-from scheduler_core.dra.objects import DRA_KINDS, read_dra, read_pod_claims
 from scheduler_core.dra.suggest import suggest
+from scheduler_core.formats.claims import read_state, sources
 from scheduler_core.formats.snapshot import Snapshot
 from scheduler_core.formats.snapshot import objects as snapshot_objects
 from scheduler_core.model.cpuset import CPUSet
+from scheduler_core.model.jobs import Job
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.topology import Topology
 
@@ -32,8 +34,10 @@ _DEVICE_FIELDS = ("node_id", "kind", "numa", "numa_source", "attributes", "capac
 _CLAIM_FIELDS = ("template", "requests", "constraints", "allocation", "reserved_for")
 _POD_FIELDS = ("node_id", "aligned", "kinds", "detail", "cpu_numa", "memory_numa", "devices", "claims",
                "suggestions", "suggestion_digest")
-#: misaligned pods whose claim change one import computes (an allocator run each, ~20 ms: 500 is about 10 s)
-SUGGEST_PODS = 500
+#: misaligned pods whose claim change one import computes: an allocator run each, on one allocator for the import
+#: (0.3 ms a pod at 5,000 nodes of 8 GPUs, benchmarks/README.md): a bound against a cluster whose claims make the
+#: search long, not a cut a real cluster meets
+SUGGEST_PODS = 20_000
 
 
 class DraReport(TypedDict):
@@ -91,22 +95,9 @@ def store(cluster: Cluster, snap: Snapshot, engines: Mapping[str, EngineNode], w
 
 
 def source_items(data: bytes | str) -> list[dict[str, Any]]:
-    """The snapshot's DRA objects, and of each pod using claims what the engine's reader needs (its name,
-    namespace, `spec.resourceClaims`, `status.resourceClaimStatuses`): what `state_of` reads back."""
-    out: list[dict[str, Any]] = []
-    for obj in snapshot_objects(data.encode() if isinstance(data, str) else bytes(data)):
-        kind = obj.get("kind")
-        spec = obj.get("spec")
-        if kind in DRA_KINDS:
-            out.append(obj)
-        elif kind == "Pod" and isinstance(spec, dict) and spec.get("resourceClaims"):
-            status = obj.get("status")
-            meta = obj.get("metadata")
-            out.append({"kind": "Pod", "metadata": meta, "spec": {"resourceClaims": spec["resourceClaims"],
-                                                                   "nodeName": spec.get("nodeName") or ""},
-                        "status": {"resourceClaimStatuses": status.get("resourceClaimStatuses", [])}
-                        if isinstance(status, dict) else {}})
-    return out
+    """What `state_of` reads back of a snapshot (`scheduler_core.formats.claims.sources`): its DRA objects, and the
+    claims of its pods and pending Volcano Jobs."""
+    return sources(snapshot_objects(data.encode() if isinstance(data, str) else bytes(data)))
 
 
 def keep_source(cluster: Cluster, items: list[dict[str, Any]]) -> bool:
@@ -122,21 +113,12 @@ def keep_source(cluster: Cluster, items: list[dict[str, Any]]) -> bool:
     return True
 
 
-def state_of(cluster: Cluster, topologies: Mapping[str, Topology]) -> DraState | None:
-    """The cluster's DRA state as its last snapshot gave it, read by the engine (None: it has no DRA objects);
+def state_of(cluster: Cluster, topologies: Mapping[str, Topology], jobs: Iterable[Job]) -> DraState | None:
+    """The cluster's DRA state as its last snapshot gave it (None: it has no DRA objects), with the claims of
+    `jobs` (a session's or comparison's) on their pods' names, read as the snapshot reader reads them;
     `topologies` place the devices published with a pcieRoot only."""
     row = DraSource.objects.filter(cluster=cluster).first()
-    if row is None:
-        return None
-    items = row.items
-    state = read_dra([o for o in items if o.get("kind") != "Pod"], topologies)
-    for i, pod in enumerate(o for o in items if o.get("kind") == "Pod"):
-        if not pod["spec"].get("nodeName"):
-            # a pending pod became a job of its own name with one task "pod" (formats/workloads.py): the
-            # session knows it as that job's pod <name>-pod-0
-            pod = {**pod, "metadata": {**pod["metadata"], "name": f"{pod['metadata']['name']}-pod-0"}}
-        read_pod_claims(state, pod, f"pod #{i}")
-    return state
+    return None if row is None else read_state(row.items, topologies, jobs)
 
 
 def advance(cluster: Cluster, nodes: Iterable[str]) -> None:
@@ -164,16 +146,18 @@ def _holders(state: DraState) -> dict[tuple[str, str, str], tuple[str, str]]:
 
 
 class _Changes:
-    """The claim changes of an import's misaligned pods (`scheduler_core.dra.suggest`, an allocator run each, about
-    20 ms): kept from the pod's row when what they were computed from is the same (its devices, CPUs' and memory's
-    NUMA nodes, claims, and the devices held on its node), else computed for at most SUGGEST_PODS pods (in name
-    order); a pod past that says so. Importing the same snapshot again computes and rewrites nothing."""
+    """The claim changes of an import's misaligned pods (`scheduler_core.dra.suggest`, a run each of one allocator
+    built for the import, with the devices held on the pod's node): kept from the pod's row when what they were
+    computed from is the same (its devices, CPUs' and memory's NUMA nodes, claims, and the devices held on its
+    node), else computed for at most SUGGEST_PODS pods (in name order); a pod past that says so. Importing the
+    same snapshot again computes and rewrites nothing."""
 
     def __init__(self, known: Mapping[tuple[str, str], PodAlignment],
                  held: Mapping[str | None, list[tuple[str, str, str]]]) -> None:
         self.known = known
         self.held = held  # the held devices by node
         self.computed = 0
+        self.allocator: Allocator | None = None  # one for the import: its selector verdicts serve every pod
 
     def of(self, state: DraState, pod: tuple[str, str], node: str, row: Mapping[str, Any],
            claims: list[ResourceClaim]) -> tuple[list[dict[str, Any]], str]:
@@ -190,7 +174,11 @@ class _Changes:
                                "later"} for c in claims], digest
         self.computed += 1
         cpu_numa, memory_numa = frozenset(row["cpu_numa"]), frozenset(row["memory_numa"])
-        return [{"claim": f"{c.namespace}/{c.name}", **suggest(c, state, node, cpu_numa, memory_numa).to_dict()}
+        if self.allocator is None:
+            self.allocator = Allocator(state.classes, state.slices)
+        held = self.held.get(node, []) + self.held.get(None, [])  # what the node's allocation can see
+        return [{"claim": f"{c.namespace}/{c.name}",
+                 **suggest(c, state, node, cpu_numa, memory_numa, self.allocator, held).to_dict()}
                 for c in claims], digest
 
 

@@ -178,7 +178,7 @@ def _run_with_retries(session: SchedulingSession, run: runs.Run, progress: runs.
         job_rows, jobs = job_services.engine_jobs(session.jobs.all())
         held = _holders(job_rows)
         started = time.perf_counter()
-        claims = dra.state_of(session.cluster, {n.name: n.topology for n in nodes})
+        claims = dra.state_of(session.cluster, {n.name: n.topology for n in nodes}, jobs)
         result = run_session(EngineCluster(nodes), jobs, profile=session.profile,
                              progress=progress, held=held, dra=claims)
         engine_ms = (time.perf_counter() - started) * 1000

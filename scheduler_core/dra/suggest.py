@@ -7,6 +7,7 @@ the changed claim on the node, other claims' devices held, and the result is che
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -67,9 +68,13 @@ def _pinned(request: DeviceRequest, attribute: str, numa: int) -> DeviceRequest:
 
 
 def suggest(claim: ResourceClaim, state: DraState, node: str, cpu_numa: frozenset[int] = frozenset(),
-            memory_numa: frozenset[int] = frozenset()) -> Suggestion:
+            memory_numa: frozenset[int] = frozenset(), allocator: Allocator | None = None,
+            held: Iterable[tuple[str, str, str]] | None = None) -> Suggestion:
     """The change to `claim` that aligns its devices on `node` (with the pod's pinned CPUs and memory when
-    given), verified by the allocator; `found` False with the reason when there is none."""
+    given), verified by the allocator; `found` False with the reason when there is none. For many claims, a
+    caller passes `allocator` (one built on `state`'s classes and slices: its selector verdicts are kept) and
+    `held` (the allocated devices the node can see, its own slices' and the shared ones'), else both are made
+    afresh from `state`, each time."""
     own = {r.key for r in claim.allocation or ()}
     current = [d for k in own if (d := state.device(k)) is not None]
     attribute = _attribute(current or [d for d in state.devices_on(node) if d.numa is not None])
@@ -86,9 +91,10 @@ def suggest(claim: ResourceClaim, state: DraState, node: str, cpu_numa: frozense
         selectors = (f'device.attributes["{domain}"].{ident} == {numa}',)
     changed = dataclasses.replace(claim, requests=requests, constraints=(*claim.constraints, constraint),
                                   allocation=None)
-    held = {r.key for c in state.claims.values() for r in c.allocation or ()} - own
+    taken = set(held) if held is not None else {r.key for c in state.claims.values() for r in c.allocation or ()}
+    taken -= own
     try:
-        results = Allocator(state.classes, state.slices).allocate(node, [changed], held)
+        results = (allocator or Allocator(state.classes, state.slices)).allocate(node, [changed], taken)
     except AllocationError as exc:
         return Suggestion(False, changed, constraint, selectors, (), None, f"the changed claim is refused: {exc}")
     if results is None:

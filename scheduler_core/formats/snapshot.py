@@ -38,7 +38,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..dra.model import DraState
-from ..dra.objects import DRA_KINDS, read_dra, read_pod_claims
+from ..dra.objects import DRA_KINDS
 from ..errors import EngineError, FormatError
 from ..model.jobs import Job
 from ..model.kubelet_config import KubeletConfig
@@ -49,8 +49,8 @@ from . import disruption, nrt, volcano_numatopo, workloads
 from ._documents import MAX_YAML_NODES, JSONObject, as_object, get_list, get_object, load_documents
 from ._draft import Draft, build_topology
 from ._source import read_source
+from .claims import PENDING_JOB_PHASES, owner_job, pending_pod, read_state, volcano_job
 
-PENDING_JOB_PHASES = ("", "Pending", "Inqueue")
 #: the admission reasons a kubelet writes into the status of a pod it rejected (phase Failed); the
 #: message is the admission error's text prefixed with "Pod was rejected: "
 KUBELET_REJECTIONS = ("TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError")
@@ -179,8 +179,8 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     vc_jobs: list[tuple[str, JSONObject]] = []
     groups: list[JSONObject] = []
     budgets: list[tuple[str, JSONObject]] = []
-    dra: list[JSONObject] = []
-    for i, obj in enumerate(objects(data, name)):
+    items = objects(data, name)
+    for i, obj in enumerate(items):
         kind = obj.get("kind")
         where = f"{name}: item {i} ({kind})"
         if isinstance(kind, str) and kind in NODE_KINDS:
@@ -190,14 +190,14 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
             by_kind[kind][obj_name] = obj
         elif kind == "Pod":
             pods.append((where, obj))
-        elif kind == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+        elif volcano_job(obj):
             vc_jobs.append((where, obj))
         elif kind == "PodGroup":
             groups.append(obj)
         elif kind == "PodDisruptionBudget":
             budgets.append((where, obj))
         elif kind in DRA_KINDS:
-            dra.append(obj)
+            pass  # read with the pods' and pending workloads' claims, below
         else:
             snap.notes.append(f"{where}: {kind} objects are not part of a snapshot; skipped")
     names = sorted(set(by_kind["NodeResourceTopology"]) | set(by_kind["Numatopology"]))
@@ -225,13 +225,11 @@ def load_snapshot(data: object, name: str = "snapshot") -> Snapshot:
     labelled = [disruption.LabelledPod(p.namespace, p.name, p.labels, p.phase == "Running" and bool(p.node))
                 for p in snap.pods]
     snap.budgets = [disruption.budget(obj, labelled, where) for where, obj in budgets]
+    _pending_jobs(snap, vc_jobs, groups, pods, name)
     try:
-        snap.dra = read_dra(dra, {n: s.topology for n, s in snap.nodes.items()})
-        for where, obj in pods:
-            read_pod_claims(snap.dra, obj, where)
+        snap.dra = read_state(items, {n: s.topology for n, s in snap.nodes.items()}, snap.jobs)
     except FormatError as exc:
         raise FormatError(f"{name}: {exc}") from None
-    _pending_jobs(snap, vc_jobs, groups, pods, name)
     return snap
 
 
@@ -355,17 +353,6 @@ def _from_node_object(draft: Draft, capacity: dict[str, int], notes: list[str]) 
 
 
 # -- pods and jobs ---------------------------------------------------------------------------------
-def _owner_job(meta: JSONObject, where: str) -> str | None:
-    annotations = meta.get("annotations") or {}
-    if isinstance(annotations, dict) and annotations.get("volcano.sh/job-name"):
-        return str(annotations["volcano.sh/job-name"])
-    for ref in get_list(meta, "ownerReferences", f"{where}: metadata"):
-        if isinstance(ref, dict) and ref.get("kind") == "Job" and \
-                str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
-            return str(ref.get("name"))
-    return None
-
-
 def _pod(obj: JSONObject, where: str) -> SnapshotPod:
     meta, name = _meta(obj, where)
     namespace = str(meta.get("namespace") or "default")
@@ -379,7 +366,7 @@ def _pod(obj: JSONObject, where: str) -> SnapshotPod:
     status = get_object(obj, "status", where)
     created = str(meta.get("creationTimestamp") or "")
     out = SnapshotPod(uid, name, namespace, str(spec.get("nodeName") or ""), str(status.get("phase") or "Pending"),
-                      created, pod, _owner_job(meta, where), labels=_labels(meta, where))
+                      created, pod, owner_job(meta, where), labels=_labels(meta, where))
     reason = status.get("reason")
     if out.phase == "Failed" and isinstance(reason, str) and reason in KUBELET_REJECTIONS:
         times = [str(c.get("lastTransitionTime")) for c in get_list(status, "conditions", f"{where}: status")
@@ -425,7 +412,6 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
             continue
         job = workloads._object(obj, where, submitted)
         submitted += 1
-        _task_claims(snap, obj, job, where)
         key = (ns, job_name)
         group = min_member.get(key) or next((v for (gns, gname), v in min_member.items()
                                              if gns == ns and gname.startswith(f"{job_name}-")), None)
@@ -438,40 +424,17 @@ def _pending_jobs(snap: Snapshot, vc_jobs: list[tuple[str, JSONObject]], groups:
         snap.manifests[key] = manifest_of(obj)
     for where, obj in pods:
         meta, pod_name = _meta(obj, where)
-        spec = get_object(obj, "spec", where)
-        phase = str(get_object(obj, "status", where).get("phase") or "Pending")
         ns = str(meta.get("namespace") or "default")
-        if phase != "Pending" or spec.get("nodeName") or _owner_job(meta, where):
+        if not pending_pod(obj, where):
             continue
         job = workloads._object(obj, where, submitted)
         snap.jobs.append(job)
         submitted += 1
-        _pod_claims_renamed(snap, ns, pod_name, job)
         snap.manifests[(ns, pod_name)] = manifest_of(obj)
     keys = [(j.namespace, j.name) for j in snap.jobs]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
         raise FormatError(f"{name}: a Volcano Job and a pending pod are both named {dup[0]}/{dup[1]}")
-
-
-def _pod_claims_renamed(snap: Snapshot, namespace: str, pod_name: str, job: Job) -> None:
-    """A pending pod's claims under the name its one-pod job gives it in a session."""
-    for claims in (snap.dra.pod_claims, snap.dra.pod_templates):
-        if (namespace, pod_name) in claims:
-            for _task, pod in job.pods():
-                claims.setdefault((namespace, pod.name), claims[(namespace, pod_name)])
-
-
-def _task_claims(snap: Snapshot, obj: JSONObject, job: Job, where: str) -> None:
-    """The claims of a Volcano Job's task templates (`spec.tasks[].template.spec.resourceClaims`), for each of
-    the task's pods by the name a session gives it."""
-    tasks = {str(t.get("name") or f"task{i}"): t for i, t in enumerate(get_list(get_object(obj, "spec", where),
-                                                                               "tasks", where)) if isinstance(t, dict)}
-    for task, pod in job.pods():
-        spec = get_object(get_object(tasks.get(task.name, {}), "template", where), "spec", where)
-        if spec.get("resourceClaims"):
-            read_pod_claims(snap.dra, {"metadata": {"name": pod.name, "namespace": job.namespace}, "spec": spec},
-                            f"{where}: task {task.name}")
 
 
 def load_pods(data: object, name: str = "pods") -> list[Pod]:

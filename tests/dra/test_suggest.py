@@ -51,3 +51,22 @@ def test_drivers_naming_numa_differently_cannot_be_matched() -> None:
     got = suggest(state.claims[("ml", "train")], state, "n1")
     assert (got.found, got.claim) == (False, None)
     assert "no common NUMA attribute" in got.detail
+
+
+def test_a_shared_allocator_and_held_devices_give_the_fresh_answer() -> None:
+    """An import passes one allocator for all its claims and each node's held devices: the answer is the one a
+    fresh allocator gives, and the devices passed as held are the ones kept from the change."""
+    from scheduler_core.dra.allocator import Allocator
+
+    state = _state([0, 1, 1], [1], allocated=[("gpu", GPU_DRIVER, "n1", "gpu-0"), ("nic", "nic.io", "n1", "eth0")])
+    state.claims.update(read_dra([claim("other", [exactly("gpu", "gpu")],
+                                        results=[("gpu", GPU_DRIVER, "n1", "gpu-1")])]).claims)
+    the_claim = state.claims[("ml", "train")]
+    fresh = suggest(the_claim, state, "n1")
+    assert [r.device for r in fresh.devices] == ["gpu-2", "eth0"]  # gpu-1 is the other claim's
+    allocator = Allocator(state.classes, state.slices)
+    held = [(GPU_DRIVER, "n1", "gpu-0"), ("nic.io", "n1", "eth0"), (GPU_DRIVER, "n1", "gpu-1")]
+    for _ in range(2):  # the second time on the verdicts the first kept
+        assert suggest(the_claim, state, "n1", allocator=allocator, held=held) == fresh
+    assert [r.device for r in suggest(the_claim, state, "n1", allocator=allocator, held=[]).devices] == [
+        "gpu-1", "eth0"]

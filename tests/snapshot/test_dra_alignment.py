@@ -395,3 +395,52 @@ def test_a_comparison_counts_misaligned_pods_per_variant_shown_and_exported(view
     assert {r["profile"]: int(r["misaligned_gpu-cpu"]) for r in rows} == expected
     data = viewer_api.get(f"/api/comparisons/{comparison.pk}/export/?format=json").json()
     assert {v["profile"]: v["metrics"]["pods_misaligned"] for v in data["variants"]} == expected
+
+
+def _volcano_job_with_claims(name: str, replicas: int) -> dict:
+    """A pending Volcano Job whose one task (a NUMA node's worth of CPUs a pod) asks a GPU through its template."""
+    limits = {"cpu": "4", "memory": "1Gi"}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"minAvailable": replicas, "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": {
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                "containers": [{"name": "app", "image": "busybox", "resources": {
+                    "limits": limits, "requests": limits, "claims": [{"name": "gpu"}]}}]}}}]},
+            "status": {"state": {"phase": "Pending"}}}
+
+
+def test_a_volcano_jobs_task_template_claims_in_sessions_and_comparisons():
+    """A pending Volcano Job of two pods, each a NUMA node's worth of CPUs and a GPU from the task template's
+    claim, on a node whose first GPU (slice order) is on NUMA 1: a session through the web allocates each pod's
+    claim (`volcano`: the first free GPU; `aligned`: the one beside its CPUs), and a comparison counts the pods
+    left off their CPUs' NUMA node as those sessions' records show them."""
+    from numaweb.comparisons import services as comparisons
+    from numaweb.comparisons.models import ComparisonVariant
+    from numaweb.scheduling import services as scheduling
+    from numaweb.scheduling.models import Placement
+
+    objs = [*numatopology_node("n1", cpus_per_numa=4), *gpu_node_slices("n1", [1, 0], [0]),
+            device_class("gpu", f'device.driver == "{GPU_DRIVER}"'), TEMPLATE, _volcano_job_with_claims("train", 2)]
+    cluster = Cluster.objects.create(name="vcjob")
+    import_snapshot(cluster, as_yaml(objs))
+    detail = objs[0]["spec"]["cpuDetail"]
+    numa_of = {d["name"]: _numa_attribute(d["attributes"]) for o in objs if o["kind"] == "ResourceSlice"
+               and o["spec"]["driver"] == GPU_DRIVER for d in o["spec"]["devices"]}
+    misaligned = {}
+    for profile in ("volcano", "aligned"):
+        session = scheduling.execute_session(scheduling.start_session(cluster, profile, dry_run=True).pk)
+        placements = list(Placement.objects.filter(session=session))
+        assert sorted(p.pod.rsplit("/", 1)[-1] for p in placements) == ["train-worker-0", "train-worker-1"]
+        devices = {p.pod: [d["device"] for c in p.dra["claims"] for d in c["devices"]] for p in placements}
+        assert sorted(d for ds in devices.values() for d in ds) == sorted(numa_of)  # one GPU each, both used
+        off = [p for p in placements if numa_of[devices[p.pod][0]] not in
+               {detail[str(c)]["numa"] for c in CPUSet.parse(p.cpus)}]
+        assert all(p.dra["alignment"]["kinds"] == ["gpu-cpu"] for p in off)
+        misaligned[profile] = len(off)
+    assert misaligned["volcano"] > misaligned["aligned"] == 0
+    comparison = comparisons.create_comparison(cluster, comparisons.parse_variants(
+        cluster, [{"profile": "volcano"}, {"profile": "aligned"}]))
+    for variant in ComparisonVariant.objects.filter(comparison=comparison):
+        comparisons.execute_variant(variant.pk)
+    got = {v.settings["profile"]: v.metrics for v in ComparisonVariant.objects.filter(comparison=comparison)}
+    assert {p: m["pods_misaligned"] for p, m in got.items()} == misaligned
+    assert got["volcano"]["pods_with_claims"] == got["aligned"]["pods_with_claims"] == 2
