@@ -217,6 +217,9 @@ def _target_shape(data: Mapping[str, object]) -> tuple[ShapeDict, int]:
 def parse_options(data: Mapping[str, object]) -> RoomOptions:
     """The search's options, each checked, with the settings' defaults."""
     evictions = data.get("allow_evictions", False)
+    # a form (multipart or urlencoded, as the schema also offers) carries a boolean as text
+    evictions = {"true": True, "false": False}.get(evictions.lower(), evictions) if isinstance(evictions, str) \
+        else evictions
     if not isinstance(evictions, bool):
         raise RoomError("allow_evictions", f"must be true or false, not {evictions!r}")
     protected = _strings(data, "protected_namespaces") if "protected_namespaces" in data \
