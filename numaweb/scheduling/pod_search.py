@@ -16,6 +16,7 @@ import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import ClassVar
 
 from django.db import connection
 from django.db.models import CharField, Q, QuerySet, Value
@@ -244,15 +245,28 @@ def _page(keys: list[tuple[str, str, int]], groups: Mapping[str, _Group], limit:
     """The first `limit` matches: the held pods' page (by pod, then node) merged with each group's pods in
     name order, less those that hold something. `keys` is the held pods' first `limit` (pod, node, node id):
     a pending pod reached before the page is full sorts before the page's last held pod, so the page says
-    whether it is held."""
+    whether it is held. A group's pods all start with its prefix, so a group joins the merge only once the
+    merge reaches its prefix: a page visits the groups before its end, not every job of the cluster."""
     held_uids = {uid for uid, _node, _id in keys}
-    streams: list[Iterable[tuple[str, str, int, _Group | None]]] = [
-        [(uid, node, node_id, None) for uid, node, node_id in keys]]
-    streams.extend(_pending(group) for group in groups.values())
+    waiting = sorted(groups.values(), key=lambda g: g.prefix)
+    heap: list[tuple[tuple[str, str, int], int, _Group | None, Iterator[tuple[str, str, int, _Group | None]]]] = []
+
+    def push(stream: Iterator[tuple[str, str, int, _Group | None]], order: int) -> None:
+        for uid, node, node_id, group in stream:
+            heapq.heappush(heap, ((uid, node, node_id), order, group, stream))
+            return
+
+    push(iter([(uid, node, node_id, None) for uid, node, node_id in keys]), 0)
+    joined = 0
     shown: list[PodMatch] = []
-    for uid, node, node_id, group in heapq.merge(*streams, key=lambda t: t[:3]):
-        if len(shown) == limit:
+    while len(shown) < limit:
+        while joined < len(waiting) and (not heap or waiting[joined].prefix <= heap[0][0][0]):
+            push(_pending(waiting[joined]), joined + 1)
+            joined += 1
+        if not heap:
             break
+        (uid, node, node_id), order, group, stream = heapq.heappop(heap)
+        push(stream, order)
         if group is None:
             shown.append(PodMatch(uid, node=(node_id, node)))
         elif uid not in held_uids:
@@ -302,10 +316,17 @@ class _Indexes:
     "contains"), and the indexes under a text prefix are counted digit by digit against `n`'s digits: a count
     costs O(len(str(n)) * 10) once the per-state tables are filled."""
 
+    #: the automaton of no digits: one state, found from the start (every index matches)
+    _EVERY: ClassVar[list[list[int]]] = [[0] * 10]
+
     def __init__(self, n: int, digits: str, anchored: bool) -> None:
         self.n, self.limit = n, str(n)
         m = self.final = len(digits)
+        self._free: dict[tuple[int, int], int] = {}
         self.step: list[list[int]] = []
+        if not digits:  # shared, not built per job: a search without digits reads every job's tasks
+            self.step = self._EVERY
+            return
         failure = [0] * max(m, 1)  # the longest proper border of digits[:k + 1]
         for k in range(1, m):
             b = failure[k - 1]
@@ -326,7 +347,6 @@ class _Indexes:
             self.step.append(row)
         if anchored:
             self.step.append([m + 1] * 10)
-        self._free: dict[tuple[int, int], int] = {}
 
     def free(self, state: int, length: int) -> int:
         """How many texts of `length` digits, read from `state`, end found."""
@@ -356,6 +376,8 @@ class _Indexes:
         return total
 
     def count(self) -> int:
+        if not self.final:  # no digits: every index matches (at 22,000 jobs, reading them cost seconds)
+            return self.n
         return sum(self.under(str(d), self.step[0][d]) for d in range(10))
 
     def ordered(self) -> Iterator[int]:

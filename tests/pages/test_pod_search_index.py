@@ -63,7 +63,7 @@ def _reference(query: str, cluster: int | None) -> list[tuple[str, str, object]]
     return sorted((pod, node, job) for (pod, node), job in rows.items())
 
 
-QUERIES = ["w", "W-1", "j-w-1-1", "-1", "1", "10", "12", "0", "9", "00", "worker-1", "train-worker-9", "x12", "x1",
+QUERIES = ["", "w", "W-1", "j-w-1-1", "-1", "1", "10", "12", "0", "9", "00", "worker-1", "train-worker-9", "x12", "x1",
            "2-r-1", "a/", "/", "-", "b/train", "nothing", "j-w-1-", "agent-1", "-r-10", "r-100", "1-1"]
 
 
