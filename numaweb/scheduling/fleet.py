@@ -36,6 +36,7 @@ from numaweb.jobs.models import Job, Task
 from numaweb.jobs.services import pod_from_stored
 from numaweb.scheduling.models import Placement, PodStatus, SchedulingSession
 from scheduler_core.errors import EngineError
+from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.pods import pod_device_request, pod_guaranteed_cpus, pod_memory_request
 from scheduler_core.model.quantity import format_bytes
 from scheduler_core.scheduler.compare import BLOCK_BINS
@@ -65,10 +66,11 @@ def summaries(cluster_id: int) -> list[tuple[str, NodeFree]]:
         _load_shared(cluster_id)
     stale = [pk for pk, generation, updated in rows
              if (e := _CACHE.get(pk)) is None or e.version != (generation, updated)]
+    alike: dict[tuple, tuple[object, object, NodeFree]] = {}
     for start in range(0, len(stale), 500):
         chunk = Node.objects.filter(pk__in=stale[start:start + 500]).annotate(pool=pool_of())
         for (pk, _name, generation, updated, pool), node in inventory.engine_nodes(chunk, "updated_at", "pool"):
-            free = None if isinstance(node, Exception) else node_free(node)
+            free = None if isinstance(node, Exception) else _summary(node, alike)
             _CACHE[pk] = _Entry((generation, updated), pool or NO_POOL, free)
     if stale:
         _save_shared(cluster_id, [pk for pk, _g, _u in rows])
@@ -78,6 +80,19 @@ def summaries(cluster_id: int) -> list[tuple[str, NodeFree]]:
         if entry is not None and entry.free is not None:
             out.append((entry.pool, entry.free))
     return out
+
+
+def _summary(node: EngineNode, alike: dict[tuple, tuple[object, object, NodeFree]]) -> NodeFree:
+    """`node_free`, once per distinct topology, settings and free state: the nodes of a pool share their topology
+    and settings objects, and most of them hold the same (often nothing). The entry keeps both objects, so their
+    ids stay theirs while `alike` lives."""
+    topology, kubelet = node.topology, node.kubelet
+    key = (id(topology), id(kubelet), node.free_cpus, frozenset(node.used_devices),
+           tuple(node.memory_free(n) for n in topology.numa_ids) if kubelet.static_memory else ())
+    hit = alike.get(key)
+    if hit is None:
+        hit = alike[key] = (topology, kubelet, node_free(node))
+    return hit[2]
 
 
 def _shared_key(cluster_id: int) -> str:
