@@ -17,9 +17,11 @@ from rest_framework.views import APIView
 
 from numaweb import limits
 from numaweb.inventory.models import Cluster
+from numaweb.limits import DepthLimitedJSONParser
 from numaweb.room import defrag, services, tasks
 from numaweb.room.export import kubectl_script, plan_json, room_dict
 from numaweb.room.models import DefragRun, RoomPlan
+from numaweb.room.services import NAME_PATTERN
 from numaweb.scheduling.models import SchedulingSession
 from numaweb.worker.runs import BrokerUnavailable
 
@@ -40,10 +42,10 @@ class MakeRoomRequestSerializer(serializers.Serializer):
         "(the answer's profile_from names it; aligned when it has none); for a shape, aligned"))
     allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
                                                                          "alone cannot make room (default false)")
-    protected_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
+    protected_namespaces = serializers.ListField(child=serializers.RegexField(NAME_PATTERN.pattern), required=False,
                                                  help_text="pods here never move (default: the setting)")
     max_priority = serializers.IntegerField(required=False, help_text="pods at or above this priority never move")
-    pinned = serializers.ListField(child=serializers.CharField(), required=False,
+    pinned = serializers.ListField(child=serializers.RegexField(NAME_PATTERN.pattern), required=False,
                                    help_text="namespace/name patterns (shell wildcards) that never move")
     max_moves = serializers.IntegerField(required=False, help_text="the most moves looked for")
 
@@ -111,6 +113,8 @@ class MakeRoomView(APIView):
     """Ask for the fewest moves after which a job (or a shape × count) fits on the cluster."""
 
     required_permissions = {"post": ["room.add_roomplan"]}  # operators (numaweb.access.drf)
+    # JSON only: its lists (protected namespaces, pins) and options have no faithful form encoding
+    parser_classes = [DepthLimitedJSONParser]
 
     @extend_schema(request=MakeRoomRequestSerializer, responses={
         202: MakeRoomSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 503: ERROR})
@@ -174,10 +178,10 @@ class DefragRequestSerializer(serializers.Serializer):
         "pending (profile_from names it; aligned when there is none)"))
     allow_evictions = serializers.BooleanField(required=False, help_text="evict lower-priority pods when moves "
                                                                          "alone cannot make room (default false)")
-    protected_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
+    protected_namespaces = serializers.ListField(child=serializers.RegexField(NAME_PATTERN.pattern), required=False,
                                                  help_text="pods here never move (default: the setting)")
     max_priority = serializers.IntegerField(required=False, help_text="pods at or above this priority never move")
-    pinned = serializers.ListField(child=serializers.CharField(), required=False,
+    pinned = serializers.ListField(child=serializers.RegexField(NAME_PATTERN.pattern), required=False,
                                    help_text="namespace/name patterns (shell wildcards) that never move")
     max_moves = serializers.IntegerField(required=False, min_value=1, help_text="the most moves looked for per job")
 
@@ -239,6 +243,8 @@ class DefragView(APIView):
     """Rank a cluster's pending jobs by the moves each needs, and propose a set that places the most."""
 
     required_permissions = {"post": ["room.add_defragrun"]}  # operators (numaweb.access.drf)
+    # JSON only: its lists (protected namespaces, pins) and options have no faithful form encoding
+    parser_classes = [DepthLimitedJSONParser]
 
     @extend_schema(request=DefragRequestSerializer, responses={
         202: DefragSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR, 503: ERROR})

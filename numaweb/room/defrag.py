@@ -53,13 +53,13 @@ def pending_jobs(cluster: Cluster) -> list[Job]:
 def parse_request(cluster: Cluster, data: object) -> DefragQuestion:
     """The row's fields for a request of options (all optional: make room's, bar the target); RoomError names the
     field. Refused: a cluster past NUMAWEB_MAKE_ROOM_MAX_NODES, or without pending jobs."""
-    data = {} if data in (None, "") else data
+    data = {} if data == "" else data  # no body at all: every option's default (a JSON null is not an object)
     if not isinstance(data, Mapping):
         raise RoomError("profile", f"an object of options ({', '.join(FIELDS)}), all optional")
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise RoomError(unknown[0], f"unknown field; expected: {', '.join(FIELDS)}")
-    profile = data.get("profile") or ""
+    profile = data.get("profile", "")
     if not isinstance(profile, str) or (profile and profile not in PROFILES):
         raise RoomError("profile", f"unknown profile {profile!r}; expected one of: {', '.join(PROFILES)}")
     options = parse_options(data)

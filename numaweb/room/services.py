@@ -9,6 +9,7 @@ the verified plan, the node grids before and after, and the dry-run session that
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NotRequired, TypedDict
@@ -16,6 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.http import QueryDict
 
 from numaweb.comparisons.services import ComparisonError, parse_shape
 from numaweb.inventory.models import Allocation, Cluster, Node
@@ -53,19 +55,29 @@ class RoomError(ValueError):
         self.field = field
 
 
+#: a namespace, or a namespace/name pattern with shell wildcards (what protected namespaces and pins are)
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._/*?\[\]!-]{1,253}")
+
+
 def _strings(data: Mapping[str, object], field: str) -> list[str]:
     """A list of names, at most NUMAWEB_MAX_LIST_ITEMS of them (counted before any is looked at)."""
-    value = data.get(field)
-    if value in (None, ""):
+    if field not in data:
         return []
+    value = data.get(field)  # an empty text is a list of one empty name, which the schema (and this) refuses
+    if value is None:
+        raise RoomError(field, "a list of names, not null")
     cap = settings.NUMAWEB_MAX_LIST_ITEMS
     count = value.count(",") + 1 if isinstance(value, str) else len(value) if isinstance(value, list) else 0
     if count > cap:
         raise RoomError(field, f"{count} items, more than the limit of {cap} (NUMAWEB_MAX_LIST_ITEMS)")
     if isinstance(value, str):
+        if not isinstance(data, QueryDict):  # a form carries text; a JSON body's list is a list, as documented
+            raise RoomError(field, "a list of names")
         value = [v.strip() for v in value.split(",")]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v and len(v) <= 253 for v in value):
-        raise RoomError(field, "a list of names (or one comma-separated string)")
+    if not isinstance(value, list) or not all(isinstance(v, str) and NAME_PATTERN.fullmatch(v) for v in value):
+        raise RoomError(field, "a list of names (or one comma-separated string): namespace/name patterns of "
+                               "letters, digits, '.', '_', '-', '/' and the shell wildcards *, ?, [, ], ! "
+                               "(at most 253 characters each)")
     return [v for v in value if v]
 
 
@@ -216,10 +228,10 @@ def _target_shape(data: Mapping[str, object]) -> tuple[ShapeDict, int]:
 
 def parse_options(data: Mapping[str, object]) -> RoomOptions:
     """The search's options, each checked, with the settings' defaults."""
+    for field in ("max_priority", "max_moves"):  # JSON numbers (the API takes JSON only, commands pass ints)
+        if field in data and (data[field] is None or isinstance(data[field], str)):
+            raise RoomError(field, f"must be an integer, not {data[field]!r}")
     evictions = data.get("allow_evictions", False)
-    # a form (multipart or urlencoded, as the schema also offers) carries a boolean as text
-    evictions = {"true": True, "false": False}.get(evictions.lower(), evictions) if isinstance(evictions, str) \
-        else evictions
     if not isinstance(evictions, bool):
         raise RoomError("allow_evictions", f"must be true or false, not {evictions!r}")
     protected = _strings(data, "protected_namespaces") if "protected_namespaces" in data \
