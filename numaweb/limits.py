@@ -17,6 +17,7 @@ depth, and a number of more digits than Python reads is a 400 on that field too 
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from django.forms.fields import InvalidJSONInput, JSONString
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 
 
 def security_headers() -> list[tuple[str, str]]:
@@ -109,6 +110,28 @@ class DepthLimitedJSONParser(JSONParser):
         if deeper_than(data, limit):
             raise ParseError(too_deep_message(limit))
         return data
+
+
+class StrictMultiPartParser(MultiPartParser):
+    """MultiPartParser refusing a body that is not a form: Django's parser reads a body with no part in it (no
+    boundary line, e.g. a bare number) as an empty form, so a PATCH would succeed having changed nothing. A body
+    longer than an empty form (just its closing boundary) that yields no field and no file is a 400."""
+
+    def parse(self, stream: IO[Any], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
+        request = (parser_context or {}).get("request")
+        meta = getattr(request, "META", {}) if request is not None else {}
+        length = int(meta.get("CONTENT_LENGTH") or 0)
+        boundary = (media_type or "").partition("boundary=")[2].split(";")[0].strip().strip('"')
+        if 0 < length <= 4096:  # a short body is read first: it must hold its boundary somewhere
+            body = stream.read()
+            if b"--" + boundary.encode() not in body:
+                raise ParseError("the body is not a multipart form: no part was found in it")
+            stream = io.BytesIO(body)
+        parsed = super().parse(stream, media_type, parser_context)
+        if not parsed.data and not parsed.files and length > len(boundary) + 8:
+            raise ParseError("the body is not a multipart form: no part was found in it")
+        return parsed
 
 
 def load_json_field(text: str | bytes) -> Any:

@@ -312,7 +312,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": [
         "numaweb.limits.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "numaweb.limits.StrictMultiPartParser",
     ],
 }
 SPECTACULAR_SETTINGS = {

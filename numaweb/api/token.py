@@ -10,13 +10,13 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_seriali
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import AuthenticationFailed, ValidationError
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from numaweb.access.throttles import TokenRateThrottle
 from numaweb.access.tokens import current_token
-from numaweb.limits import DepthLimitedJSONParser
+from numaweb.limits import DepthLimitedJSONParser, StrictMultiPartParser
 
 LOCKED_OUT = ("too many failed logins: this name from this address, or this address, is locked out for a while "
               "(an admin can unlock it)")
@@ -24,7 +24,7 @@ LOCKED_OUT = ("too many failed logins: this name from this address, or this addr
 
 class ObtainToken(ObtainAuthToken):
     throttle_classes = [TokenRateThrottle]
-    parser_classes = [FormParser, MultiPartParser, DepthLimitedJSONParser]
+    parser_classes = [FormParser, StrictMultiPartParser, DepthLimitedJSONParser]
 
     @extend_schema(auth=[], responses={200: inline_serializer("Token", {"token": serializers.CharField()}),
                                        401: OpenApiResponse(description="no user with this name and password")})

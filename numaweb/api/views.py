@@ -25,7 +25,7 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -37,7 +37,7 @@ from numaweb.jobs import bounds, lifecycle
 from numaweb.jobs import services as job_services
 from numaweb.jobs.forms import JobFilterForm
 from numaweb.jobs.models import Job
-from numaweb.limits import DepthLimitedJSONParser
+from numaweb.limits import DepthLimitedJSONParser, StrictMultiPartParser
 from numaweb.scheduling import outcomes, results
 from numaweb.scheduling import services as scheduling
 from numaweb.scheduling.models import SchedulingSession
@@ -93,7 +93,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
                        ("dry_run", "report what would change, change nothing"),
                        ("prune", "flag nodes the snapshot no longer lists as removed"),
                        ("allow_empty", "accept a snapshot without nodes"))])
-    @action(detail=True, methods=["post"], url_path="import", parser_classes=[MultiPartParser, FormParser],
+    @action(detail=True, methods=["post"], url_path="import", parser_classes=[StrictMultiPartParser, FormParser],
             serializer_class=s.SnapshotUploadSerializer)
     def import_snapshot(self, request: Request, pk: str | None = None) -> Response:
         """Create or update the cluster's nodes, replayed allocations and pending jobs from a kubectl
@@ -135,7 +135,7 @@ class NodeViewSet(viewsets.ModelViewSet):
                    responses={201: s.NodeUploadResultSerializer,
                               400: OpenApiResponse(description="the engine's message")},
                    parameters=[])
-    @action(detail=False, methods=["post"], parser_classes=[MultiPartParser, FormParser],
+    @action(detail=False, methods=["post"], parser_classes=[StrictMultiPartParser, FormParser],
             serializer_class=s.NodeUploadSerializer)
     def upload(self, request: Request) -> Response:
         """Create or replace a node from a topology file (format detected unless given)."""
@@ -150,7 +150,7 @@ class NodeViewSet(viewsets.ModelViewSet):
 
     @extend_schema(request={"multipart/form-data": s.StateCheckUploadSerializer},
                    responses={200: s.StateCheckSerializer, 400: OpenApiResponse(description="the reason")})
-    @action(detail=True, methods=["post"], url_path="check-state", parser_classes=[MultiPartParser, FormParser],
+    @action(detail=True, methods=["post"], url_path="check-state", parser_classes=[StrictMultiPartParser, FormParser],
             serializer_class=s.StateCheckUploadSerializer)
     def check_state(self, request: Request, pk: str | None = None) -> Response:
         """Replay the node's real kubelet state through the engine's kubelet model: per container,
@@ -238,7 +238,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     transaction. The list is paged (?page=, ?page_size=) and filtered on the server like the jobs page."""
 
     serializer_class = s.JobSerializer
-    parser_classes = [DepthLimitedJSONParser, FormParser, MultiPartParser]
+    parser_classes = [DepthLimitedJSONParser, FormParser, StrictMultiPartParser]
     pagination_class = ResultsPagination
     required_permissions = {"finish": ["jobs.change_job"]}  # operators finish jobs (numaweb.access.drf)
 
