@@ -85,7 +85,8 @@ class VariantForm(forms.Form):
         The CPU options (each ticked box) and the `replace` box carry visible labels."""
         super().__init__(*args, **kwargs)
         row = int(str(self.prefix).rsplit("-", 1)[-1]) + 1
-        for name in ("profile", "topology_manager_policy", "topology_manager_scope", "weight", "distance_tie_break"):
+        for name in ("profile", "topology_manager_policy", "topology_manager_scope", "weight", "distance_tie_break",
+                     "strategy"):
             self.fields[name].widget.attrs["aria-label"] = f"variant {row}: {self.fields[name].label}"
 
     def clean(self) -> dict[str, Any]:

@@ -44,6 +44,8 @@ API = {
     ("GET", "/api/make-room/{id}/"): VIEWER,
     ("GET", "/api/make-room/{id}/plan.json"): VIEWER,
     ("GET", "/api/make-room/{id}/plan.sh"): VIEWER,
+    ("POST", "/api/clusters/{id}/defrag/"): OPERATOR,
+    ("GET", "/api/defrag/{id}/"): VIEWER,
     ("POST", "/api/clusters/{id}/import/"): ADMIN,
     ("GET", "/api/clusters/{id}/"): VIEWER,
     ("PUT", "/api/clusters/{id}/"): ADMIN,
@@ -111,6 +113,8 @@ PAGES = {
     "comparisons:strip": (VIEWER, None),
     "room:start": (OPERATOR, OPERATOR),
     "room:detail": (VIEWER, None),
+    "room:defrag-start": (OPERATOR, OPERATOR),
+    "room:defrag": (VIEWER, None),
 }
 PERSONAS = (ANYONE, *ROLES)
 

@@ -25,7 +25,8 @@ def test_groups_hold_each_roles_permissions():
     assert {"inventory.view_node", "jobs.view_job", "scheduling.view_placement", "access.browse"} <= viewer
     assert all(p.split(".")[1].startswith("view_") or p == "access.browse" for p in viewer)
     assert operator - viewer == {"jobs.add_job", "jobs.change_job", "scheduling.add_schedulingsession",
-                                 "access.run_whatif", "access.compare", "room.add_roomplan"}
+                                 "access.run_whatif", "access.compare", "room.add_roomplan",
+                                 "room.add_defragrun"}
     assert operator < admin
     assert {"inventory.add_cluster", "inventory.delete_node", "inventory.change_allocation", "jobs.delete_job",
             "access.import_inventory", "auth.add_user", "authtoken.add_token"} <= admin

@@ -74,6 +74,9 @@ def test_every_page_holds_its_layout(page: Page, live_server, scene, width):
     problems = {}
     for name, url in _pages(scene).items():
         page.goto(live_server.url + url)
+        # what a page loads after it (a comparison's heat strips) is part of its layout, and leaving while it is
+        # still on its way would abort it
+        page.wait_for_load_state("networkidle")
         result = page.evaluate(CHECK)
         if result["overflow"] > 0 or result["headers"]:
             problems[name] = result

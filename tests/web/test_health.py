@@ -152,7 +152,7 @@ def test_upkeep_beats_fails_lost_sessions_and_queues_them_again(db, queue, setti
     assert lost.status == "pending" and lost.error.startswith("worker lost: no heartbeat from elsewhere:1")
     assert lost.error.endswith("; queued again automatically") and lost.finished_at is None
     assert sorted(sent["sessions"]) == queue() == sorted([pending.pk, lost.pk])
-    assert set(sent) == {"sessions", "comparison variants", "make-room questions"}  # every app's kind
+    assert set(sent) == {"sessions", "comparison variants", "make-room questions", "defrag runs"}  # every app's kind
 
 
 def test_pending_session_that_lost_its_message_is_run_by_the_next_check(db, queue):
