@@ -4,6 +4,9 @@ The question runs on a worker; the answer comes from `scheduler_core.scheduler.r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +30,28 @@ from numaweb.worker.runs import BrokerUnavailable
 
 ERROR = inline_serializer("MakeRoomError", {"detail": serializers.CharField()})
 FIELD_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description="{field: [reason]} for the field at fault")
+
+
+def _accepted(request: Request, pk: int, parse: Callable[[Cluster, Any], Any], start: Callable[[Any, Any], Any],
+              body: Callable[[Any, Request], dict]) -> Response:
+    """A question for a worker, as make room and the advisor take one: 400 naming the field, 429 when too much is
+    waiting (its Retry-After; the limit's setting where one is), 503 when the broker is down, else 202 with the
+    row's URL."""
+    cluster = get_object_or_404(Cluster, pk=pk)
+    try:
+        fields = parse(cluster, request.data)
+    except services.RoomError as exc:
+        raise ValidationError({exc.field: [str(exc)]}) from None
+    try:
+        row = start(fields, request.user)
+    except services.Busy as exc:
+        answer = {"detail": str(exc), **({"limit": exc.setting} if exc.setting else {})}
+        return Response(answer, status=status.HTTP_429_TOO_MANY_REQUESTS, headers={"Retry-After": str(exc.retry_after)})
+    except BrokerUnavailable as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    row.refresh_from_db()
+    data = body(row, request)
+    return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 
 
 class MakeRoomRequestSerializer(serializers.Serializer):
@@ -120,21 +145,7 @@ class MakeRoomView(APIView):
         202: MakeRoomSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 503: ERROR})
     def post(self, request: Request, pk: int) -> Response:
         """202 with the question's URL; a worker answers it (progress on the URL), then the plan is there."""
-        cluster = get_object_or_404(Cluster, pk=pk)
-        try:
-            fields = services.parse_request(cluster, request.data)
-        except services.RoomError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        try:
-            row = tasks.start(fields, request.user)
-        except services.TooManyQuestions as exc:
-            return Response({"detail": str(exc), "limit": exc.setting}, status=status.HTTP_429_TOO_MANY_REQUESTS,
-                            headers={"Retry-After": str(exc.retry_after)})
-        except BrokerUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        row.refresh_from_db()
-        body = _body(row, request)
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+        return _accepted(request, pk, services.parse_request, tasks.start, _body)
 
 
 class MakeRoomDetailView(APIView):
@@ -250,21 +261,7 @@ class DefragView(APIView):
         202: DefragSerializer, 400: FIELD_ERRORS, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR, 503: ERROR})
     def post(self, request: Request, pk: int) -> Response:
         """202 with the run's URL; a worker answers it (progress on the URL)."""
-        cluster = get_object_or_404(Cluster, pk=pk)
-        try:
-            fields = defrag.parse_request(cluster, request.data)
-        except services.RoomError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        try:
-            row = tasks.start_defrag(fields, request.user)
-        except defrag.AdvisorBusy as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
-                            headers={"Retry-After": str(exc.retry_after)})
-        except BrokerUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        row.refresh_from_db()
-        body = _defrag_body(row, request)
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+        return _accepted(request, pk, defrag.parse_request, tasks.start_defrag, _defrag_body)
 
 
 class DefragDetailView(APIView):

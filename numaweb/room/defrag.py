@@ -29,7 +29,7 @@ from scheduler_core.scheduler.defrag import advise, job_key
 from scheduler_core.scheduler.profiles import PROFILES, get_profile
 
 from .models import DefragRun
-from .services import RoomError, RoomOptions, parse_options, priorities, rules_of
+from .services import Busy, RoomError, RoomOptions, parse_options, priorities, rules_of
 
 log = logging.getLogger("numaweb.room")
 
@@ -91,7 +91,7 @@ def check_queue(cluster: Cluster) -> None:
                           "is answered")
 
 
-class AdvisorBusy(RuntimeError):
+class AdvisorBusy(Busy):
     """The cluster's queue is being ranked already; `retry_after` in seconds."""
 
     @property

@@ -97,14 +97,27 @@ def _int(data: Mapping[str, object], field: str, low: int, high: int | None) -> 
     return number
 
 
-class TooManyQuestions(RuntimeError):
-    """A user or a cluster has as many questions waiting or being answered as allowed; `setting` names the limit,
-    `retry_after` says when one more may fit (seconds)."""
+class Busy(RuntimeError):
+    """Nothing recorded: too much is waiting already. `retry_after` says when to ask again (seconds); `setting`
+    names the limit reached, where one setting is the limit."""
+
+    setting: str | None = None
+
+    @property
+    def retry_after(self) -> int:
+        raise NotImplementedError
+
+
+class TooManyQuestions(Busy):
+    """A user or a cluster has as many make-room questions waiting or being answered as allowed."""
 
     def __init__(self, message: str, setting: str) -> None:
         super().__init__(message)
         self.setting = setting
-        self.retry_after = max(1, settings.NUMAWEB_MAKE_ROOM_SECONDS)
+
+    @property
+    def retry_after(self) -> int:
+        return max(1, settings.NUMAWEB_MAKE_ROOM_SECONDS)
 
 
 def check_queue(cluster: Cluster, user: User | None) -> None:

@@ -4,7 +4,7 @@ worker's progress, then shows the plan: the moves, and every node it touches dra
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -39,6 +39,21 @@ def room_context(job: Job, sessions: Iterable[SchedulingSession]) -> dict[str, o
             "room_profiles": SchedulingSession.PROFILES}
 
 
+def _started(start: Callable[[], RoomPlan | DefragRun], route: str) -> HttpResponse:
+    """Start a question from a form: its page once recorded, or the reason as text (400 naming the field, 429 with
+    Retry-After, 503)."""
+    text = "text/plain; charset=utf-8"
+    try:
+        row = start()
+    except services.RoomError as exc:
+        return HttpResponse(f"{exc.field}: {exc}", status=400, content_type=text)
+    except services.Busy as exc:
+        return HttpResponse(str(exc), status=429, content_type=text, headers={"Retry-After": str(exc.retry_after)})
+    except BrokerUnavailable as exc:
+        return HttpResponse(str(exc), status=503, content_type=text)
+    return redirect(reverse(route, args=[row.pk]))
+
+
 @requires("room.add_roomplan")
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
@@ -50,16 +65,7 @@ def start(request: HttpRequest) -> HttpResponse:
                          "devices": request.POST.get("devices") or None}
     if request.POST.get("allow_evictions"):
         data["allow_evictions"] = True
-    try:
-        row = tasks.start(services.parse_request(cluster, data), request.user)
-    except services.RoomError as exc:
-        return HttpResponse(f"{exc.field}: {exc}", status=400, content_type="text/plain; charset=utf-8")
-    except services.TooManyQuestions as exc:
-        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8",
-                            headers={"Retry-After": str(exc.retry_after)})
-    except BrokerUnavailable as exc:
-        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
-    return redirect(reverse("room:detail", args=[row.pk]))
+    return _started(lambda: tasks.start(services.parse_request(cluster, data), request.user), "room:detail")
 
 
 def _grid(node: dict, side: str) -> dict:
@@ -94,16 +100,7 @@ def defrag_start(request: HttpRequest) -> HttpResponse:
     """From the jobs page: rank a cluster's pending queue (cluster, optional profile)."""
     cluster = get_object_or_404(Cluster, pk=request.POST.get("cluster") or 0)
     data = {k: v for k, v in request.POST.items() if k == "profile" and v}
-    try:
-        row = tasks.start_defrag(defrag.parse_request(cluster, data), request.user)
-    except services.RoomError as exc:
-        return HttpResponse(f"{exc.field}: {exc}", status=400, content_type="text/plain; charset=utf-8")
-    except defrag.AdvisorBusy as exc:
-        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8",
-                            headers={"Retry-After": str(exc.retry_after)})
-    except BrokerUnavailable as exc:
-        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
-    return redirect(reverse("room:defrag", args=[row.pk]))
+    return _started(lambda: tasks.start_defrag(defrag.parse_request(cluster, data), request.user), "room:defrag")
 
 
 @requires("room.view_defragrun")
