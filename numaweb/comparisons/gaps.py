@@ -4,6 +4,8 @@ take a profile's number for a better placement. Known causes, from the engine's 
 - kubelet refusals: a profile that does not predict the kubelet's admission (volcano aligns CPUs only, per
   container, without the CPU Manager's options; unaware checks counts only) places pods the kubelet refuses,
   by reason (placed and headroom alike);
+- headroom cut short: a variant whose count stopped at a bound (time or pods tried) has "at least" a figure, not
+  one to rank against a full count; the note names the setting that raises the bound;
 - Volcano's task-policy = node-policy filter: a pod with a task topology policy goes only to static CPU Manager
   nodes whose Topology Manager policy is that same string, so its headroom (for a shape with a policy) or its
   pods admitted fall below another variant's.
@@ -24,7 +26,13 @@ BLIND = {"volcano": "Volcano's plugin aligns CPUs only, container by container, 
                     "options, memory and devices",
          "unaware": "the unaware profile checks resource counts only",
          "nrt": "the NodeResourceTopology plugin checks only single-numa-node nodes, each zone's counts as the NRT "
-                "publishes them (no CPU ids, no CPU Manager options), and passes every other node unchecked"}
+                "publishes them (no CPU ids, no CPU Manager options), and passes every other node unchecked",
+         "kai": "KAI-Scheduler's numa plugin checks single-numa-node and restricted nodes only, by each zone's counts "
+                "as the NRT publishes them (no CPU ids, no CPU Manager options)",
+         "koordinator": "Koordinator's NodeNUMAResource reads what koordlet publishes (no CPU Manager options) and "
+                        "chooses CPUs only for the pods it binds (LSE, LSR)"}
+#: the setting that raises each bound headroom can stop at (scheduler_core.scheduler.headroom's `stopped`)
+BOUNDS = {"time budget": "NUMAWEB_HEADROOM_SECONDS", "pods tried": "NUMAWEB_HEADROOM_MAX_PODS"}
 #: what a kubelet reason means, in a few words
 REASONS = {"SMTAlignmentError": "full-pcpus-only refuses CPUs that are not whole cores",
            "TopologyAffinityError": "the Topology Manager found no NUMA alignment it allows"}
@@ -61,6 +69,13 @@ def notes(comparison: Comparison, variants: Sequence[ComparisonVariant]) -> list
             out.append({"variant": v.index, "metric": "pods_rejected", "text": (
                 f"{name(v)}: the kubelet refuses {_n(rejected)} of the {_n(m['pods_placed'])} pods it placed "
                 f"({_reasons(by_reason)}){'; ' + why if why else ''}.")})
+        room = v.headroom or {}
+        if room.get("at_least"):
+            stopped = room.get("stopped") or "bound"
+            setting = next((name for words, name in BOUNDS.items() if words in stopped), "")
+            out.append({"variant": v.index, "metric": "headroom_admitted", "text": (
+                f"{name(v)}: headroom counting stopped at the {stopped}: at least {_n(m.get('headroom_admitted', 0))} "
+                f"pods, not comparable with a full count{f' ({setting} raises the bound)' if setting else ''}.")})
         refused = m.get("headroom_rejected", 0)
         if refused:
             out.append({"variant": v.index, "metric": "headroom_rejected", "text": (

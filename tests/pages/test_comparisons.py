@@ -207,6 +207,14 @@ def test_headroom_cut_short_by_a_bound_reads_at_least_naming_it(client, demo, mo
     row = html[html.index("headroom (pods of the shape)"):]
     row = row[:row.index("</tr>")]
     assert f"<td>at least {variant.metrics['headroom']} (limit of 3 pods tried)</td>" in row
+    # the chart marks the shorter bar, and a note says why it is short and which setting raises the bound
+    chart = html[html.index('data-metric="headroom_admitted"'):]
+    chart = chart[:chart.index("</figure>")]
+    assert "1. aligned (at least)" in chart
+    notes = html[html.index('class="gap-notes"'):html.index("</ul>", html.index('class="gap-notes"'))]
+    assert (f"1. aligned: headroom counting stopped at the limit of 3 pods tried: at least "
+            f"{variant.metrics['headroom_admitted']} pods, not comparable with a full count "
+            "(NUMAWEB_HEADROOM_MAX_PODS raises the bound)") in notes
 
     settings.NUMAWEB_HEADROOM_MAX_PODS = 100000  # unbounded: the plain count
     ComparisonVariant.objects.filter(pk=variant.pk).update(status="pending")
@@ -216,6 +224,7 @@ def test_headroom_cut_short_by_a_bound_reads_at_least_naming_it(client, demo, mo
     html = client.get(reverse("comparisons:detail", args=[comparison.pk])).content.decode()
     row = html[html.index("headroom (pods of the shape)"):]
     assert f"<td>{variant.metrics['headroom']}</td>" in row[:row.index("</tr>")] and "at least" not in row[:200]
+    assert "(at least)" not in html and "counting stopped" not in html
 
 
 def test_every_kubelet_verdict_is_counted_and_large_gaps_are_explained(client, monkeypatch):

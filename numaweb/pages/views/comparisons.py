@@ -61,9 +61,15 @@ def _metric_charts(rows: list[Metric], variants: list, shown: dict[int, dict[str
             continue
         hint = {True: "more is better", False: "fewer is better", None: ""}[better]
         out.append({"key": key, "label": label, "hint": hint,
-                    "svg": charts.bar_chart(label, [(f"{v.index + 1}. {v.label}", shown[v.index].get(key), v.index)
+                    "svg": charts.bar_chart(label, [(_bar_label(v, key), shown[v.index].get(key), v.index)
                                                     for v in variants])})
     return out
+
+
+def _bar_label(variant: ComparisonVariant, key: str) -> str:
+    """A bar's name; a headroom count cut short by a bound is marked, so its shorter bar is not read as less room."""
+    cut = key.startswith("headroom") and (variant.headroom or {}).get("at_least")
+    return f"{variant.index + 1}. {variant.label}{' (at least)' if cut else ''}"
 
 
 def _cell(variant: ComparisonVariant, shown: dict[str, Any], key: str) -> object:
