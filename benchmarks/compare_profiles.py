@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.compare_speed import manage, start_workers, wait
+from benchmarks.compare_speed import scratch_demo, start_workers, wait
 
 ROOT = Path(__file__).resolve().parent.parent
 STRIP = re.compile(r'(<figure class="chart-box wide" data-strip="(\d+)"><figcaption>.*?</figcaption>)<a .*?</a>', re.S)
@@ -57,21 +56,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="numaweb-profiles-") as tmp:
         data = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-        env.update(NUMAWEB_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="numaweb.settings", PYTHONUNBUFFERED="1")
-        started = time.perf_counter()
-        manage(env, "migrate", "--noinput")
-        manage(env, "demo", "--nodes", str(args.nodes), "--pods", str(args.pods))
-        manage(env, "collectstatic", "--noinput")  # the pages link hashed static files
-        print(f"demo: {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - started:.0f} s")
-        os.environ.update(env)
-        sys.path.insert(0, str(ROOT))
-        import django
-
-        from numaweb.startup import prepare
-
-        prepare()
-        django.setup()
+        env = scratch_demo(data, args.nodes, args.pods, static=True)  # the page links hashed static files
         from django.contrib.auth import get_user_model
         from django.test import Client
 

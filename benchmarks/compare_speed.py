@@ -34,6 +34,28 @@ def manage(env: dict, *args: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def scratch_demo(data: Path, nodes: int, pods: int, static: bool = False) -> dict:
+    """The embedded default in `data` (SQLite, the file-system queue) holding `demo --nodes --pods` (and the hashed
+    static files the pages link, with `static`), Django set up in this process; returns the workers' environment."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(NUMAWEB_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="numaweb.settings", PYTHONUNBUFFERED="1")
+    started = time.perf_counter()
+    manage(env, "migrate", "--noinput")
+    manage(env, "demo", "--nodes", str(nodes), "--pods", str(pods))
+    if static:
+        manage(env, "collectstatic", "--noinput")
+    print(f"cluster of {nodes} nodes and {pods} pending pods built in {time.perf_counter() - started:.1f} s")
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    from numaweb.startup import prepare
+
+    prepare()  # the data folder, queue folder and secret key (settings never write)
+    django.setup()
+    return env
+
+
 def start_workers(env: dict, count: int, log_dir: Path) -> list[subprocess.Popen]:
     procs = []
     for i in range(count):
@@ -66,20 +88,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="numaweb-compare-") as tmp:
         data = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-        env.update(NUMAWEB_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="numaweb.settings", PYTHONUNBUFFERED="1")
-        t0 = time.perf_counter()
-        manage(env, "migrate", "--noinput")
-        manage(env, "demo", "--nodes", str(args.nodes), "--pods", str(args.pods))
-        print(f"cluster of {args.nodes} nodes and {args.pods} pending pods built in {time.perf_counter() - t0:.1f} s")
-        os.environ.update(env)
-        sys.path.insert(0, str(ROOT))
-        import django
-
-        from numaweb.startup import prepare
-
-        prepare()  # the data folder, queue folder and secret key (settings never write)
-        django.setup()
+        env = scratch_demo(data, args.nodes, args.pods)
         from numaweb.comparisons.models import Comparison
         from numaweb.comparisons.services import start_comparison
         from numaweb.inventory.models import Cluster
