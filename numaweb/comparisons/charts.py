@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 SERIES_CLASSES = 8  # .series-0 … .series-7 in numaweb.css, then they repeat
 HEAT_LEVELS = 6  # .heat-0 (idle) … .heat-5 (full)
+VALUE_CHAR_PX = 6  # a digit of .chart-value (10px) is about this wide
 #: heat strips above this many NUMA nodes average neighbours into one cell: 1.2 px a cell on the 960 px strip, and
 #: the strip of a 5,000-node cluster (15,000 NUMA nodes) about 165 KB (1,200 cells made it 254 KB)
 MAX_CELLS = 800
@@ -68,10 +69,15 @@ def column_chart(title: str, categories: Sequence[str], series: Sequence[tuple[s
                  width: int = 560, height: int = 220, x_label: str = "") -> SafeString:
     """Grouped columns: for each category one column per series (label, values by category, index)."""
     left, right, top, bottom = 40, 8, 16, 34  # room above the tallest column for its value
+    group = (width - left - right) / max(1, len(categories))
+    col = max(2.0, (group - 6) / max(1, len(series)))
+    # values wider than their column stand upright above it (else neighbours' numbers run into each other)
+    longest = max((len(_num(v)) for _l, values, _s in series for v in values), default=1) * VALUE_CHAR_PX
+    upright = longest > col
+    if upright:
+        top = int(longest) + 6
     plot_w, plot_h = width - left - right, height - top - bottom
     top_value = max((v for _l, values, _s in series for v in values), default=0) or 1
-    group = plot_w / max(1, len(categories))
-    col = max(2.0, (group - 6) / max(1, len(series)))
     parts = [format_html('<line class="chart-axis" x1="{}" y1="{}" x2="{}" y2="{}"/>', left, top + plot_h,
                          width - right, top + plot_h),
              format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="end">{}</text>', left - 4, top + 10,
@@ -84,14 +90,16 @@ def column_chart(title: str, categories: Sequence[str], series: Sequence[tuple[s
         for s, (label, values, index) in enumerate(series):
             value = values[c]
             h = value / top_value * plot_h
+            x, y = _f(x0 + s * col + col / 2), _f(top + plot_h - h - 3)
+            turn = format_html(' transform="rotate(-90 {} {})" dy="0.35em"', x, y) if upright else ""
             parts.append(format_html(
                 '<rect class="chart-bar series-{}" data-series="{}" data-category="{}" data-value="{}" x="{}" '
                 'y="{}" width="{}" height="{}"><title>{} · {}: {}</title></rect>'
                 '<text class="chart-value" data-category="{}" data-series="{}" x="{}" y="{}" '
-                'text-anchor="middle">{}</text>',
+                'text-anchor="{}"{}>{}</text>',
                 index % SERIES_CLASSES, index, category, value, _f(x0 + s * col), _f(top + plot_h - h),
                 _f(max(1.0, col - 1)), _f(h), label, category, _num(value),
-                category, index, _f(x0 + s * col + col / 2), _f(top + plot_h - h - 3), _num(value)))
+                category, index, x, y, "start" if upright else "middle", turn, _num(value)))
     if x_label:
         parts.append(format_html('<text class="chart-tick" x="{}" y="{}" text-anchor="middle">{}</text>',
                                  left + plot_w / 2, height - 4, x_label))

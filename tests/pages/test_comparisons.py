@@ -173,6 +173,25 @@ def test_heat_strip_averages_neighbours_above_the_cell_cap():
     assert [(c["data-node"], c["data-numa"]) for c in small[:3]] == [("n0000", "0"), ("n0000", "1"), ("n0001", "0")]
 
 
+@pytest.mark.parametrize("series, values, upright", [
+    (6, [7246, 4269, 1154, 415, 50, 2935, 317, 0], True),  # six variants' thousands in 8 bins: wider than a column
+    (2, [12, 7, 3, 0, 1, 5, 9, 2], False),  # short numbers in wide columns read level
+])
+def test_column_values_wider_than_their_column_stand_upright(series, values, upright):
+    from numaweb.comparisons import charts
+
+    svg = str(charts.column_chart("blocks", list("abcdefgh"), [(f"v{i}", values, i) for i in range(series)],
+                                  width=900))
+    texts = [a for tag, a in parse(svg).elements if tag == "text" and "chart-value" in a.get("class", "")]
+    assert len(texts) == 8 * series
+    assert all(("transform" in a) == upright for a in texts)
+    if upright:  # turned about its own anchor, and the plot is lowered so the tallest column's value fits above it
+        a = texts[0]
+        assert a["transform"] == f"rotate(-90 {a['x']} {a['y']})" and a["text-anchor"] == "start"
+        tallest = min(float(r["y"]) for r in marks(svg, "chart-bar"))
+        assert tallest - 3 >= len("7,246") * charts.VALUE_CHAR_PX
+
+
 def test_session_page_charts_numa_span_per_pod(client, demo):
     """One column per span bin; the values are the engine's admitted NUMA masks of the session's pods."""
     from numaweb.jobs.models import Job
