@@ -83,7 +83,7 @@ def held_job_pods(held: QuerySet[Allocation], cluster: int | None) -> int:
         ).values_list("pk", "namespace", "name")} if wanted else {}
         if not jobs:
             continue
-        pods = set()
+        pods: set[str] = set()
         for job_id, task, replicas in Task.objects.filter(job_id__in=jobs, name__in={n[2] for n in wanted}
                                                           ).values_list("job_id", "name", "replicas"):
             pods.update(uid for uid, index in wanted.get((*jobs[job_id], task), ()) if index < replicas)
