@@ -62,6 +62,7 @@ class _Tables:
         self.names: dict[int, list[str]] = {}
         self.details: dict[int, Any] = {}  # decoded JSON
         self.verdicts: dict[int, Verdict] = {}
+        self.outcomes: dict[int, tuple[int, str, str | None]] = {}  # a group's verdict: (ref, outcome, reason)
 
     def _load(self, model: type[R], cache: dict[int, V], refs: Iterable[int | None], convert: Callable[[Any], V],
               everything: bool = False, values: tuple[str, ...] = ()) -> None:
@@ -87,7 +88,9 @@ class _Tables:
         self._load(VerdictGroup, self.groups, (g for p in placements for g in p.groups or ()), _Group._make,
                    values=_Group._fields[1:])
         self._load(NodeNames, self.names, (g.names for g in self.groups.values()), _split, values=("names",))
-        self.load_verdicts(g.verdict for g in self.groups.values())
+        # what a group shows of its verdict, not the verdict's JSON (decoded for the verdicts' own answers)
+        self._load(Verdict, self.outcomes, (g.verdict for g in self.groups.values()), tuple,
+                   values=("outcome", "reason"))
 
     def load_verdicts(self, refs: Iterable[int | None]) -> None:
         self._load(Verdict, self.verdicts, refs, _same)
@@ -100,6 +103,7 @@ class _Tables:
         self._load(VerdictGroup, self.groups, (), _Group._make, everything=True, values=_Group._fields[1:])
         self._load(NodeNames, self.names, (), _split, everything=True, values=("names",))
         self._load(Verdict, self.verdicts, (), _same, everything=True)
+        self.outcomes.update((ref, (ref, v.outcome, v.reason)) for ref, v in self.verdicts.items())
         self._load(Detail, self.details, (), _data, everything=True)
 
 
@@ -117,10 +121,10 @@ def _data(row: Detail) -> Any:
 
 def _group(tables: _Tables, ref: int) -> dict:
     g = tables.groups[ref]
-    v = tables.verdicts[g.verdict]
+    _ref, outcome, reason = tables.outcomes[g.verdict]
     # the names' list is shared by every pod of the group, not copied (no reader changes it): a group can name
     # thousands of nodes, and copying them for each of 100 pods was half of a results page's time
-    return {"verdict": g.verdict, "outcome": v.outcome, "reason": v.reason, "score": g.score,
+    return {"verdict": g.verdict, "outcome": outcome, "reason": reason, "score": g.score,
             "node_count": g.node_count, "nodes": tables.names[g.names]}
 
 
