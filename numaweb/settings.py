@@ -90,6 +90,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # request latency by view for /metrics (numaweb.metrics), around everything else
     "numaweb.metrics.RequestTimer",
+    # the API's JSON answers to a GET gzip-compressed when the client accepts it; never an HTML page (BREACH)
+    "numaweb.compression.CompressApiJson",
     "numaweb.limits.RequestSizeLimit",
     # a full disk or database answers 503 with Retry-After, not 500 (numaweb.faults)
     "numaweb.faults.StorageFaults",
@@ -304,7 +306,8 @@ REST_FRAMEWORK = {
     },
     # DRF's browsable pages need inline styles and scripts the Content-Security-Policy refuses: only under DEBUG
     # (where a developer may want them); otherwise a browser gets the JSON itself
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+    # DRF's JSON renderer, which also writes stored JSON documents read as text as they are (numaweb.api.rawjson)
+    "DEFAULT_RENDERER_CLASSES": ["numaweb.api.rawjson.JSONRenderer",
                                  *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else [])],
     "DEFAULT_PAGINATION_CLASS": "numaweb.api.pagination.Pagination",
     "PAGE_SIZE": envint("NUMAWEB_API_PAGE_SIZE", "100"),

@@ -4,8 +4,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from numaweb.api.schema import SchemaView
 from numaweb.pages import urls as pages
 from numaweb.pages.views import dashboard
 
@@ -21,7 +22,8 @@ urlpatterns = [
     path("login/", auth.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # the OpenAPI document, generated once per process (numaweb.api.schema.SchemaView)
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     # Swagger UI with its start-up script served as a file (no inline script under the Content-Security-Policy);
     # no ReDoc: it injects inline styles
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

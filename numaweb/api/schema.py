@@ -10,10 +10,18 @@ New endpoints are covered without a change here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.http import HttpResponse
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
+
+from numaweb import compression
 
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
          "description": "the reason, in words"}
@@ -72,3 +80,45 @@ def document_statuses(result: dict[str, Any], generator: SchemaGenerator, reques
             if "429" in responses:  # the framework's, or one a view declares (headroom's busy answer)
                 responses["429"].setdefault("headers", RETRY_AFTER)
     return result
+
+
+class SchemaView(SpectacularAPIView):
+    """`/api/schema/`: the OpenAPI document, generated once per process for each of what it varies by (the
+    `lang` and `version` query parameters drf-spectacular reads, and the format asked for: YAML or JSON, by
+    `Accept` or `?format=`), not per request (330 KB, about 100 ms of CPU each time). It depends on code and
+    settings only: the user is not read (the document is public: SERVE_PUBLIC), and a settings change in a test
+    empties the cache (`setting_changed`). Sent gzip-compressed to a client that accepts it (kept compressed
+    too); `Vary: Accept, Accept-Encoding`."""
+
+    #: (lang, version, media type) → (body, gzip'd body, content type, content disposition); at most LIMIT
+    documents: ClassVar[dict[tuple[str, str, str], tuple[bytes, bytes, str, str]]] = {}
+    LIMIT = 16
+
+    @extend_schema(exclude=True)  # as drf-spectacular's own view (SERVE_INCLUDE_SCHEMA)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        # the raw `version` parameter: at least as fine a key as the version drf-spectacular takes from it
+        key = (request.GET.get("lang") or "", request.GET.get("version") or "", str(request.accepted_media_type))
+        document = self.documents.get(key)
+        if document is None:
+            response = super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
+            response.accepted_renderer = request.accepted_renderer
+            response.accepted_media_type = request.accepted_media_type
+            response.renderer_context = self.get_renderer_context()
+            body = bytes(response.render().content)
+            document = (body, compression.gzipped(body), response["Content-Type"], response["Content-Disposition"])
+            if len(self.documents) >= self.LIMIT:  # a bounded cache: any query string is a key
+                self.documents.pop(next(iter(self.documents)))
+            self.documents[key] = document
+        body, packed, content_type, disposition = document
+        out = HttpResponse(body, content_type=content_type)
+        out["Content-Disposition"] = disposition
+        patch_vary_headers(out, ("Accept", "Accept-Encoding"))
+        if compression.accepts_gzip(request):
+            out.content = packed
+            out["Content-Encoding"] = "gzip"
+        return out
+
+
+@receiver(setting_changed)
+def _forget_schemas(**kwargs: Any) -> None:
+    SchemaView.documents.clear()

@@ -18,6 +18,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.settings import api_settings
 
 from numaweb import limits
+from numaweb.api import rawjson
 from numaweb.api.caps import CappedLists
 from numaweb.inventory import services as inventory
 from numaweb.inventory.agent import agent_status
@@ -121,6 +122,10 @@ class ObjectField(limits.JSONField):
         return value
 
 
+class StoredObjectField(rawjson.StoredText, ObjectField):
+    """An ObjectField served from the stored text when a list read it as text (numaweb.api.rawjson)."""
+
+
 def _engine_error(exc: Exception) -> str:
     return inventory.topology_error(exc)
 
@@ -141,7 +146,7 @@ class NodeSerializer(ModelSerializer[Node]):
     """A node: the topology is the engine's JSON; kubelet settings are checked by the engine."""
 
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
-    topology = ObjectField(help_text="the engine's topology JSON (see scheduler_core.Topology.to_dict)")
+    topology = StoredObjectField(help_text="the engine's topology JSON (see scheduler_core.Topology.to_dict)")
     cpu_manager_policy = serializers.ChoiceField(CPU_MANAGER_CHOICES, default="static")
     topology_manager_policy = serializers.ChoiceField(TOPOLOGY_POLICY_CHOICES, default="none")
     topology_manager_scope = serializers.ChoiceField(TOPOLOGY_SCOPE_CHOICES, default="container")

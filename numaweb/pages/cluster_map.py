@@ -56,8 +56,9 @@ def measure_values(cluster_id: int, measure: str, size: int = 1, session_id: int
                    ) -> tuple[list[Group], int]:
     """The cluster's nodes grouped (pool, then shape, then name) with the measure's value each, and how many
     nodes the engine could not read (they are left out: the node page says why)."""
-    rows = list(Node.objects.filter(cluster_id=cluster_id).annotate(pool=pool_of()).values_list(
-        "pk", "name", "generation", "updated_at", "pool", "num_sockets", "num_numa_nodes", "num_cpus"))
+    nodes = Node.objects.filter(cluster_id=cluster_id).annotate(pool=pool_of(), updated_key=usage.UPDATED_KEY)
+    rows = list(nodes.values_list(
+        "pk", "name", "generation", "updated_key", "pool", "num_sockets", "num_numa_nodes", "num_cpus"))
     usages = usage.usage_of([(pk, (generation, updated)) for pk, _n, generation, updated, *_rest in rows])
     errors: Mapping[int, int] = {}
     if measure == "errors" and session_id is not None:

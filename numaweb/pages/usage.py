@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.db.models import CharField
+from django.db.models.functions import Cast
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -23,7 +25,7 @@ from . import grid
 class Usage:
     """A node's free CPUs: in total and per NUMA node as (NUMA id, free, CPUs)."""
 
-    version: tuple  # (generation, updated_at): allocation writes advance the first, node edits the second
+    version: tuple  # (generation, updated_key): allocation writes advance the first, node edits the second
     free: int
     numa: tuple[tuple[int, int, int], ...]
     error: str = ""
@@ -37,12 +39,19 @@ class Usage:
 _CACHE: dict[int, Usage] = {}
 
 
+#: annotated as `updated_key`: `updated_at` as the database's text, for a node's version (generation,
+#: updated_key). A string compares as exactly as the timestamp, and reading 5,000 of them costs nothing, where
+#: Django's conversion of each to an aware datetime was the largest part of the dashboard's CPU time.
+UPDATED_KEY = Cast("updated_at", CharField())
+
+
 def usage_of(rows: Sequence[tuple[int, tuple]]) -> dict[int, Usage]:
-    """{node id: Usage} for (id, (generation, updated_at)) pairs; builds engine nodes only for the stale ones."""
+    """{node id: Usage} for (id, (generation, updated_key)) pairs (`UPDATED_KEY`); builds engine nodes only for
+    the stale ones."""
     stale = [pk for pk, version in rows if (u := _CACHE.get(pk)) is None or u.version != version]
     for start in range(0, len(stale), 500):
-        chunk = Node.objects.filter(pk__in=stale[start:start + 500])
-        for (pk, _name, generation, updated_at), node in inventory.engine_nodes(chunk, "updated_at"):
+        chunk = Node.objects.filter(pk__in=stale[start:start + 500]).annotate(updated_key=UPDATED_KEY)
+        for (pk, _name, generation, updated_at), node in inventory.engine_nodes(chunk, "updated_key"):
             version = (generation, updated_at)
             if isinstance(node, Exception):
                 _CACHE[pk] = Usage(version, 0, (), inventory.topology_error(node))

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from django.db import connection
-from django.db.models import CharField, Q, QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Collate, Concat
 
 from numaweb.inventory import holdings
@@ -29,6 +29,7 @@ from numaweb.inventory.models import Allocation, Node, NodeReport, PodAlignment
 from numaweb.jobs.models import Task
 from scheduler_core.model.cpuset import CPUSet
 
+from . import pod_totals
 from .models import Placement
 
 #: the alignment of a pod that uses no DRA device (the engine's answer for no devices)
@@ -101,18 +102,24 @@ def find_pods(query: str, cluster: int | None = None, limit: int = 50) -> tuple[
 
     Answered from indexes, at a cost that does not grow with the replicas: the allocations are counted and
     paged by the database; a job's pods are its tasks' name prefixes and replica counts, whose matching
-    indexes are counted and listed in name order by `_Indexes` without building the others."""
+    indexes are counted and listed in name order by `_Indexes` without building the others. With no query
+    (every pod), the job pods are counted by the database and only the tasks the page reaches are read."""
     needle = query.strip().lower()
-    groups = _job_groups(needle, cluster)
     held = Allocation.objects.filter(pod__icontains=needle)
     if cluster is not None:
         held = held.filter(cluster_id=cluster)
     count = held.order_by().values("pod", "node_id").distinct().count()
-    count += sum(g.indexes.count() for g in groups.values()) - _held_job_pods(needle, held, groups)
     keys = list(held.annotate(pod_key=_bytewise("pod"), node_key=_bytewise("node__name"))
                 .values_list("pod_key", "node_key", "node_id").distinct()
                 .order_by("pod_key", "node_key", "node_id")[:limit])
-    shown = _page(keys, groups, limit)
+    if needle:
+        groups = _job_groups(needle, cluster)
+        count += sum(g.indexes.count() for g in groups.values()) - _held_job_pods(needle, held, groups)
+        shown = _page(keys, sorted(groups.values(), key=lambda g: g.prefix), limit)
+    else:  # every pod: the groups the page reaches, read in name order (a dict filled as they are read)
+        groups = {}
+        count += pod_totals.job_pods(cluster) - pod_totals.held_job_pods(held, cluster)
+        shown = _page(keys, _groups_in_order(pod_totals.tasks_of(cluster), groups, limit + 16), limit)
     _fill_held([m for m in shown if m.node is not None], held, needle, groups)
     _resolve_numa(shown)
     _attach_placements(shown, cluster)
@@ -196,12 +203,10 @@ def _job_groups(needle: str, cluster: int | None) -> dict[str, _Group]:
     # "-") and its trailing digits starting the index, or, with no head, digits anywhere in the index
     head = needle.rstrip("0123456789")
     digits = needle[len(head):]
-    tasks = Task.objects.all() if cluster is None else Task.objects.filter(job__cluster_id=cluster)
+    tasks = pod_totals.tasks_of(cluster)
     if head or not digits:  # the database keeps the tasks whose prefix can match (all 22,000 were read before)
-        tasks = tasks.annotate(prefix=Concat("job__namespace", Value("/"), "job__name", Value("-"), "name",
-                                             Value("-"), output_field=CharField()))
-        tasks = tasks.filter(Q(prefix__icontains=needle) | Q(prefix__iendswith=head) if digits else
-                             Q(prefix__icontains=needle))
+        tasks = tasks.annotate(prefix=pod_totals.PREFIX).filter(
+            Q(prefix__icontains=needle) | Q(prefix__iendswith=head) if digits else Q(prefix__icontains=needle))
     found: dict[str, list[tuple[int, tuple[int, str], tuple[int, str], str]]] = {}
     for job_id, job, namespace, task, replicas, cluster_id, cluster_name in tasks.values_list(
             "job_id", "job__name", "job__namespace", "name", "replicas", "job__cluster_id",
@@ -241,14 +246,16 @@ def _held_job_pods(needle: str, held: QuerySet[Allocation], groups: Mapping[str,
                if needle in uid.lower() and _job_pod(uid, groups) is not None)
 
 
-def _page(keys: list[tuple[str, str, int]], groups: Mapping[str, _Group], limit: int) -> list[PodMatch]:
+def _page(keys: list[tuple[str, str, int]], waiting: Iterable[_Group], limit: int) -> list[PodMatch]:
     """The first `limit` matches: the held pods' page (by pod, then node) merged with each group's pods in
     name order, less those that hold something. `keys` is the held pods' first `limit` (pod, node, node id):
     a pending pod reached before the page is full sorts before the page's last held pod, so the page says
-    whether it is held. A group's pods all start with its prefix, so a group joins the merge only once the
-    merge reaches its prefix: a page visits the groups before its end, not every job of the cluster."""
+    whether it is held. `waiting` gives the groups in prefix order; a group's pods all start with its prefix,
+    so a group joins the merge only once the merge reaches its prefix: a page visits the groups before its
+    end, not every job of the cluster (and takes no more of `waiting` than that)."""
     held_uids = {uid for uid, _node, _id in keys}
-    waiting = sorted(groups.values(), key=lambda g: g.prefix)
+    groups = iter(waiting)
+    following = next(groups, None)
     heap: list[tuple[tuple[str, str, int], int, _Group | None, Iterator[tuple[str, str, int, _Group | None]]]] = []
 
     def push(stream: Iterator[tuple[str, str, int, _Group | None]], order: int) -> None:
@@ -260,9 +267,10 @@ def _page(keys: list[tuple[str, str, int]], groups: Mapping[str, _Group], limit:
     joined = 0
     shown: list[PodMatch] = []
     while len(shown) < limit:
-        while joined < len(waiting) and (not heap or waiting[joined].prefix <= heap[0][0][0]):
-            push(_pending(waiting[joined]), joined + 1)
+        while following is not None and (not heap or following.prefix <= heap[0][0][0]):
             joined += 1
+            push(_pending(following), joined)
+            following = next(groups, None)
         if not heap:
             break
         (uid, node, node_id), order, group, stream = heapq.heappop(heap)
@@ -272,6 +280,37 @@ def _page(keys: list[tuple[str, str, int]], groups: Mapping[str, _Group], limit:
         elif uid not in held_uids:
             shown.append(group.owner(int(uid[len(group.prefix):])))
     return shown
+
+
+def _groups_in_order(tasks: QuerySet[Task], into: dict[str, _Group], batch: int) -> Iterator[_Group]:
+    """Every task's group (all its pods match), in prefix order, read from the database a batch at a time
+    (doubling) as the page asks for the next one; each group yielded is whole and is added to `into`."""
+    rows = tasks.annotate(prefix=pod_totals.PREFIX, key=_bytewise("prefix")).order_by("key", "job_id", "id")
+    rows_of = rows.values_list("prefix", "replicas", "job__cluster_id", "job__cluster__name", "job_id", "job__name",
+                               "name")
+    start, current = 0, None
+    while True:
+        chunk = list(rows_of[start:start + batch])
+        start += len(chunk)
+        for prefix, replicas, cluster_id, cluster_name, job_id, job, task in chunk:
+            if current is not None and current.prefix != prefix:
+                yield _whole(current, into)
+                current = None
+            if current is None:
+                current = _Group(prefix, [], _Indexes(0, "", anchored=False))
+            current.tasks.append((replicas, (cluster_id, cluster_name), (job_id, job), task))
+        if len(chunk) < batch:
+            break
+        batch *= 2
+    if current is not None:
+        yield _whole(current, into)
+
+
+def _whole(group: _Group, into: dict[str, _Group]) -> _Group:
+    """The group with all its tasks read: every index below its largest replica count matches."""
+    group.indexes = _Indexes(max(t[0] for t in group.tasks), "", anchored=False)
+    into[group.prefix] = group
+    return group
 
 
 def _pending(group: _Group) -> Iterator[tuple[str, str, int, _Group]]:

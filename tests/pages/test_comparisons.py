@@ -57,6 +57,25 @@ def test_jobs_page_has_the_comparison_form(client, demo):
     assert [a["value"] for tag, a in parse(select).elements if tag == "option"] == ["", *PROFILES]
 
 
+def test_jobs_page_variant_rows_are_rendered_once_as_a_fresh_formset_renders_them(client, demo):
+    """Issue 31: the unbound variants' rows are kept as HTML per process (half of the jobs page's CPU time);
+    what is kept is what rendering a fresh formset gives, and a bound formset (errors) is rendered anew."""
+    from django.template.loader import render_to_string
+
+    from numaweb.pages.comparison_forms import variant_formset
+    from numaweb.pages.views import comparisons
+
+    comparisons._VARIANT_ROWS.clear()
+    fresh = render_to_string("comparisons/_variant_rows.html", {"variant_forms": variant_formset()})
+    assert fresh.count("<tr data-variant-row=") >= 4
+    for _ in range(2):
+        html = client.get(reverse("pages:jobs")).content.decode()
+        assert fresh in html
+    assert list(comparisons._VARIANT_ROWS.values()) == [fresh]
+    bound = comparisons.form_context(formset=variant_formset({"v-TOTAL_FORMS": "1", "v-INITIAL_FORMS": "0"}))
+    assert "variant_rows" not in bound
+
+
 def test_submit_then_the_page_shows_charts_with_one_bar_per_variant(client, demo, monkeypatch):
     monkeypatch.setattr(services, "enqueue", lambda ids: None)  # no worker here: run them below
     rows = (("volcano", {}), ("aligned", {}), ("unaware", {}),

@@ -190,3 +190,37 @@ def test_dashboard_card_of_a_node_the_engine_refuses_says_why(client, demo):
     cards = [a for tag, a in parse(html).elements if tag == "li" and "data-node-id" in a]
     others = [a for a in cards if a["data-node"] != "node-1"]
     assert others and all(int(a["data-free"]) > 0 for a in others)
+
+
+def test_dashboard_numbers_follow_a_node_edit(client, demo):
+    """Issue 31: the dashboard keeps its usage and aggregates per node version (generation, `updated_at` read as
+    text) and reuses the last answer while every version is the same; an edit that moves only `updated_at`
+    (no allocation written, the generation unchanged) still changes the numbers at once, as does one through
+    the API (which moves both)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from numaweb.pages import usage
+    from numaweb.pages.views import dashboard
+
+    usage._CACHE.clear()
+    dashboard._SUMMARIES.clear()
+
+    def numbers() -> tuple[int, str]:
+        html = client.get(reverse("home")).content.decode()
+        card = next(a for tag, a in parse(html).elements if tag == "li" and a.get("data-node") == "node-1")
+        return int(card["data-free"]), re.findall(r"<td data-free>([0-9/]+)</td>", html)
+
+    node = Node.objects.get(name="node-1")
+    before, sizes = numbers()
+    assert numbers() == (before, sizes)  # the same versions: the same answer
+    free = inventory.to_engine(node, node.allocations.all()).free_cpus  # a mask
+    four = CPUSet(sum(1 << c for c in [c for c in range(free.bit_length()) if free >> c & 1][:4]))
+    Node.objects.filter(pk=node.pk).update(reserved_cpus=str(four), updated_at=timezone.now() + timedelta(seconds=1))
+    assert Node.objects.get(pk=node.pk).generation == node.generation  # only updated_at moved
+    after, sizes_after = numbers()
+    assert after == before - 4 and sizes_after != sizes
+    response = client.patch(f"/api/nodes/{node.pk}/", {"reserved_cpus": ""}, content_type="application/json")
+    assert response.status_code == 200
+    assert numbers() == (before, sizes)

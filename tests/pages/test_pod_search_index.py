@@ -120,3 +120,51 @@ def test_cost_does_not_grow_with_replicas(monkeypatch):
                                                  sorted(str(i) for i in range(10_000) if "9" in str(i))[:3]]
     assert len(built) == 50 + 500
 
+
+
+@pytest.fixture
+def many(pods) -> tuple[Cluster, Cluster]:
+    """`pods` and 60 more jobs, created out of name order, whose prefixes interleave with each other's pods
+    ("m-1" and "m-1-x" ...), a task of no replicas, and held pods of some of them."""
+    one, two = pods
+    node = make_node(two, "m2")
+    for k in (37, 5, 59, 0, 12, 44, *range(1, 60, 3), *range(2, 60, 7), 58, 20, 21, 9):
+        if Job.objects.filter(cluster=two, namespace="d", name=f"m-{k}").exists():
+            continue
+        _job(two, "d", f"m-{k}", w=k % 4 + 1, **({"x": 2} if k % 5 == 0 else {}), **({"z": 0} if k == 9 else {}))
+        if k % 6 == 0:
+            Allocation.objects.create(node=node, pod=f"d/m-{k}-w-0", container="c", cpus=str(k % 8))
+    _job(one, "d", "m-1-w", **{"1": 3})  # d/m-1-w-1-<i> beside d/m-1-w-<i> of cluster two's job m-1
+    return one, two
+
+
+@pytest.mark.parametrize("where", [None, "one", "two"])
+def test_every_pod_without_a_query_counts_and_pages_as_brute_force(many, where):
+    """No `q` (the API's default): the count is the database's, the page reads only the groups it reaches;
+    every page size against every pod built and sorted."""
+    cluster = None if where is None else Cluster.objects.get(name=where).pk
+    expected = _reference("", cluster)
+    assert len(expected) > 150
+    for limit in (1, 2, 7, 30, 64, 100, 151, 500):
+        count, shown = find_pods("", cluster, limit)
+        got = [(m.uid, m.node[1] if m.node else "", (m.job[1], m.task) if m.job and m.task else None) for m in shown]
+        assert count == len(expected), (where, limit)
+        assert got == expected[:limit], (where, limit)
+
+
+def test_every_pod_reads_only_the_groups_its_page_reaches(monkeypatch):
+    """300 jobs: a page of 5 with no query builds a handful of groups, not 300, and still counts them all."""
+    cluster = Cluster.objects.create(name="wide")
+    jobs = Job.objects.bulk_create([Job(cluster=cluster, namespace="w", name=f"j{j:03d}") for j in range(300)])
+    Task.objects.bulk_create([Task(job=job, name="t", replicas=2, template={}) for job in jobs])
+    built, real = [], pod_search._whole
+
+    def counted(group, into):
+        built.append(group.prefix)
+        return real(group, into)
+
+    monkeypatch.setattr(pod_search, "_whole", counted)
+    count, shown = find_pods("", cluster.pk, 5)
+    assert count == 600
+    assert [m.uid for m in shown] == ["w/j000-t-0", "w/j000-t-1", "w/j001-t-0", "w/j001-t-1", "w/j002-t-0"]
+    assert len(built) < 40

@@ -42,27 +42,19 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         rows = rows.filter(cluster=filters["cluster"])
     if filters.get("policy"):
         rows = rows.filter(topology_manager_policy=filters["policy"])
-    keys = list(rows.order_by("cluster__name", "name")
-                .values_list("pk", "generation", "updated_at", "topology_manager_policy"))
-    usages = usage.usage_of([(pk, (generation, updated)) for pk, generation, updated, _p in keys])
-    policy_of = {pk: policy for pk, _g, _u, policy in keys}
-    ids = [pk for pk in policy_of if pk in usages]
-    if filters.get("min_free") is not None:
-        ids = [pk for pk in ids if usages[pk].free >= filters["min_free"]]
-    if filters.get("min_numa_free") is not None:
-        ids = [pk for pk in ids if usages[pk].best_numa_free >= filters["min_numa_free"]]
+    keys = list(rows.annotate(updated_key=usage.UPDATED_KEY).order_by("cluster__name", "name")
+                .values_list("pk", "generation", "updated_key", "topology_manager_policy"))
+    ids, usages, numa_sizes, policies = _summary(keys, filters.get("min_free"), filters.get("min_numa_free"))
     page = Paginator(ids, NODES_PER_PAGE).get_page(request.GET.get("page"))
     shown = Node.objects.select_related("cluster").defer("topology").in_bulk(list(page))
     query = request.GET.copy()
     query.pop("page", None)
     room, room_form = _headroom(request, list(shown.values()))
-    policies = Counter(policy_of[pk] for pk in ids)
     agents = {r.node_id: agent_status(r) for r in NodeReport.objects.filter(node_id__in=list(page))}
     ctx = {"form": form, "page": page, "total": len(ids), "query": query.urlencode(),
            "cards": [(shown[pk], usages[pk], usage.strip(shown[pk].name, usages[pk]),
                       room["nodes"].get(pk) if room else None, agents.get(pk)) for pk in page],
-           "numa_sizes": usage.by_numa_size(usages[pk] for pk in ids),
-           "policies": sorted(policies.items()),
+           "numa_sizes": numa_sizes, "policies": policies,
            "headroom": room, "headroom_form": room_form, "strip_legend": usage.LEGEND}
     if request.htmx and request.htmx.target == "node-list":
         return _busy(render(request, "pages/_node_list.html", ctx), room, swap=True)
@@ -70,6 +62,36 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     ctx["clusters"] = Cluster.objects.order_by("name").only("pk", "name")
     ctx["node_count"] = len(keys) if not filters else Node.objects.count()
     return _busy(render(request, "home.html", ctx), room)
+
+
+#: what `_summary` answers: ids, usages, free CPUs by NUMA node size, nodes by policy
+Summary = tuple[list[int], dict[int, usage.Usage], list[dict], list[tuple[str, int]]]
+#: the last answers of `_summary`, by (min_free, min_numa_free): its nodes' keys, and what they gave
+_SUMMARIES: dict[tuple, tuple[list[tuple], Summary]] = {}
+
+
+def _summary(keys: list[tuple], min_free: int | None, min_numa_free: int | None) -> Summary:
+    """The filtered nodes' ids in order, every node's usage, and the aggregates over the filtered nodes (free
+    CPUs per NUMA node size, nodes per policy) of `keys` (id, generation, updated_key, policy), in order. The
+    same list of keys (every node's version, its policy, the order) gives the same answer, so the last one per
+    filter is kept and the 5,000 nodes' aggregates are not summed again on each call."""
+    key = (min_free, min_numa_free)
+    hit = _SUMMARIES.get(key)
+    if hit is not None and hit[0] == keys:
+        return hit[1]
+    usages = usage.usage_of([(pk, (generation, updated)) for pk, generation, updated, _p in keys])
+    policy_of = {pk: policy for pk, _g, _u, policy in keys}
+    ids = [pk for pk in policy_of if pk in usages]
+    if min_free is not None:
+        ids = [pk for pk in ids if usages[pk].free >= min_free]
+    if min_numa_free is not None:
+        ids = [pk for pk in ids if usages[pk].best_numa_free >= min_numa_free]
+    answer: Summary = (ids, usages, usage.by_numa_size(usages[pk] for pk in ids),
+              sorted(Counter(policy_of[pk] for pk in ids).items()))
+    if len(_SUMMARIES) >= 16:
+        _SUMMARIES.pop(next(iter(_SUMMARIES)))
+    _SUMMARIES[key] = (keys, answer)
+    return answer
 
 
 def _busy(response: HttpResponse, room: dict | None, swap: bool = False) -> HttpResponse:
