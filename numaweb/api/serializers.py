@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.settings import api_settings
+from rest_framework.utils import html
 
 from numaweb import limits
 from numaweb.api import rawjson
@@ -67,12 +68,32 @@ class StrictSlugField(TextOnly, serializers.SlugField):
     pass
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, as the schema's boolean: a JSON boolean, or in a form its text ("true"/"false", any case).
+    DRF's field also takes 1, 0, "on", "yes", a JSON string and an empty form field (false)."""
+
+    def get_value(self, dictionary: Any) -> Any:
+        if not html.is_html_input(dictionary):
+            return super().get_value(dictionary)
+        if dictionary.get(self.field_name) == "":
+            return ""  # refused below, where DRF would read an unticked HTML checkbox
+        value = super().get_value(dictionary)
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        return value
+
+    def to_internal_value(self, data: Any) -> bool:
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid", input=data)
+
+
 class ModelSerializer(serializers.ModelSerializer[_M]):
-    """A model serializer whose text fields take text only."""
+    """A model serializer whose text fields take text only, and booleans true or false only."""
 
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
                                 models.CharField: StrictCharField, models.TextField: StrictCharField,
-                                models.SlugField: StrictSlugField}
+                                models.SlugField: StrictSlugField, models.BooleanField: StrictBooleanField}
 
 
 class CountField(serializers.IntegerField):
@@ -320,12 +341,12 @@ class SnapshotUploadSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True,  # refused by the importer, saying why (allow_empty)
                                  help_text="kubectl get nodes,noderesourcetopologies,numatopologies,pods,"
                                            "jobs.batch.volcano.sh,podgroups -A -o yaml (or -o json)")
-    dry_run = serializers.BooleanField(required=False, default=False,
+    dry_run = StrictBooleanField(required=False, default=False,
                                        help_text="report what would change and change nothing (also ?dry_run=true)")
-    prune = serializers.BooleanField(required=False, default=False,
+    prune = StrictBooleanField(required=False, default=False,
                                      help_text="flag the cluster's nodes the snapshot no longer lists as removed; "
                                                "without it they are only reported (also ?prune=true)")
-    allow_empty = serializers.BooleanField(required=False, default=False,
+    allow_empty = StrictBooleanField(required=False, default=False,
                                            help_text="import a snapshot that lists no node; refused otherwise "
                                                      "(also ?allow_empty=true)")
 

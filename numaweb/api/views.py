@@ -71,10 +71,8 @@ def _bool_param(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if raw.lower() in ("1", "true", "yes"):
-        return True
-    if raw.lower() in ("0", "false", "no"):
-        return False
+    if raw.lower() in ("true", "false"):  # the schema's boolean
+        return raw.lower() == "true"
     raise ValidationError({name: [f"must be true or false, not {raw!r}"]})
 
 
