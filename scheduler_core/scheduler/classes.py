@@ -128,10 +128,11 @@ class ShapeView:
     what decides the node choice besides the node's name: (outcome, NUMA count, own score, tie-break). Kept up to
     date by the classes born and gone since the shape's last pod, never by walking every class."""
 
-    __slots__ = ("bucket_of", "buckets", "counted", "groups", "request", "seen_changes", "verdicts")
+    __slots__ = ("bucket_of", "buckets", "counted", "groups", "reading", "request", "seen_changes", "verdicts")
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, reading: int) -> None:
         self.request = request
+        self.reading = reading  # the pod as the kubelet reads it, interned (`admissions.kubelet_reading`)
         self.verdicts: dict[int, NodeVerdict] = {}
         self.bucket_of: dict[int, BucketKey] = {}
         self.buckets: dict[BucketKey, set[int]] = {}

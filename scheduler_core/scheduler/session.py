@@ -46,9 +46,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 from ..dra.model import DraState
 from ..errors import RequestError, check_int
-from ..kubelet.admission import admit_pod, commit_admission
+from ..kubelet.admission import commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
+from .admissions import Admissions
 from .claims import Choice, SessionClaims
 from .classes import NodeClasses, ShapeView, VerdictGroup
 from .cluster import Cluster, Request, Snapshot
@@ -127,6 +128,9 @@ class _Session:
         self.t_eval = 0.0
         self.t_admit = 0.0
         self.request: Request | None = None  # the last scheduled pod's requests, for `place`
+        self.reading = -1  # and how the kubelet reads it (interned in `readings`)
+        self.readings: dict[tuple[str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]], int] = {}
+        self.admissions = Admissions(cluster)
 
     # -- one pod on one node class ----------------------------------------------------------------
     def evaluate(self, name: str, pod: Pod, prepared: object, req: Request) -> NodeVerdict:
@@ -141,8 +145,17 @@ class _Session:
         (evaluating, in class order, those this shape has never seen)."""
         live = self.classes.members
         counted = view.counted
-        gone = counted.difference(live)
-        born = live.keys() - counted
+        changed = self.classes.changed
+        touched = changed[view.seen_changes:]
+        view.seen_changes = len(changed)
+        if counted and len(touched) < len(live):
+            # every class born or gone since the last catch-up is in the change log: read it, not every class
+            logged = set(touched)
+            gone = logged.intersection(counted).difference(live)
+            born = {cid for cid in logged.difference(counted) if cid in live}
+        else:
+            gone = counted.difference(live)
+            born = live.keys() - counted
         buckets, bucket_of, groups, verdicts = view.buckets, view.bucket_of, view.groups, view.verdicts
         for cid in gone:
             counted.discard(cid)
@@ -157,10 +170,8 @@ class _Session:
                 bucket.discard(cid)
                 if not bucket:
                     del buckets[key]
-        changed = self.classes.changed
-        for cid in counted.intersection(changed[view.seen_changes:]):  # counted classes whose members changed
+        for cid in counted.intersection(touched):  # counted classes whose members changed
             groups[verdicts[cid].sig].put(cid, live[cid][1])
-        view.seen_changes = len(changed)
         if not born:
             return
         for cid in sorted(born, key=self.classes.born_at.__getitem__):  # in class order
@@ -204,8 +215,11 @@ class _Session:
         sig = _pod_signature(pod)
         view = self.views.get(sig)
         if view is None:
-            view = self.views[sig] = ShapeView(Request.of(pod))
+            # the kubelet reads the pod's QoS class and containers, not its task's policy
+            reading = self.readings.setdefault((sig[0], sig[2], sig[3]), len(self.readings))
+            view = self.views[sig] = ShapeView(Request.of(pod), reading)
         self.request = view.request
+        self.reading = view.reading
         live = self.classes.members
         self.class_visits += len(live)
         self._catch_up(view, pod, prepared)
@@ -290,9 +304,8 @@ class _Session:
         node = c.nodes[name]
         res = self.profile.admission(name, pod, verdict)
         if res is None:
-            res = admit_pod(node, pod, commit=True)
-        else:
-            commit_admission(node, res)
+            res = self.admissions.admit(name, pod, self.reading)
+        commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:
