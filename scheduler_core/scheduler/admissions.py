@@ -42,7 +42,7 @@ def kubelet_reading(pod: Pod) -> Hashable:
 
 class Admissions:
     """Admissions (without commit) on a cluster's nodes, remembered by (node shape and settings, the
-    node's `kubelet_state`, the pod's `kubelet_reading` or any value standing for it one to one)."""
+    node's `kubelet_state`, the pod's `kubelet_reading`)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster

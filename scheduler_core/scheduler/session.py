@@ -49,7 +49,7 @@ from ..errors import RequestError, check_int
 from ..kubelet.admission import commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
-from .admissions import Admissions
+from .admissions import Admissions, kubelet_reading
 from .claims import Choice, SessionClaims
 from .classes import NodeClasses, ShapeView, VerdictGroup
 from .cluster import Cluster, Request, Snapshot
@@ -128,8 +128,6 @@ class _Session:
         self.t_eval = 0.0
         self.t_admit = 0.0
         self.request: Request | None = None  # the last scheduled pod's requests, for `place`
-        self.reading = -1  # and how the kubelet reads it (interned in `readings`)
-        self.readings: dict[tuple[str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]], int] = {}
         self.admissions = Admissions(cluster)
 
     # -- one pod on one node class ----------------------------------------------------------------
@@ -186,7 +184,7 @@ class _Session:
             sig = verdicts[cid].sig
             into = groups.get(sig)
             if into is None:
-                into = groups[sig] = VerdictGroup()
+                into = groups[sig] = VerdictGroup(self.explain_names)
             into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
@@ -197,7 +195,7 @@ class _Session:
         """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
         fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
         rows = []
-        items, limit = self.table.items, self.explain_names
+        items = self.table.items
         for sig, group in view.groups.items():
             score = None
             verdict = items[sig]
@@ -205,7 +203,7 @@ class _Session:
                 score = scores[(verdict.outcome, verdict.numa_count)]
             if verdict.score is not None:
                 score = (score or 0) + verdict.score
-            rows.append(group.row(sig, score, limit))
+            rows.append(group.row(sig, score))
         return rows
 
     # -- one pod ----------------------------------------------------------------------------------
@@ -215,11 +213,8 @@ class _Session:
         sig = _pod_signature(pod)
         view = self.views.get(sig)
         if view is None:
-            # the kubelet reads the pod's QoS class and containers, not its task's policy
-            reading = self.readings.setdefault((sig[0], sig[2], sig[3]), len(self.readings))
-            view = self.views[sig] = ShapeView(Request.of(pod), reading)
+            view = self.views[sig] = ShapeView(Request.of(pod))
         self.request = view.request
-        self.reading = view.reading
         live = self.classes.members
         self.class_visits += len(live)
         self._catch_up(view, pod, prepared)
@@ -304,7 +299,7 @@ class _Session:
         node = c.nodes[name]
         res = self.profile.admission(name, pod, verdict)
         if res is None:
-            res = self.admissions.admit(name, pod, self.reading)
+            res = self.admissions.admit(name, pod, kubelet_reading(pod))
         commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
@@ -331,17 +326,18 @@ class _Session:
         saved: dict[str, Snapshot] = {}
         placed: list[tuple[PodRecord, Pod, str]] = []
         records = []
+        minimum = gang_minimum(job)
+        undoable = already + 1 < minimum  # else the job commits as soon as one pod is placed: no snapshots
         for task, pod in pods:
             prepared = hooks.prepare(pod)
             record, name, verdict = self.schedule(job, task, pod, prepared)
             if name is not None and verdict is not None:
-                if name not in saved:
+                if undoable and name not in saved:
                     saved[name] = cluster.snapshot(name)
                 self.place(record, pod, prepared, name, verdict)
                 placed.append((record, pod, name))
             records.append(record)
             tick()
-        minimum = gang_minimum(job)
         committed = len(placed) + already >= minimum
         if not committed:
             for record, pod, name in placed:
