@@ -5,7 +5,7 @@ groups (the explanation rows), all brought up to date from the classes' change l
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections.abc import Hashable
 from itertools import chain, count
 
@@ -18,11 +18,13 @@ class VerdictGroup:
     """The live classes on which one pod shape got one verdict: their node count and the `limit`
     smallest names, remembered until a member changes (most pods change one or two classes). The
     classes are kept sorted by their smallest name, so the first names come from the first `limit`
-    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes."""
+    classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes,
+    and a change behind the first `limit` classes keeps the names."""
 
-    __slots__ = ("count", "last_row", "members", "names", "order")
+    __slots__ = ("count", "last_row", "limit", "members", "names", "order")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.members: dict[int, tuple[str, ...]] = {}
         self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
         self.count = 0
@@ -33,22 +35,37 @@ class VerdictGroup:
         old = self.members.get(cid)
         if old is names:
             return
-        if old is not None:
-            del self.order[bisect_left(self.order, (old[0], cid))]
-            self.count -= len(old)
         self.members[cid] = names
-        insort(self.order, (names[0], cid))
-        self.count += len(names)
-        self.names = self.last_row = None
+        self.last_row = None
+        order, limit = self.order, self.limit
+        if old is None:
+            self.count += len(names)
+            at = bisect_left(order, (names[0], cid))
+            order.insert(at, (names[0], cid))
+        else:
+            self.count += len(names) - len(old)
+            at = bisect_left(order, (old[0], cid))
+            if old[0] != names[0]:
+                del order[at]
+                if at < limit:
+                    self.names = None
+                at = bisect_left(order, (names[0], cid))
+                order.insert(at, (names[0], cid))
+        if at < limit:  # the first `limit` classes (and so the names) are unchanged otherwise
+            self.names = None
 
     def drop(self, cid: int) -> None:
         old = self.members.pop(cid)
-        del self.order[bisect_left(self.order, (old[0], cid))]
+        at = bisect_left(self.order, (old[0], cid))
+        del self.order[at]
         self.count -= len(old)
-        self.names = self.last_row = None
+        self.last_row = None
+        if at < self.limit:
+            self.names = None
 
-    def first_names(self, limit: int) -> tuple[str, ...]:
+    def first_names(self) -> tuple[str, ...]:
         if self.names is None:
+            limit = self.limit
             if len(self.order) == 1:
                 self.names = self.members[self.order[0][1]][:limit]
             else:
@@ -56,12 +73,12 @@ class VerdictGroup:
                 self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
         return self.names
 
-    def row(self, sig: int, score: int | None, limit: int) -> Row:
+    def row(self, sig: int, score: int | None) -> Row:
         """The pod's explanation row for this group: the same object as the previous pod's while
         nothing changed, so what reads the rows can remember its work per row (explain.PodRecord.groups)."""
         row = self.last_row
         if row is None or row[1] != score:
-            row = self.last_row = (sig, score, self.count, self.first_names(limit))
+            row = self.last_row = (sig, score, self.count, self.first_names())
         return row
 
 

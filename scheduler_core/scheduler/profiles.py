@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from ..errors import PolicyError
-from ..kubelet.admission import AdmitResult, admit_pod
-from ..model.pods import Container, Pod
+from ..kubelet.admission import AdmitResult
+from ..model.pods import Pod
 from ..volcano.cache import NumaCache
 from ..volcano.cpumanager.provider import NumaModel
 from ..volcano.numaaware import (
@@ -37,6 +37,7 @@ from ..volcano.numaaware import (
     VolcanoTask,
     normalize_scores,
 )
+from .admissions import Admissions, kubelet_reading, kubelet_state
 from .cluster import Cluster
 from .explain import FILTERED, PASSED, SKIPPED, UNSCHEDULABLE, NodeVerdict
 from .plugin_profiles import KaiProfile, KoordinatorProfile, NRTProfile
@@ -137,47 +138,17 @@ class _AlignedSession(ProfileSession):
         self.nodes = cluster.nodes
         self.distance_tie_break = distance_tie_break
         self.distances: dict[tuple[int, int], float] = {}  # (node shape, NUMA mask) → mean distance
-        #: admissions that admitted, by (node shape, state key, the pod as the kubelet reads it)
-        self.admitted: dict[tuple[int, Hashable, Hashable], AdmitResult] = {}
+        self.admissions = Admissions(cluster)
 
     def state_key(self, name: str) -> Hashable:
-        """Free CPUs, devices in use, memory used per NUMA node (None when none is: the Memory Manager is
-        not static or holds nothing)."""
-        node = self.nodes[name]
-        used = node.used_devices
-        memory = None
-        if any(node.memory_used.values()):
-            memory = tuple((n, tuple(sorted((r, v) for r, v in res.items() if v)))
-                           for n, res in sorted(node.memory_used.items()))
-            if not any(amounts for _n, amounts in memory):
-                memory = None
-        return (node.free_cpus, frozenset(used) if used else None, memory)
+        return kubelet_state(self.nodes[name])
 
     def prepare(self, pod: Pod) -> Hashable:
-        """The pod as the kubelet reads it: QoS class and containers, not the task's topology policy (pods
-        of tasks with different policies but the same containers get the same admission)."""
-        return (pod.qos_class, tuple(map(_container_key, pod.init_containers)),
-                tuple(map(_container_key, pod.containers)))
-
-    def _admit(self, name: str, pod: Pod, prepared: object) -> AdmitResult:
-        """The kubelet's admission (without commit) on `name`, or the same admission made for another pod
-        that reads the same on a node in the same state, relabelled (see `admission`). Rejections are
-        always run again: their texts may name the pod."""
-        node = self.nodes[name]
-        if node.kubelet.static_memory:
-            return admit_pod(node, pod, commit=False)
-        key = (self.cluster.static_id(name), self.state_key(name), prepared)
-        known = self.admitted.get(key)
-        if known is not None:
-            return known.relabeled(name, pod.uid)
-        res = admit_pod(node, pod, commit=False)
-        if res.admitted:
-            self.admitted[key] = res
-        return res
+        return kubelet_reading(pod)
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:
         node = self.nodes[name]
-        res = self._admit(name, pod, prepared)
+        res = self.admissions.admit(name, pod, prepared)
         if not res.admitted:
             return NodeVerdict(UNSCHEDULABLE, reason=res.reason, code=UNSCHEDULABLE_AND_UNRESOLVABLE,
                                admission=res)
@@ -221,10 +192,6 @@ class AlignedProfile(Profile):
 
     def open(self, cluster: Cluster) -> ProfileSession:
         return _AlignedSession(cluster, self.distance_tie_break)
-
-
-def _container_key(c: Container) -> Hashable:
-    return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
 
 
 # -- unaware ---------------------------------------------------------------------------------------------

@@ -46,9 +46,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 from ..dra.model import DraState
 from ..errors import RequestError, check_int
-from ..kubelet.admission import admit_pod, commit_admission
+from ..kubelet.admission import commit_admission
 from ..model.jobs import Job, Task
 from ..model.pods import Container, Pod
+from .admissions import Admissions, kubelet_reading
 from .claims import Choice, SessionClaims
 from .classes import NodeClasses, ShapeView, VerdictGroup
 from .cluster import Cluster, Request, Snapshot
@@ -127,6 +128,7 @@ class _Session:
         self.t_eval = 0.0
         self.t_admit = 0.0
         self.request: Request | None = None  # the last scheduled pod's requests, for `place`
+        self.admissions = Admissions(cluster)
 
     # -- one pod on one node class ----------------------------------------------------------------
     def evaluate(self, name: str, pod: Pod, prepared: object, req: Request) -> NodeVerdict:
@@ -141,8 +143,17 @@ class _Session:
         (evaluating, in class order, those this shape has never seen)."""
         live = self.classes.members
         counted = view.counted
-        gone = counted.difference(live)
-        born = live.keys() - counted
+        changed = self.classes.changed
+        touched = changed[view.seen_changes:]
+        view.seen_changes = len(changed)
+        if counted and len(touched) < len(live):
+            # every class born or gone since the last catch-up is in the change log: read it, not every class
+            logged = set(touched)
+            gone = logged.intersection(counted).difference(live)
+            born = {cid for cid in logged.difference(counted) if cid in live}
+        else:
+            gone = counted.difference(live)
+            born = live.keys() - counted
         buckets, bucket_of, groups, verdicts = view.buckets, view.bucket_of, view.groups, view.verdicts
         for cid in gone:
             counted.discard(cid)
@@ -157,10 +168,8 @@ class _Session:
                 bucket.discard(cid)
                 if not bucket:
                     del buckets[key]
-        changed = self.classes.changed
-        for cid in counted.intersection(changed[view.seen_changes:]):  # counted classes whose members changed
+        for cid in counted.intersection(touched):  # counted classes whose members changed
             groups[verdicts[cid].sig].put(cid, live[cid][1])
-        view.seen_changes = len(changed)
         if not born:
             return
         for cid in sorted(born, key=self.classes.born_at.__getitem__):  # in class order
@@ -175,7 +184,7 @@ class _Session:
             sig = verdicts[cid].sig
             into = groups.get(sig)
             if into is None:
-                into = groups[sig] = VerdictGroup()
+                into = groups[sig] = VerdictGroup(self.explain_names)
             into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
@@ -186,7 +195,7 @@ class _Session:
         """The pod's explanation rows: per verdict, its score, node count and first names. A verdict
         fixes (outcome, NUMA count) and so the score: grouping by verdict is grouping by (verdict, score)."""
         rows = []
-        items, limit = self.table.items, self.explain_names
+        items = self.table.items
         for sig, group in view.groups.items():
             score = None
             verdict = items[sig]
@@ -194,7 +203,7 @@ class _Session:
                 score = scores[(verdict.outcome, verdict.numa_count)]
             if verdict.score is not None:
                 score = (score or 0) + verdict.score
-            rows.append(group.row(sig, score, limit))
+            rows.append(group.row(sig, score))
         return rows
 
     # -- one pod ----------------------------------------------------------------------------------
@@ -290,9 +299,8 @@ class _Session:
         node = c.nodes[name]
         res = self.profile.admission(name, pod, verdict)
         if res is None:
-            res = admit_pod(node, pod, commit=True)
-        else:
-            commit_admission(node, res)
+            res = self.admissions.admit(name, pod, kubelet_reading(pod))
+        commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res
         if res.admitted:
@@ -318,17 +326,18 @@ class _Session:
         saved: dict[str, Snapshot] = {}
         placed: list[tuple[PodRecord, Pod, str]] = []
         records = []
+        minimum = gang_minimum(job)
+        undoable = already + 1 < minimum  # else the job commits as soon as one pod is placed: no snapshots
         for task, pod in pods:
             prepared = hooks.prepare(pod)
             record, name, verdict = self.schedule(job, task, pod, prepared)
             if name is not None and verdict is not None:
-                if name not in saved:
+                if undoable and name not in saved:
                     saved[name] = cluster.snapshot(name)
                 self.place(record, pod, prepared, name, verdict)
                 placed.append((record, pod, name))
             records.append(record)
             tick()
-        minimum = gang_minimum(job)
         committed = len(placed) + already >= minimum
         if not committed:
             for record, pod, name in placed:

@@ -7,6 +7,7 @@ chosen node. Random clusters and workloads, every profile, caches cold and warm.
 
 import dataclasses
 import random
+from typing import ClassVar
 
 import pytest
 
@@ -18,7 +19,7 @@ from scheduler_core.kubelet.topologymanager import scope
 from scheduler_core.model.bitmask import bits_of, iterate_masks
 from scheduler_core.model.node import Node
 from scheduler_core.model.topology import synthetic
-from scheduler_core.scheduler import explain, profiles, session
+from scheduler_core.scheduler import admissions, explain, profiles, session
 from scheduler_core.scheduler.cluster import Cluster
 from scheduler_core.scheduler.profiles import PROFILES, AlignedProfile, ProfileSession
 from scheduler_core.scheduler.session import run_session
@@ -61,8 +62,9 @@ def test_memos_change_no_decision_and_no_explanation(profile, seed, monkeypatch)
     for module, name in MEMOS:
         monkeypatch.setattr(module, name, Forgetful())
     monkeypatch.setattr(profiles._AlignedSession, "admission", ProfileSession.admission)
-    monkeypatch.setattr(profiles._AlignedSession, "_admit",
-                        lambda self, name, pod, prepared: admit_pod(self.nodes[name], pod, commit=False))
+    # every profile's session (and aligned's predicate) remembers admissions: here each is run afresh
+    monkeypatch.setattr(admissions.Admissions, "admit",
+                        lambda self, name, pod, reading: admit_pod(self.cluster.nodes[name], pod, commit=False))
     computed, _ = _session(seed, profile)
     assert cold == computed
     assert warm == computed
@@ -120,12 +122,22 @@ def test_cpu_hints_depend_on_the_free_count_per_numa_node_only():
         assert [(h.affinity, h.preferred) for h in hints] == expected
 
 
+class _Recording(admissions.Admissions):
+    """The session's admissions on the chosen node, each recorded."""
+
+    ran: ClassVar[list[str]] = []
+
+    def admit(self, name, pod, reading):
+        self.ran.append(pod.uid)
+        return super().admit(name, pod, reading)
+
+
 def test_aligned_takes_the_admission_from_its_verdict_except_under_the_static_memory_manager(monkeypatch):
     """The static Memory Manager's NUMA groups are not in the aligned profile's state key, so there the
     kubelet's admission runs on the chosen node; elsewhere the verdict is the admission."""
-    ran = []
-    real = session.admit_pod
-    monkeypatch.setattr(session, "admit_pod", lambda node, pod, commit: ran.append(pod) or real(node, pod, commit))
+    ran: ClassVar[list[str]] = []
+    monkeypatch.setattr(_Recording, "ran", ran)
+    monkeypatch.setattr(session, "Admissions", _Recording)
     plain = run_session(make_cluster(12, seed=3), make_jobs(40, seed=3), profile="aligned")
     assert plain.counts["admitted"] > 30 and not ran
     cluster = make_cluster(12, seed=3)
@@ -135,16 +147,34 @@ def test_aligned_takes_the_admission_from_its_verdict_except_under_the_static_me
     assert len(ran) == static.counts["placed"] > 30
 
 
+def _counting(monkeypatch) -> tuple[list[int], list[object]]:
+    """Count the admissions asked of `Admissions` and those the kubelet model actually ran."""
+    ran: list[int] = []
+    asked: list[object] = []
+    real_admit, real_shared = admissions.admit_pod, admissions.Admissions.admit
+    monkeypatch.setattr(admissions, "admit_pod",
+                        lambda node, pod, commit: ran.append(1) or real_admit(node, pod, commit))
+    monkeypatch.setattr(admissions.Admissions, "admit", lambda self, *a: asked.append(a) or real_shared(self, *a))
+    return ran, asked
+
+
 def test_aligned_shares_admissions_between_task_policies(monkeypatch):
     """Pods whose tasks differ only in their topology policy read the same to the kubelet: on a node state
     one of them was admitted on, the others reuse that admission."""
-    ran, asked = [], []
-    real_admit, real_shared = profiles.admit_pod, profiles._AlignedSession._admit
-    monkeypatch.setattr(profiles, "admit_pod", lambda node, pod, commit: ran.append(1) or real_admit(node, pod, commit))
-    monkeypatch.setattr(profiles._AlignedSession, "_admit",
-                        lambda self, *a: asked.append(a) or real_shared(self, *a))
+    ran, asked = _counting(monkeypatch)
     run_session(make_cluster(12, seed=3), make_jobs(60, seed=3), profile="aligned")
     assert 0 < len(ran) < len(asked) * 0.8
+
+
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p != "aligned"])
+def test_every_profile_shares_the_admission_on_the_chosen_node(profile, monkeypatch):
+    """The kubelet's admission on the chosen node is asked once per placed pod; a node state and a pod the
+    kubelet reads alike that were admitted before are not admitted again (the memos test above shows
+    that this changes no decision)."""
+    ran, asked = _counting(monkeypatch)
+    result = run_session(make_cluster(300, seed=3), make_jobs(300, seed=3), profile=profile)
+    assert len(asked) == result.counts["placed"] > 250
+    assert 0 < len(ran) < len(asked)
 
 
 def test_scaling_reports_every_registered_profile_with_its_ratio_and_target(monkeypatch, capsys):
