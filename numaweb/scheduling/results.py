@@ -62,7 +62,7 @@ class _Tables:
         self.names: dict[int, list[str]] = {}
         self.details: dict[int, Any] = {}  # decoded JSON
         self.verdicts: dict[int, Verdict] = {}
-        self.outcomes: dict[int, tuple[int, str, str | None]] = {}  # a group's verdict: (ref, outcome, reason)
+        self.outcomes: dict[int, tuple[str, str | None]] = {}  # a group's verdict: (outcome, reason)
 
     def _load(self, model: type[R], cache: dict[int, V], refs: Iterable[int | None], convert: Callable[[Any], V],
               everything: bool = False, values: tuple[str, ...] = ()) -> None:
@@ -89,7 +89,7 @@ class _Tables:
                    values=_Group._fields[1:])
         self._load(NodeNames, self.names, (g.names for g in self.groups.values()), _split, values=("names",))
         # what a group shows of its verdict, not the verdict's JSON (decoded for the verdicts' own answers)
-        self._load(Verdict, self.outcomes, (g.verdict for g in self.groups.values()), tuple,
+        self._load(Verdict, self.outcomes, (g.verdict for g in self.groups.values()), _outcome,
                    values=("outcome", "reason"))
 
     def load_verdicts(self, refs: Iterable[int | None]) -> None:
@@ -103,7 +103,7 @@ class _Tables:
         self._load(VerdictGroup, self.groups, (), _Group._make, everything=True, values=_Group._fields[1:])
         self._load(NodeNames, self.names, (), _split, everything=True, values=("names",))
         self._load(Verdict, self.verdicts, (), _same, everything=True)
-        self.outcomes.update((ref, (ref, v.outcome, v.reason)) for ref, v in self.verdicts.items())
+        self.outcomes.update((ref, (v.outcome, v.reason)) for ref, v in self.verdicts.items())
         self._load(Detail, self.details, (), _data, everything=True)
 
 
@@ -115,13 +115,17 @@ def _split(row: tuple[int, str]) -> list[str]:
     return row[1].split()
 
 
+def _outcome(row: tuple[int, str, str | None]) -> tuple[str, str | None]:
+    return row[1], row[2]
+
+
 def _data(row: Detail) -> Any:
     return row.data
 
 
 def _group(tables: _Tables, ref: int) -> dict:
     g = tables.groups[ref]
-    _ref, outcome, reason = tables.outcomes[g.verdict]
+    outcome, reason = tables.outcomes[g.verdict]
     # the names' list is shared by every pod of the group, not copied (no reader changes it): a group can name
     # thousands of nodes, and copying them for each of 100 pods was half of a results page's time
     return {"verdict": g.verdict, "outcome": outcome, "reason": reason, "score": g.score,
