@@ -24,6 +24,7 @@ from django.core.management.base import CommandError
 from numaweb.inventory.models import Cluster
 from numaweb.scheduling import services
 from numaweb.scheduling.models import SchedulingSession
+from numaweb.worker.models import WorkerHeartbeat
 from numaweb.worker.stall import EXIT_WEDGED, children
 from tests.servers import free_port
 from tests.web.helpers import filesystem_broker, make_job, make_node
@@ -60,6 +61,8 @@ def test_a_wedged_worker_ends_itself_fails_its_health_check_and_the_next_one_run
     with filesystem_broker(tmp_path / "broker"):
         with worker_process(tmp_path, "prefork", "pool", **env) as pool:
             wait_ready(pool, log)
+            # "ready" is logged before the first beat is written: wait for it (a red CI run raced it)
+            wait_for("the first heartbeat", lambda: WorkerHeartbeat.objects.exists(), pool, log)
             call_command("check_worker")  # healthy: it beats
             os.kill(idle_pool_process(pool.pid), signal.SIGKILL)
             killed = time.monotonic()
