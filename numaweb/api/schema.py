@@ -10,6 +10,7 @@ New endpoints are covered without a change here."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 from django.core.signals import setting_changed
@@ -82,6 +83,9 @@ def document_statuses(result: dict[str, Any], generator: SchemaGenerator, reques
     return result
 
 
+_GENERATING = threading.Lock()
+
+
 class SchemaView(SpectacularAPIView):
     """`/api/schema/`: the OpenAPI document, generated once per process for each of what it varies by (the
     `lang` and `version` query parameters drf-spectacular reads, and the format asked for: YAML or JSON, by
@@ -98,17 +102,8 @@ class SchemaView(SpectacularAPIView):
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         # the raw `version` parameter: at least as fine a key as the version drf-spectacular takes from it
         key = (request.GET.get("lang") or "", request.GET.get("version") or "", str(request.accepted_media_type))
-        document = self.documents.get(key)
-        if document is None:
-            response = super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
-            response.accepted_renderer = request.accepted_renderer
-            response.accepted_media_type = request.accepted_media_type
-            response.renderer_context = self.get_renderer_context()
-            body = bytes(response.render().content)
-            document = (body, compression.gzipped(body), response["Content-Type"], response["Content-Disposition"])
-            if len(self.documents) >= self.LIMIT:  # a bounded cache: any query string is a key
-                self.documents.pop(next(iter(self.documents)))
-            self.documents[key] = document
+        with _GENERATING:  # drf-spectacular's first generation is not thread-safe (its extensions load lazily)
+            document = self.documents.get(key) or self._generate(request, key, *args, **kwargs)
         body, packed, content_type, disposition = document
         out = HttpResponse(body, content_type=content_type)
         out["Content-Disposition"] = disposition
@@ -117,6 +112,20 @@ class SchemaView(SpectacularAPIView):
             out.content = packed
             out["Content-Encoding"] = "gzip"
         return out
+
+    def _generate(self, request: Request, key: tuple[str, str, str], *args: Any,
+                  **kwargs: Any) -> tuple[bytes, bytes, str, str]:
+        """Generate the document for `key` and keep it (under _GENERATING)."""
+        response = super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
+        response.accepted_renderer = request.accepted_renderer
+        response.accepted_media_type = request.accepted_media_type
+        response.renderer_context = self.get_renderer_context()
+        body = bytes(response.render().content)
+        document = (body, compression.gzipped(body), response["Content-Type"], response["Content-Disposition"])
+        if len(self.documents) >= self.LIMIT:  # a bounded cache: any query string is a key
+            self.documents.pop(next(iter(self.documents)))
+        self.documents[key] = document
+        return document
 
 
 @receiver(setting_changed)
