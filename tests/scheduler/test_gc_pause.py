@@ -38,3 +38,32 @@ def test_session_runs_with_the_collector_paused():
     with pytest.raises(RequestError):
         run_session("not a cluster", [])
     assert gc.isenabled()
+
+
+def _cycle() -> list:
+    node: list = []
+    node.append(node)
+    return node
+
+
+def test_what_the_block_made_is_promoted_not_traversed_and_its_cycles_still_collected():
+    gc.collect()
+    with paused_gc():
+        made = [{"verdict": i} for i in range(5000)]
+        _cycle()  # garbage once made: only the collector can free it
+    assert gc.get_count()[0] < 700, "the young generation should be empty after the block"
+    assert gc.get_freeze_count() == 0
+    assert gc.collect() >= 1  # the cycle, found by a full collection
+    assert len(made) == 5000
+
+
+def test_a_process_that_froze_its_objects_keeps_them_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with paused_gc():
+            _made = [[] for _ in range(1000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
