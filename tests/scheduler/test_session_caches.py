@@ -1,6 +1,6 @@
 """The session's fast paths change nothing: the kubelet's memos (CPU hints by free CPUs per NUMA node,
-merges by the hints' identities, the CPUs `allocate_cpus` picks, the explanation's hint codes), the
-aligned profile's admissions shared by pods the kubelet reads the same on nodes in the same state, and
+merges by the hints' identities, the CPUs `allocate_cpus` picks, the explanation's hint codes and decision
+keys), the aligned profile's admissions shared by pods the kubelet reads the same on nodes in the same state, and
 its admission on the chosen node taken from its verdict. A session with them decides and explains exactly
 what the same session decides when every look-up misses and the kubelet's admission runs on every
 chosen node. Random clusters and workloads, every profile, caches cold and warm."""
@@ -27,7 +27,7 @@ from scheduler_core.scheduler.session import run_session
 from .test_session_incremental import _gangs
 
 MEMOS = [(topology_hints, "_HINTS"), (scope, "_MERGES"), (cpu_manager, "_CHOSEN"), (explain, "_CODES"),
-         (explain, "_MERGE_KEYS")]
+         (explain, "_MERGE_KEYS"), (explain, "_DECISION_KEYS")]
 
 
 class Forgetful(dict):
