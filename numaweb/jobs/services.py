@@ -102,8 +102,8 @@ def pod_from_stored(name: str, template: Mapping, namespace: str = "default") ->
     return Pod(name, tuple(one(c, APP) for c in template["containers"]),
                tuple(one(c, "init") for c in template.get("init_containers") or ()), namespace=namespace,
                topology_policy=template.get("topology_policy") or None,
-               labels=tuple((template.get("labels") or {}).items()),
-               annotations=tuple((template.get("annotations") or {}).items()), priority=template.get("priority"))
+               labels=_metadata(template, "labels"), annotations=_metadata(template, "annotations"),
+               priority=_pod_priority(template))
 
 
 def template_of(pod: Pod) -> dict[str, Any]:
