@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import cast
 
 from ..errors import RequestError, check_int
 from .names import check_printable
@@ -21,6 +22,8 @@ QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
 INT32 = (-(2**31), 2**31 - 1)
 #: characters an annotation's value may hold besides printable ones (a JSON value written as a YAML block)
 _TEXT_SPACE = str.maketrans("", "", "\n\r\t")
+#: per field (labels, annotations), the pairs `_pairs` last returned (held, so `is` compares live objects)
+_checked: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def is_memory_resource(name: str) -> bool:
@@ -174,6 +177,8 @@ def _pairs(given: object, what: str, field: str, multiline: bool) -> tuple[tuple
     """Labels or annotations (a mapping or (key, value) pairs) as pairs sorted by key: keys non-empty
     printable strings, each once; values printable strings (an annotation's may also hold newlines and
     tabs). The RequestError names the key and `field`."""
+    if given is _checked.get(field):  # the replicas of a template share its pairs: checked once
+        return cast(tuple[tuple[str, str], ...], given)
     if isinstance(given, Mapping):
         items: Iterable[object] = given.items()
     elif isinstance(given, tuple | list):
@@ -198,7 +203,8 @@ def _pairs(given: object, what: str, field: str, multiline: bool) -> tuple[tuple
         if key in out:
             raise RequestError(f"{what} {key!r} is given twice", field)
         out[key] = value
-    return tuple(sorted(out.items()))
+    pairs = _checked[field] = tuple(sorted(out.items()))
+    return pairs
 
 
 def qos_class(pod: Pod) -> str:
