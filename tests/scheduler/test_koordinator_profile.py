@@ -17,6 +17,7 @@ from scheduler_core.model.kubelet_config import KubeletConfig
 from scheduler_core.model.node import Node
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.model.topology import synthetic
+from scheduler_core.scheduler.admissions import kubelet_reading
 from scheduler_core.scheduler.cluster import Cluster
 from scheduler_core.scheduler.plugin_profiles import KoordinatorProfile
 from scheduler_core.scheduler.session import run_session
@@ -173,6 +174,8 @@ def test_pods_that_differ_only_in_koordinator_metadata_do_not_share_verdicts():
     assert [(p.pod, p.status) for p in result.pods] == [("plain-t-0", "admitted"), ("lsr-t-0", "unschedulable")]
     assert set(reasons_of(result, 1).values()) == {SMT_ALIGNMENT}
     assert result.to_dict()["pods"][1]["outcomes"]["unschedulable"] == 2  # both nodes
+    # the kubelet reads neither: its remembered admissions serve both pods
+    assert kubelet_reading(lsr) == kubelet_reading(plain)
 
 
 def test_a_numa_topology_spec_filters_a_node_whose_numa_nodes_are_too_small():
