@@ -8,7 +8,8 @@ the offending value, so callers (API, admin, management commands) can show it as
 class EngineError(ValueError):
     """Base class for every error the engine raises on bad input. `field` names the input it is about
     when the engine knows it (`cpu`, `memory`, a device resource, `replicas`, `min_available`,
-    `topology_policy`, `name`, `priority`), so a form can show the message next to that field."""
+    `topology_policy`, `name`, `priority`; a pod's `labels`, `annotations`, `pod_priority`), so a form can
+    show the message next to that field."""
 
     def __init__(self, message: str = "", field: str | None = None) -> None:
         super().__init__(message)

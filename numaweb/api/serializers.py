@@ -143,6 +143,26 @@ class ObjectField(limits.JSONField):
         return value
 
 
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}, "nullable": True}
+#: a task's pod template as the API takes and returns it (other keys are ignored, as before)
+POD_TEMPLATE = {
+    "type": "object", "additionalProperties": True,
+    "properties": {
+        "labels": {**_STRINGS, "description": "the pod's labels (Koordinator's koordinator.sh/qosClass, "
+                                              "koordinator.sh/priority-class, ...)"},
+        "annotations": {**_STRINGS, "description": "the pod's annotations (scheduling.koordinator.sh/resource-spec "
+                                                   "and numa-topology-spec, volcano.sh/numa-topology-policy, ...)"},
+        "priority": {"type": "integer", "nullable": True, "minimum": bounds.INT32[0], "maximum": bounds.INT32[1],
+                     "description": "the pod's spec.priority (Koordinator's priority class reads it); not the job's"},
+    },
+}
+
+
+@extend_schema_field(POD_TEMPLATE)
+class PodTemplateField(ObjectField):
+    """A task's pod template: containers, init containers, its labels, annotations and pod priority."""
+
+
 class StoredObjectField(rawjson.StoredText, ObjectField):
     """An ObjectField served from the stored text when a list read it as text (numaweb.api.rawjson)."""
 
@@ -491,8 +511,10 @@ class AllocationSerializer(ModelSerializer[Allocation]):
 class TaskSerializer(ModelSerializer[Task]):
     topology_policy = serializers.ChoiceField([("", "(none given)"), *TOPOLOGY_POLICY_CHOICES],
                                               required=False, allow_blank=True, default="")
-    template = ObjectField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
-                                     '"memory": "4Gi"}, "limits": {...}}], "init_containers": [...]}')
+    template = PodTemplateField(help_text='pod template: {"containers": [{"name": "main", "requests": {"cpu": "2", '
+                                          '"memory": "4Gi"}, "limits": {...}}], "init_containers": [...], '
+                                          '"labels": {"koordinator.sh/qosClass": "LSR"}, "annotations": {...}, '
+                                          '"priority": 9000}')
     replicas = serializers.IntegerField(min_value=0, max_value=bounds.INT32[1], default=1,
                                         help_text="at most NUMAWEB_MAX_REPLICAS_PER_TASK (default 10,000)")
 

@@ -78,3 +78,18 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job}/{self.name}"
+
+    @property
+    def pod_labels(self) -> list[tuple[str, str]]:
+        """The template's labels as (key, value) pairs (a page cannot look up a key such as `items`)."""
+        return sorted((self.template.get("labels") or {}).items())
+
+    @property
+    def pod_annotations(self) -> list[tuple[str, str]]:
+        return sorted((self.template.get("annotations") or {}).items())
+
+    @property
+    def pod_priority(self) -> int | None:
+        """The template's pod priority (spec.priority), None when it has none."""
+        priority = self.template.get("priority")
+        return priority if isinstance(priority, int) else None

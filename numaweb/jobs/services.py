@@ -14,7 +14,7 @@ from django.db.models import Count, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from numaweb.inventory.models import Allocation, Cluster
-from scheduler_core.errors import RequestError
+from scheduler_core.errors import RequestError, check_int
 from scheduler_core.formats import load_jobs
 from scheduler_core.model.jobs import Job as EngineJob
 from scheduler_core.model.jobs import Task as EngineTask
@@ -51,8 +51,28 @@ def _container(data: object, where: str, kind: str) -> Container:
                      _amounts(resources.get("limits"), f"{where}.limits"), str(data.get("kind") or kind))
 
 
+def _metadata(template: Mapping, key: str) -> tuple[tuple[str, str], ...]:
+    """A template's `labels` or `annotations`: an object of strings (the Pod checks the strings)."""
+    values = template.get(key)
+    if values is None:
+        return ()
+    if not isinstance(values, Mapping):
+        raise RequestError(f"template.{key} must be an object of key: value strings, not {type(values).__name__}",
+                           key)
+    return tuple(values.items())
+
+
+def _pod_priority(template: Mapping) -> int | None:
+    """A template's `priority` (the pod's spec.priority, which Koordinator reads): an integer or absent."""
+    value = template.get("priority")
+    if value is None:
+        return None
+    return check_int(value, "template.priority", None, field="pod_priority")
+
+
 def pod_from_template(name: str, template: Mapping, namespace: str = "default") -> Pod:
-    """Build an engine Pod from a template (quantities as strings or as engine integers)."""
+    """Build an engine Pod from a template (quantities as strings or as engine integers; `labels` and
+    `annotations` objects of strings, `priority` an integer)."""
     if not isinstance(template, Mapping):
         raise RequestError("template must be an object with containers")
     containers = template.get("containers")
@@ -61,9 +81,17 @@ def pod_from_template(name: str, template: Mapping, namespace: str = "default") 
     inits = template.get("init_containers", template.get("initContainers")) or []
     if not isinstance(inits, Sequence) or isinstance(inits, str):
         raise RequestError("template.init_containers must be a list")
-    return Pod(name, tuple(_container(c, f"containers[{i}]", APP) for i, c in enumerate(containers)),
-               tuple(_container(c, f"init_containers[{i}]", "init") for i, c in enumerate(inits)),
-               namespace=namespace, topology_policy=template.get("topology_policy") or None)
+    try:
+        return Pod(name, tuple(_container(c, f"containers[{i}]", APP) for i, c in enumerate(containers)),
+                   tuple(_container(c, f"init_containers[{i}]", "init") for i, c in enumerate(inits)),
+                   namespace=namespace, topology_policy=template.get("topology_policy") or None,
+                   labels=_metadata(template, "labels"), annotations=_metadata(template, "annotations"),
+                   priority=_pod_priority(template))
+    except RequestError as exc:
+        key = {"labels": "labels", "annotations": "annotations", "pod_priority": "priority"}.get(exc.field or "")
+        if key and not str(exc).startswith("template."):
+            raise RequestError(f"template.{key}: {exc}", exc.field) from None
+        raise
 
 
 def pod_from_stored(name: str, template: Mapping, namespace: str = "default") -> Pod:
@@ -73,7 +101,9 @@ def pod_from_stored(name: str, template: Mapping, namespace: str = "default") ->
 
     return Pod(name, tuple(one(c, APP) for c in template["containers"]),
                tuple(one(c, "init") for c in template.get("init_containers") or ()), namespace=namespace,
-               topology_policy=template.get("topology_policy") or None)
+               topology_policy=template.get("topology_policy") or None,
+               labels=_metadata(template, "labels"), annotations=_metadata(template, "annotations"),
+               priority=_pod_priority(template))
 
 
 def template_of(pod: Pod) -> dict[str, Any]:
@@ -89,6 +119,12 @@ def template_of(pod: Pod) -> dict[str, Any]:
         data["init_containers"] = [one(c) for c in pod.init_containers]
     if pod.topology_policy:
         data["topology_policy"] = pod.topology_policy
+    if pod.labels:
+        data["labels"] = dict(pod.labels)
+    if pod.annotations:
+        data["annotations"] = dict(pod.annotations)
+    if pod.priority is not None:
+        data["priority"] = pod.priority
     return data
 
 

@@ -8,7 +8,8 @@ the same way). Nothing is written before `submit`.
 
 Fields are named as the page names them: a job's `name`, `namespace`, `priority`, `min_available`, `queue`,
 `tasks`, a task's `task` (its name), `replicas`, `topology_policy`, a container's `cpu`, `memory` and
-`devices`; and `manifest`, `cluster`. Everything about a manifest is reported on `manifest` (its messages
+`devices`, a template's `labels`, `annotations` and pod priority (on `tasks`: the page has no fields for
+them); and `manifest`, `cluster`. Everything about a manifest is reported on `manifest` (its messages
 name the manifest's own paths). The API folds a task's fields into its `tasks` list."""
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ MANIFEST_TOO_LONG = f"a manifest is at most {MAX_MANIFEST:,} characters long"
 #: the engine's `EngineError.field` values that are submission fields as they are
 _ENGINE_FIELDS = frozenset({"name", "task", "replicas", "topology_policy", "min_available", "priority", "cpu",
                             "memory"})
+#: the engine's fields of a pod template's metadata, reported on the job's `tasks`
+_TEMPLATE_FIELDS = frozenset({"labels", "annotations", "pod_priority"})
 _LARGEST_ID = 2**63 - 1  # a database's largest integer key
 _WHOLE = re.compile(r"-?[0-9]+")
 
@@ -67,6 +70,8 @@ def field_of(exc: EngineError) -> str | None:
     field = exc.field
     if field is None or field in _ENGINE_FIELDS:
         return field
+    if field in _TEMPLATE_FIELDS:
+        return "tasks"
     if field.startswith("hugepages-"):
         return "memory"
     return "devices" if is_device_resource(field) else None

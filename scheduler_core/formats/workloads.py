@@ -10,11 +10,16 @@ multi-document, `kind: List` too) → `Job` objects.
   QoS class as it is (as GetPodQOS reads it), whatever its resources say.
 - Pod templates: `containers`, `initContainers` (`restartPolicy: Always` makes a sidecar),
   `resources.requests/limits` as Kubernetes quantities (cpu → millicores, memory and hugepages →
-  bytes, anything else a whole count); the `volcano.sh/numa-topology-policy` annotation.
+  bytes, anything else a whole count); the `volcano.sh/numa-topology-policy` annotation; the
+  template's `metadata.labels`, `metadata.annotations` (but kubectl's `last-applied-configuration`,
+  a copy of the object nothing here reads) and `spec.priority`, kept on the pod for the schedulers
+  that read them (Koordinator's QoS class, priority class, resource and NUMA topology specs).
 Errors keep their class (RequestError, PolicyError, FormatError) and name the document and field.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from ..errors import EngineError, FormatError, PolicyError, RequestError, check_int
 from ..model.jobs import Job, Task
@@ -24,6 +29,8 @@ from ..model.quantity import count, cpu_milli
 from ._documents import JSONObject, get_list, get_object, load_documents
 
 ANNOTATION = "volcano.sh/numa-topology-policy"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_Pairs = tuple[tuple[str, str], ...]
 SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
@@ -153,8 +160,14 @@ def _pod(obj: JSONObject, name: str, namespace: str, where: str) -> Pod:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise FormatError(f"{where}: spec must be an object")
-    annotations = get_object(meta, "annotations", f"{where}: metadata") if isinstance(meta, dict) else {}
+    if not isinstance(meta, dict):
+        meta = {}
+    annotations = get_object(meta, "annotations", f"{where}: metadata")
+    labels = get_object(meta, "labels", f"{where}: metadata")
     policy = _policy(annotations.get(ANNOTATION), f"{where}: metadata.annotations[{ANNOTATION}]")
+    priority = None
+    if spec.get("priority") is not None:
+        priority = _int(spec["priority"], f"{where}: spec.priority", minimum=-(2**31))
     containers = tuple(_container(c, APP, f"{where}: spec.containers[{i}]")
                        for i, c in enumerate(_list(spec.get("containers"), f"{where}: spec.containers")))
     if not containers:
@@ -167,7 +180,17 @@ def _pod(obj: JSONObject, name: str, namespace: str, where: str) -> Pod:
     qos = status.get("qosClass") if isinstance(status, dict) else None
     if qos and qos not in QOS_CLASSES:
         raise RequestError(f"{where}: status.qosClass {qos!r} is not one of {', '.join(QOS_CLASSES)}")
-    return Pod(name, containers, inits, namespace, qos=str(qos) if qos else None, topology_policy=policy)
+    # the values are JSON's: the Pod checks they are strings
+    kept = cast(_Pairs, tuple((k, v) for k, v in annotations.items() if k != LAST_APPLIED))
+    try:
+        return Pod(name, containers, inits, namespace, qos=str(qos) if qos else None, topology_policy=policy,
+                   labels=cast(_Pairs, tuple(labels.items())), annotations=kept, priority=priority)
+    except RequestError as exc:
+        if exc.field in ("labels", "annotations"):
+            raise RequestError(f"{where}: metadata.{exc.field}: {exc}", exc.field) from None
+        if exc.field == "pod_priority":
+            raise RequestError(f"{where}: spec.priority: {exc}", exc.field) from None
+        raise
 
 
 def _list(value: object, what: str) -> list[object]:

@@ -43,6 +43,9 @@ QOS_LABEL = "koordinator.sh/qosClass"
 PRIORITY_LABEL = "koordinator.sh/priority-class"
 RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"
 NUMA_TOPOLOGY_SPEC = "scheduling.koordinator.sh/numa-topology-spec"
+#: the fields of the resource and NUMA topology specs the plugin reads (strings upstream)
+_SPEC_FIELDS = frozenset({"preferredCPUBindPolicy", "requiredCPUBindPolicy", "preferredCPUExclusivePolicy",
+                          "numaTopologyPolicy", "singleNUMANodeExclusive"})
 FULL_PCPUS_ONLY, NODE_SPREAD_BY_PCPUS = "FullPCPUsOnly", "SpreadByPCPUs"
 #: NRT topologyPolicies the plugin maps to its own policies (convertToNUMATopologyPolicy)
 NRT_POLICIES = {"BestEffort": BEST_EFFORT, "Restricted": RESTRICTED, "SingleNUMANodePodLevel": SINGLE_NUMA_NODE}
@@ -97,11 +100,20 @@ class PodState:
 
 
 def _json(meta: Mapping[str, str], key: str) -> dict[str, str]:
+    """An annotation's JSON object ({} when absent); ValueError naming the annotation when it is not JSON."""
     text = meta.get(key)
     if not text:
         return {}
-    value = json.loads(text)
-    return value if isinstance(value, dict) else {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"invalid {key} annotation: {exc}") from None
+    if not isinstance(value, dict):
+        return {}
+    for field in _SPEC_FIELDS.intersection(value):
+        if not isinstance(value[field], str):  # Go's unmarshalling into a string field fails
+            raise ValueError(f"invalid {key} annotation: {field} must be a string, not {value[field]!r:.40}")
+    return value
 
 
 def priority_class(meta: Mapping[str, str], priority: int | None) -> str:
@@ -124,7 +136,10 @@ def pre_filter(requests: Mapping[str, int], meta: Mapping[str, str], default_bin
     reqs = tuple(sorted((r, v) for r, v in requests.items() if v))
     if not reqs:
         return PodState(skip=True)
-    spec, numa = _json(meta, RESOURCE_SPEC), _json(meta, NUMA_TOPOLOGY_SPEC)
+    try:  # upstream's PreFilter fails the pod with the parse error
+        spec, numa = _json(meta, RESOURCE_SPEC), _json(meta, NUMA_TOPOLOGY_SPEC)
+    except ValueError as exc:
+        return PodState(reqs, error=str(exc))
     state = PodState(reqs, dict(reqs).get("cpu", 0) // 1000, numa_policy=numa.get("numaTopologyPolicy", ""),
                      numa_exclusive=numa.get("singleNUMANodeExclusive", ""))
     if meta.get(QOS_LABEL, "") in ("LSE", "LSR") and priority_class(meta, priority) == "koord-prod":

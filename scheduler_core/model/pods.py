@@ -7,8 +7,10 @@ count. Containers are validated on construction (RequestError names the containe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import cast
 
 from ..errors import RequestError, check_int
 from .names import check_printable
@@ -17,6 +19,11 @@ APP, INIT, SIDECAR = "app", "init", "sidecar"
 CONTAINER_KINDS = (APP, INIT, SIDECAR)
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
+INT32 = (-(2**31), 2**31 - 1)
+#: characters an annotation's value may hold besides printable ones (a JSON value written as a YAML block)
+_TEXT_SPACE = str.maketrans("", "", "\n\r\t")
+#: per field (labels, annotations), the pairs `_pairs` last returned (held, so `is` compares live objects)
+_checked: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def is_memory_resource(name: str) -> bool:
@@ -96,7 +103,10 @@ class Pod:
     """A pod: `init_containers` (init and sidecar, in spec order) and `containers` (app).
 
     `qos` overrides the computed QoS class (for vectors that state it); `topology_policy` is the
-    Volcano annotation `volcano.sh/numa-topology-policy` (None when absent).
+    Volcano annotation `volcano.sh/numa-topology-policy` (None when absent). `labels` and
+    `annotations` are the pod's metadata as (key, value) pairs sorted by key (a mapping given is
+    turned into them; `label_map` / `annotation_map` read them as mappings), and `priority` its
+    spec.priority (None when not set): schedulers such as Koordinator read them, the kubelet does not.
     """
 
     name: str
@@ -106,6 +116,9 @@ class Pod:
     uid: str = ""
     qos: str | None = None
     topology_policy: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -129,6 +142,26 @@ class Pod:
                 raise RequestError(f"pod {self.name}: init container {c.name} must have kind init or sidecar")
         if self.qos is not None and self.qos not in QOS_CLASSES:
             raise RequestError(f"pod {self.name}: QoS class {self.qos!r} is not one of {', '.join(QOS_CLASSES)}")
+        if self.labels or not isinstance(self.labels, tuple):
+            object.__setattr__(self, "labels", _pairs(self.labels, f"pod {self.name}: label", "labels", False))
+        if self.annotations or not isinstance(self.annotations, tuple):
+            object.__setattr__(self, "annotations",
+                               _pairs(self.annotations, f"pod {self.name}: annotation", "annotations", True))
+        if self.priority is not None:
+            check_int(self.priority, f"pod {self.name}: priority", INT32[0], field="pod_priority")
+            if self.priority > INT32[1]:
+                raise RequestError(f"pod {self.name}: priority must be at most {INT32[1]}, not {self.priority}",
+                                   "pod_priority")
+
+    @property
+    def label_map(self) -> Mapping[str, str]:
+        """The labels as a read-only mapping."""
+        return MappingProxyType(dict(self.labels))
+
+    @property
+    def annotation_map(self) -> Mapping[str, str]:
+        """The annotations as a read-only mapping."""
+        return MappingProxyType(dict(self.annotations))
 
     def all_containers(self) -> Iterator[Container]:
         """The kubelet's container order: init containers (incl. sidecars) in spec order, then app."""
@@ -138,6 +171,40 @@ class Pod:
     @property
     def qos_class(self) -> str:
         return self.qos or qos_class(self)
+
+
+def _pairs(given: object, what: str, field: str, multiline: bool) -> tuple[tuple[str, str], ...]:
+    """Labels or annotations (a mapping or (key, value) pairs) as pairs sorted by key: keys non-empty
+    printable strings, each once; values printable strings (an annotation's may also hold newlines and
+    tabs). The RequestError names the key and `field`."""
+    if given is _checked.get(field):  # the replicas of a template share its pairs: checked once
+        return cast(tuple[tuple[str, str], ...], given)
+    if isinstance(given, Mapping):
+        items: Iterable[object] = given.items()
+    elif isinstance(given, tuple | list):
+        items = given
+    else:
+        raise RequestError(f"{what}s must be an object of key: value strings, not {type(given).__name__}", field)
+    out: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise RequestError(f"{what}s must be (key, value) pairs, not {item!r:.80}", field)
+        key, value = item
+        if not isinstance(key, str) or not key:
+            raise RequestError(f"{what} keys must be non-empty strings, not {key!r:.80}", field)
+        check_printable(key, f"{what} key", field=field)
+        if not isinstance(value, str):
+            raise RequestError(f"{what} {key!r}: the value must be a string, not {value!r:.80}", field)
+        text = value.translate(_TEXT_SPACE) if multiline else value
+        if not text.isprintable():
+            bad = next(c for c in text if not c.isprintable())
+            raise RequestError(f"{what} {key!r}: the value holds the character {bad!r} (U+{ord(bad):04X}); "
+                               f"values must be printable{' (newlines and tabs aside)' if multiline else ''}", field)
+        if key in out:
+            raise RequestError(f"{what} {key!r} is given twice", field)
+        out[key] = value
+    pairs = _checked[field] = tuple(sorted(out.items()))
+    return pairs
 
 
 def qos_class(pod: Pod) -> str:

@@ -34,8 +34,8 @@ def _container_key(c: Container) -> Hashable:
 
 
 def kubelet_reading(pod: Pod) -> Hashable:
-    """The pod as the kubelet reads it: QoS class and containers, not the task's topology policy (pods
-    of tasks with different policies but the same containers get the same admission)."""
+    """The pod as the kubelet reads it: QoS class and containers, not the task's topology policy nor the
+    pod's labels, annotations or priority (pods that differ only there get the same admission)."""
     return (pod.qos_class, tuple(map(_container_key, pod.init_containers)),
             tuple(map(_container_key, pod.containers)))
 

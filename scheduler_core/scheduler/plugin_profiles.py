@@ -234,12 +234,14 @@ class _KoordinatorSession(ProfileSession):
         return key
 
     def prepare(self, pod: Pod) -> PodState:
+        """PreFilter once per (requests, labels and annotations, priority): the pod's Koordinator QoS and
+        priority classes, resource and NUMA topology specs, under the profile's DefaultCPUBindPolicy."""
         requests = pod_requests(pod)
-        key = tuple(sorted(requests.items()))
+        key = (tuple(sorted(requests.items())), pod.labels, pod.annotations, pod.priority)
         state = self.states.get(key)
         if state is None:
-            # engine pods carry no Koordinator labels or annotations: not LSE/LSR, no NUMA spec
-            state = self.states[key] = pre_filter(requests, {})
+            meta = {**dict(pod.labels), **dict(pod.annotations)}
+            state = self.states[key] = pre_filter(requests, meta, self.plugin.default_bind, pod.priority)
         return state
 
     def evaluate(self, name: str, pod: Pod, prepared: object) -> NodeVerdict:

@@ -73,8 +73,10 @@ from .profiles import Profile, ProfileSession, get_profile
 
 #: a container as `_pod_signature` sees it: (name, kind, sorted requests, sorted limits)
 _ContainerSig = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
-#: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers)
-PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...]]
+#: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers,
+#: labels, annotations, priority) — the last three for the profiles that read them (koordinator)
+PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...],
+                     tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], int | None]
 
 
 def _container_signature(c: Container) -> _ContainerSig:
@@ -84,7 +86,7 @@ def _container_signature(c: Container) -> _ContainerSig:
 def _pod_signature(pod: Pod) -> PodSignature:
     cont = _container_signature
     return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
-            tuple(cont(c) for c in pod.containers))
+            tuple(cont(c) for c in pod.containers), pod.labels, pod.annotations, pod.priority)
 
 
 def _job_order(jobs: Sequence[Job]) -> list[Job]:

@@ -123,3 +123,55 @@ def test_fractional_cpu_under_policy_is_the_engines_webhook_rule(api, policy, co
     assert r.json() == {"tasks": [r.json()["tasks"][0]]} and error in r.json()["tasks"][0]
     assert r.json()["tasks"][0].startswith("task t: ")
     assert not Job.objects.exists()
+
+
+KOORD_TEMPLATE = {"labels": {"koordinator.sh/qosClass": "LSR", "app": "web"},
+                  "annotations": {"scheduling.koordinator.sh/resource-spec": '{"preferredCPUBindPolicy": "FullPCPUs"}'},
+                  "priority": 9000}
+
+
+def test_template_labels_annotations_and_priority_round_trip(api):
+    """Kept in the task's template (JSON, no new column), returned as given, and on the engine's pods."""
+    from numaweb.jobs.services import engine_jobs
+
+    body = job_body()
+    body["tasks"][0]["template"].update(KOORD_TEMPLATE)
+    r = api.post("/api/jobs/", body, format="json")
+    assert r.status_code == 201, r.content
+    template = api.get(f"/api/jobs/{r.json()['id']}/").json()["tasks"][0]["template"]
+    assert {k: template[k] for k in KOORD_TEMPLATE} == KOORD_TEMPLATE
+    _rows, [job] = engine_jobs(Job.objects.all())
+    pod = job.pods()[1][1]
+    assert (dict(pod.labels), dict(pod.annotations), pod.priority) == (
+        KOORD_TEMPLATE["labels"], KOORD_TEMPLATE["annotations"], 9000)
+    # a template without them stores none
+    r = api.post("/api/jobs/", job_body(name="plain"), format="json")
+    assert not {"labels", "annotations", "priority"} & set(r.json()["tasks"][0]["template"])
+
+
+def test_manifest_template_metadata_is_stored(api):
+    manifest = VOLCANO_JOB.replace("      template:\n", "      template:\n        metadata:\n"
+                                   "          labels: {koordinator.sh/qosClass: LSE}\n", 1)
+    manifest = manifest.replace("        spec:\n          containers:", "        spec:\n          priority: 9100\n"
+                                "          containers:", 1)
+    r = api.post("/api/jobs/", {"manifest": manifest}, format="json")
+    assert r.status_code == 201, r.content
+    template = r.json()["tasks"][0]["template"]
+    assert (template["labels"], template["priority"]) == ({"koordinator.sh/qosClass": "LSE"}, 9100)
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"labels": {"koordinator.sh/qosClass": 5}}, "template.labels"),
+    ({"labels": ["LSR"]}, "template.labels must be an object"),
+    ({"labels": {"app": "a\nb"}}, "template.labels"),
+    ({"annotations": {"note": {"nested": "x"}}}, "template.annotations"),
+    ({"priority": "high"}, "template.priority must be an integer"),
+    ({"priority": 2**31}, "template.priority"),
+])
+def test_bad_template_metadata_is_400_naming_the_field(api, extra, words):
+    body = job_body()
+    body["tasks"][0]["template"].update(extra)
+    r = api.post("/api/jobs/", body, format="json")
+    assert r.status_code == 400, r.content
+    assert words in str(r.json()["tasks"]), r.json()
+    assert not Job.objects.exists()

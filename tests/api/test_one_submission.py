@@ -185,7 +185,7 @@ def test_the_jobs_page_takes_a_huge_cluster_id_as_no_choice(client, cluster):
     ("cpu", "cpu"), ("memory", "memory"), ("hugepages-2Mi", "memory"), ("nvidia.com/gpu", "devices"),
     ("gpu", "devices"), ("ephemeral-storage", None), ("replicas", "replicas"), ("task", "task"),
     ("topology_policy", "topology_policy"), ("min_available", "min_available"), ("priority", "priority"),
-    ("name", "name"), (None, None),
+    ("name", "name"), (None, None), ("labels", "tasks"), ("annotations", "tasks"), ("pod_priority", "tasks"),
 ])
 def test_an_engine_error_is_placed_by_its_field_never_by_its_words(field, expected):
     """The one mapping both front ends use; the message says "priority" and "minAvailable" to show that the

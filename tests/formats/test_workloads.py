@@ -146,3 +146,62 @@ def test_unsupported_kind_and_empty():
         load_jobs("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {}\n")
     with pytest.raises(FormatError, match="no Job, Pod or Deployment"):
         load_jobs("---\n")
+
+
+KOORD_JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: latency}
+spec:
+  tasks:
+  - name: server
+    replicas: 2
+    template:
+      metadata:
+        labels:
+          koordinator.sh/qosClass: LSR
+          app: server
+        annotations:
+          scheduling.koordinator.sh/resource-spec: |
+            {"preferredCPUBindPolicy": "SpreadByPCPUs"}
+          kubectl.kubernetes.io/last-applied-configuration: '{"kind": "Job"}'
+      spec:
+        priority: 9000
+        containers:
+        - name: main
+          resources: {limits: {cpu: "2", memory: 1Gi}}
+"""
+
+
+def test_template_labels_annotations_and_priority_are_kept():
+    """The template's metadata and spec.priority reach every replica (Koordinator reads them); kubectl's
+    last-applied-configuration, a copy of the object, is left out."""
+    [job] = load_jobs(KOORD_JOB)
+    template = job.tasks[0].template
+    assert template.label_map == {"app": "server", "koordinator.sh/qosClass": "LSR"}
+    assert template.annotation_map == {
+        "scheduling.koordinator.sh/resource-spec": '{"preferredCPUBindPolicy": "SpreadByPCPUs"}\n'}
+    assert template.priority == 9000
+    assert [(p.labels, p.annotations, p.priority) for _t, p in job.pods()] == [
+        (template.labels, template.annotations, 9000)] * 2
+    # a Pod and a Deployment's template too; without any, none
+    [pod_job] = load_jobs(POD.split("---")[0].replace("  annotations:", "  labels: {koordinator.sh/qosClass: LSE}\n"
+                                                       "  annotations:"))
+    assert pod_job.tasks[0].template.label_map == {"koordinator.sh/qosClass": "LSE"}
+    [plain] = load_jobs(JOB)
+    assert (plain.tasks[0].template.labels, plain.tasks[0].template.priority) == ((), None)
+
+
+@pytest.mark.parametrize(("old", "new", "match"), [
+    ("app: server", "app: 3", r"spec.tasks\[0\].template: metadata.labels: .*label 'app': the value must be a string"),
+    ("koordinator.sh/qosClass: LSR", "koordinator.sh/qosClass: [LSR]", r"metadata.labels: .*must be a string"),
+    ("priority: 9000", "priority: high", r"spec.priority must be an integer, not 'high'"),
+    ("priority: 9000", "priority: 2147483648", r"spec.priority: .*priority must be at most 2147483647"),
+    ("        labels:\n", "        labels: [a]\n", r"metadata.labels"),
+])
+def test_bad_template_metadata_names_the_field(old, new, match):
+    text = KOORD_JOB.replace(old, new, 1)
+    if new.endswith("[a]\n"):  # the list replaces the mapping: drop its entries
+        text = text.replace("          koordinator.sh/qosClass: LSR\n          app: server\n", "")
+    with pytest.raises((RequestError, FormatError), match=match):
+        load_jobs(text)

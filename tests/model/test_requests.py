@@ -159,3 +159,39 @@ def test_errors_name_their_field():
         with pytest.raises(EngineError) as info:
             make()
         assert info.value.field == field, (field, str(info.value))
+
+
+def test_pod_metadata_is_kept_sorted_and_read_only_and_replicas_carry_it():
+    c = (Container.guaranteed("c", 1000, GiB),)
+    pod = Pod("p", c, labels={"b": "2", "a": "1"}, annotations=(("x", '{\n  "k": "v"\n}\n'),), priority=9000)
+    assert pod.labels == (("a", "1"), ("b", "2")) and pod.label_map == {"a": "1", "b": "2"}
+    assert pod.annotation_map["x"].startswith("{\n")  # a JSON annotation written as a YAML block
+    with pytest.raises(TypeError):
+        pod.label_map["a"] = "3"  # type: ignore[index]
+    assert hash(pod.labels) == hash(Pod("q", c, labels={"a": "1", "b": "2"}).labels)
+    assert Pod("e", c, labels={}).labels == ()
+    job = Job("j", (Task("t", pod, 2),))
+    replica = job.pod(job.tasks[0], 1)
+    assert (replica.name, replica.labels, replica.annotations, replica.priority) == (
+        "j-t-1", pod.labels, pod.annotations, 9000)
+
+
+@pytest.mark.parametrize("kwargs, field, needle", [
+    ({"labels": {"a": 1}}, "labels", "label 'a': the value must be a string, not 1"),
+    ({"labels": {"": "x"}}, "labels", "keys must be non-empty strings"),
+    ({"labels": {"a": "x\ny"}}, "labels", "label 'a': the value holds the character '\\n'"),
+    ({"labels": {"a\tb": "x"}}, "labels", "label key 'a\\tb' holds the character"),
+    ({"labels": ["a"]}, "labels", "must be (key, value) pairs"),
+    ({"labels": "a=b"}, "labels", "must be an object of key: value strings, not str"),
+    ({"labels": (("a", "1"), ("a", "2"))}, "labels", "label 'a' is given twice"),
+    ({"annotations": {"a": "x\x1by"}}, "annotations", "holds the character '\\x1b'"),
+    ({"annotations": {"a": ["x"]}}, "annotations", "the value must be a string"),
+    ({"priority": "9000"}, "pod_priority", "priority must be an integer, not '9000'"),
+    ({"priority": True}, "pod_priority", "priority must be an integer"),
+    ({"priority": 2**31}, "pod_priority", "priority must be at most 2147483647"),
+    ({"priority": -(2**31) - 1}, "pod_priority", "priority must be at least -2147483648"),
+])
+def test_bad_pod_metadata_names_its_field(kwargs, field, needle):
+    with pytest.raises(RequestError) as err:
+        Pod("p", (Container("c"),), **kwargs)
+    assert needle in str(err.value) and err.value.field == field

@@ -35,3 +35,24 @@ def test_big_job_page_shows_one_page_of_pods(client):
     assert 'data-pod="wide-t-100"' in html and 'data-pod="wide-t-149"' in html
     assert 'data-pod="wide-t-99"' not in html and 'data-pod="wide-t-150"' not in html
     assert "pods 101–150 of 10000" in html
+
+
+def test_job_page_shows_the_templates_labels_annotations_and_pod_priority(client):
+    from numaweb.jobs import services as job_services
+
+    cluster = Cluster.objects.create(name="koord")
+    res = {"cpu": "2", "memory": "1Gi"}
+    template = {"containers": [{"name": "c", "requests": res, "limits": res}],
+                "labels": {"koordinator.sh/qosClass": "LSR", "items": "<b>x</b>"},
+                "annotations": {"scheduling.koordinator.sh/resource-spec": '{"requiredCPUBindPolicy": "FullPCPUs"}'},
+                "priority": 9000}
+    job = job_services.save_job(job_services.engine_job_from_data(
+        {"name": "lsr", "tasks": [{"name": "t", "template": template}]}), cluster)
+    html = client.get(reverse("pages:job", args=[job.pk])).content.decode()
+    assert "<code>koordinator.sh/qosClass=LSR</code>" in html
+    assert "<code>items=&lt;b&gt;x&lt;/b&gt;</code>" in html  # a key named items, the value escaped
+    assert "scheduling.koordinator.sh/resource-spec={&quot;requiredCPUBindPolicy&quot;" in html
+    assert "pod priority 9000" in html
+    plain = make_job("plain", cluster=cluster)
+    html = client.get(reverse("pages:job", args=[plain.pk])).content.decode()
+    assert "pod-labels" not in html and "pod priority" not in html
