@@ -24,7 +24,7 @@ from typing import cast
 from ..errors import EngineError, FormatError, PolicyError, RequestError, check_int
 from ..model.jobs import Job, Task
 from ..model.kubelet_config import TOPOLOGY_POLICIES
-from ..model.pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod
+from ..model.pods import APP, INIT, QOS_CLASSES, SIDECAR, Container, Pod, printable_annotation
 from ..model.quantity import count, cpu_milli
 from ._documents import JSONObject, get_list, get_object, load_documents
 
@@ -181,7 +181,10 @@ def _pod(obj: JSONObject, name: str, namespace: str, where: str) -> Pod:
     if qos and qos not in QOS_CLASSES:
         raise RequestError(f"{where}: status.qosClass {qos!r} is not one of {', '.join(QOS_CLASSES)}")
     # the values are JSON's: the Pod checks they are strings
-    kept = cast(_Pairs, tuple((k, v) for k, v in annotations.items() if k != LAST_APPLIED))
+    # an annotation whose text holds control or format characters is left out rather than the whole file
+    # refused: nothing a scheduler reads is written so, and other tools' annotations may be
+    kept = cast(_Pairs, tuple((k, v) for k, v in annotations.items()
+                              if k != LAST_APPLIED and not (isinstance(v, str) and not printable_annotation(v))))
     try:
         return Pod(name, containers, inits, namespace, qos=str(qos) if qos else None, topology_policy=policy,
                    labels=cast(_Pairs, tuple(labels.items())), annotations=kept, priority=priority)

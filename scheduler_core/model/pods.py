@@ -195,8 +195,8 @@ def _pairs(given: object, what: str, field: str, multiline: bool) -> tuple[tuple
         check_printable(key, f"{what} key", field=field)
         if not isinstance(value, str):
             raise RequestError(f"{what} {key!r}: the value must be a string, not {value!r:.80}", field)
-        text = value.translate(_TEXT_SPACE) if multiline else value
-        if not text.isprintable():
+        if not (printable_annotation(value) if multiline else value.isprintable()):
+            text = value.translate(_TEXT_SPACE) if multiline else value
             bad = next(c for c in text if not c.isprintable())
             raise RequestError(f"{what} {key!r}: the value holds the character {bad!r} (U+{ord(bad):04X}); "
                                f"values must be printable{' (newlines and tabs aside)' if multiline else ''}", field)
@@ -205,6 +205,11 @@ def _pairs(given: object, what: str, field: str, multiline: bool) -> tuple[tuple
         out[key] = value
     pairs = _checked[field] = tuple(sorted(out.items()))
     return pairs
+
+
+def printable_annotation(value: str) -> bool:
+    """Whether an annotation's value may be kept: printable, newlines and tabs aside."""
+    return value.translate(_TEXT_SPACE).isprintable()
 
 
 def qos_class(pod: Pod) -> str:

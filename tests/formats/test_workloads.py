@@ -205,3 +205,16 @@ def test_bad_template_metadata_names_the_field(old, new, match):
         text = text.replace("          koordinator.sh/qosClass: LSR\n          app: server\n", "")
     with pytest.raises((RequestError, FormatError), match=match):
         load_jobs(text)
+
+
+def test_an_annotation_with_control_characters_is_left_out_not_the_file_refused():
+    """Another tool's annotation holding a zero-width joiner or an escape character does not stop the
+    import; what Koordinator reads is kept."""
+    text = KOORD_JOB.replace("          kubectl.kubernetes.io/last-applied-configuration: '{\"kind\": \"Job\"}'\n",
+                             "          example.com/banner: \"team\\u200dx\"\n"
+                             "          example.com/colour: \"\\e[31mred\"\n"
+                             "          example.com/note: \"two\\nlines\"\n")
+    [job] = load_jobs(text)
+    assert job.tasks[0].template.annotation_map == {
+        "scheduling.koordinator.sh/resource-spec": '{"preferredCPUBindPolicy": "SpreadByPCPUs"}\n',
+        "example.com/note": "two\nlines"}
