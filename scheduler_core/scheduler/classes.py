@@ -19,14 +19,17 @@ class VerdictGroup:
     smallest names, remembered until a member changes (most pods change one or two classes). The
     classes are kept sorted by their smallest name, so the first names come from the first `limit`
     classes: a change costs a bisection, not a pass over a group that may hold hundreds of classes,
-    and a change behind the first `limit` classes keeps the names."""
+    and a change behind the first `limit` classes keeps the names. A class's place is one int, the
+    rank of its smallest name among the cluster's names (`rank`) above its id: bisecting ints, not
+    (name, id) tuples, which at 10,000 nodes cost twice what they did at 1,000."""
 
-    __slots__ = ("count", "last_row", "limit", "members", "names", "order")
+    __slots__ = ("count", "last_row", "limit", "members", "names", "order", "rank")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, rank: dict[str, int]) -> None:
         self.limit = limit
+        self.rank = rank
         self.members: dict[int, tuple[str, ...]] = {}
-        self.order: list[tuple[str, int]] = []  # (smallest name, class id), sorted
+        self.order: list[int] = []  # rank of the smallest name << ID_BITS | class id, sorted
         self.count = 0
         self.names: tuple[str, ...] | None = None
         self.last_row: Row | None = None
@@ -37,26 +40,30 @@ class VerdictGroup:
             return
         self.members[cid] = names
         self.last_row = None
-        order, limit = self.order, self.limit
+        order, limit, rank = self.order, self.limit, self.rank
         if old is None:
             self.count += len(names)
-            at = bisect_left(order, (names[0], cid))
-            order.insert(at, (names[0], cid))
+            place = rank[names[0]] << ID_BITS | cid
+            at = bisect_left(order, place)
+            order.insert(at, place)
         else:
             self.count += len(names) - len(old)
-            at = bisect_left(order, (old[0], cid))
             if old[0] != names[0]:
+                at = bisect_left(order, rank[old[0]] << ID_BITS | cid)
                 del order[at]
                 if at < limit:
                     self.names = None
-                at = bisect_left(order, (names[0], cid))
-                order.insert(at, (names[0], cid))
+                place = rank[names[0]] << ID_BITS | cid
+                at = bisect_left(order, place)
+                order.insert(at, place)
+            else:
+                at = bisect_left(order, rank[names[0]] << ID_BITS | cid)
         if at < limit:  # the first `limit` classes (and so the names) are unchanged otherwise
             self.names = None
 
     def drop(self, cid: int) -> None:
         old = self.members.pop(cid)
-        at = bisect_left(self.order, (old[0], cid))
+        at = bisect_left(self.order, self.rank[old[0]] << ID_BITS | cid)
         del self.order[at]
         self.count -= len(old)
         self.last_row = None
@@ -65,11 +72,11 @@ class VerdictGroup:
 
     def first_names(self) -> tuple[str, ...]:
         if self.names is None:
-            limit = self.limit
+            limit, members = self.limit, self.members
             if len(self.order) == 1:
-                self.names = self.members[self.order[0][1]][:limit]
+                self.names = members[self.order[0] & ID_MASK][:limit]
             else:
-                firsts = (self.members[cid][:limit] for _first, cid in self.order[:limit])
+                firsts = (members[place & ID_MASK][:limit] for place in self.order[:limit])
                 self.names = tuple(sorted(chain.from_iterable(firsts))[:limit])
         return self.names
 
@@ -82,6 +89,11 @@ class VerdictGroup:
         return row
 
 
+#: class ids fit below this many bits of a `VerdictGroup` place (a session makes far fewer classes)
+ID_BITS = 40
+ID_MASK = (1 << ID_BITS) - 1
+
+
 class NodeClasses:
     """Nodes grouped by (static shape, request tally, the profile's state key). `members` maps each
     live class id to (id, its node names sorted), in the order the classes were (re)born; an entry
@@ -92,8 +104,10 @@ class NodeClasses:
         self.profile = profile
         self.ids: dict[tuple[int, TallyKey, Hashable], int] = {}
         self.of: dict[str, int] = {}
+        #: each node name's place among the cluster's names sorted (a `VerdictGroup` orders by it)
+        self.rank: dict[str, int] = {name: i for i, name in enumerate(sorted(cluster.nodes))}
         grouped: dict[int, list[str]] = {}
-        for name in sorted(cluster.nodes):
+        for name in self.rank:
             cid = self._key_id(name)
             self.of[name] = cid
             grouped.setdefault(cid, []).append(name)

@@ -186,7 +186,7 @@ class _Session:
             sig = verdicts[cid].sig
             into = groups.get(sig)
             if into is None:
-                into = groups[sig] = VerdictGroup(self.explain_names)
+                into = groups[sig] = VerdictGroup(self.explain_names, self.classes.rank)
             into.put(cid, live[cid][1])
             key = bucket_of.get(cid)
             if key is not None:
