@@ -151,7 +151,7 @@ def _allocation(pod: str, container: str, cpus: str, memory: Mapping | None, dev
 
 def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
     return EngineNode(node.name, topology_of(node), kubelet_of(node),
-                      [allocation_to_engine(a) for a in allocations], node.numatopology)
+                      [allocation_to_engine(a) for a in allocations], node.numatopology, node.labels or None)
 
 
 _KUBELET_JSON = ("cpu_manager_options", "topology_manager_options", "reserved_memory")
@@ -192,7 +192,7 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
     text = {f"{name}_text": Cast(name, TextField()) for name in _KUBELET_JSON}
     columns = [f"{name}_text" if name in _KUBELET_JSON else name for name in KUBELET_FIELDS]
     values = list(rows.annotate(**text).values_list("id", "name", "generation", *extra, "fingerprint",
-                                                    "numatopology", *columns))
+                                                    "numatopology", "labels", *columns))
     by_node: dict[int, list[EngineAllocation]] = {}
     for node_id, *allocation in (Allocation.objects.filter(node__in=rows.values("pk")).order_by("id")
                                  .values_list("node_id", "pod", "container", "cpus", "memory", "devices", "origin")):
@@ -200,7 +200,8 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
     configs: dict[tuple, KubeletConfig] = {}
     head = 3 + len(extra)
     for row in values:
-        node_id, name, fingerprint, numatopology, settings = row[0], row[1], row[head], row[head + 1], row[head + 2:]
+        node_id, name, fingerprint, numatopology, labels = row[0], row[1], row[head], row[head + 1], row[head + 2]
+        settings = row[head + 3:]
         try:
             config = configs.get(settings)
             if config is None:
@@ -210,7 +211,8 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
                 data["reserved_cpus"] = data["reserved_cpus"] or None
                 config = configs[settings] = _kubelet(data)
             topology = _topology(fingerprint, partial(_stored_topology, node_id))
-            node: EngineNode | Exception = EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology)
+            node: EngineNode | Exception = EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology,
+                                                      labels or None)
         except (EngineError, KeyError, TypeError, ValueError) as exc:
             node = exc
         yield row[:head], node

@@ -219,7 +219,8 @@ def _import_node(run: _Import, name: str, snode: SnapshotNode) -> None:
     observed = [a for a in old if a.origin == Allocation.OBSERVED] if row.pk in run.reported else []
     _name_observed(row, observed, run.write)
     engine = EngineNode(name, services.topology_of(row) if row.pk in run.reported else snode.topology,
-                        services.kubelet_of(row), [services.allocation_to_engine(a) for a in observed])
+                        services.kubelet_of(row), [services.allocation_to_engine(a) for a in observed],
+                        labels=snode.labels)
     replayed = _replay(run, name, engine, {a.pod for a in observed})
     report["disagreements"].extend(f"{name}: {d}" for d in _availability(snode, engine))
     kept = observed + _keep_scheduled(run, name, engine, [a for a in old if a.origin != Allocation.OBSERVED])

@@ -16,6 +16,7 @@ from itertools import product
 from ..model.bitmask import is_narrower, mask_of, mask_string
 
 BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE = "BestEffort", "Restricted", "SingleNUMANode"
+POLICIES = frozenset({BEST_EFFORT, RESTRICTED, SINGLE_NUMA_NODE})
 #: pod NUMA exclusivity (numa-topology-spec singleNUMANodeExclusive); "Preferred" only lets any affinity through
 EXCLUSIVE_REQUIRED = "Required"
 #: NUMA node sharing states (NodeAllocation.NUMANodeSharedStatus)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..model.node import Node
+from ..model.node import KOORD_CPU_BIND_POLICY, KOORD_NUMA_TOPOLOGY_POLICY, Node
 from ..model.pods import Container, Pod, pod_level
 from .allocation import (
     SPREAD_BY_PCPUS,
@@ -27,7 +27,7 @@ from .allocation import (
     topology_hints,
 )
 from .cpu_accumulator import FULL_PCPUS, MOST_ALLOCATED, CPUInfo, CPUTopology
-from .hints import BEST_EFFORT, EXCLUSIVE_REQUIRED, RESTRICTED, SINGLE_NUMA_NODE, merge
+from .hints import BEST_EFFORT, EXCLUSIVE_REQUIRED, POLICIES, RESTRICTED, SINGLE_NUMA_NODE, merge
 
 # upstream's Filter reasons
 NOT_MATCH_NUMA_TOPOLOGY = "node(s) NUMA Topology policy not match"
@@ -36,6 +36,9 @@ INVALID_CPU_TOPOLOGY = "node(s) invalid CPU Topology"
 SMT_ALIGNMENT = "node(s) requested cpus not multiple cpus per core"
 CPU_BIND_POLICY_CONFLICT = "node(s) cpu bind policy conflicts with pod's required cpu bind policy"
 MISSING_NUMA_RESOURCES = "node(s) missing NUMA resources"
+#: not upstream's: its topology manager has no policy for any other value (a node label or pod spec may
+#: hold one: neither is checked) and its scheduler fails on the nil policy; the model refuses the node
+UNKNOWN_NUMA_POLICY = "node(s) NUMA Topology policy {!r} is none of BestEffort, Restricted, SingleNUMANode"
 UNSCHEDULABLE, UNRESOLVABLE = "Unschedulable", "UnschedulableAndUnresolvable"
 
 # pod and node labels / annotations the plugin reads
@@ -185,9 +188,16 @@ def cpu_topology(node: Node) -> CPUTopology:
     return CPUTopology({c.id: CPUInfo(c.socket, c.numa, c.core) for c in node.topology.cpus})
 
 
+def node_numa_policy(label: str, reported: str) -> str:
+    """getNUMATopologyPolicy: the node's `node.koordinator.sh/numa-topology-policy` label when it is not
+    empty (taken as it is written, unchecked), else the policy koordlet reports of the kubelet's."""
+    return label or reported
+
+
 def node_options(node: Node, topo: CPUTopology) -> NodeOptions:
     """The node as koordlet publishes it: its CPU topology `topo`, CPUs the kubelet holds or reserves
-    as reserved, each zone's free cpu / memory / hugepages, the kubelet policies as NRT attributes."""
+    as reserved, each zone's free cpu / memory / hugepages, the kubelet policies as NRT attributes;
+    and the node's own labels, which override them (its NUMA topology and CPU bind policies)."""
     t = node.topology
     k = node.kubelet
     numa = {}
@@ -200,9 +210,11 @@ def node_options(node: Node, topo: CPUTopology) -> NodeOptions:
                 zone[name] = free
         numa[nid] = zone
     reserved = frozenset(c for c in topo.details if not node.free_cpus >> c & 1)
-    policy = NRT_POLICIES.get(KOORDLET_POLICIES.get((k.topology_manager_policy, k.topology_manager_scope), ""), "")
+    reported = NRT_POLICIES.get(KOORDLET_POLICIES.get((k.topology_manager_policy, k.topology_manager_scope), ""), "")
+    policy = node_numa_policy(node.labels.get(KOORD_NUMA_TOPOLOGY_POLICY, ""), reported)
     full_only = k.cpu_manager_policy == "static" and k.cpu_manager_options.full_pcpus_only
-    return NodeOptions(topo, numa, policy, node_bind_policy("", full_only), reserved)
+    return NodeOptions(topo, numa, policy, node_bind_policy(node.labels.get(KOORD_CPU_BIND_POLICY, ""), full_only),
+                       reserved)
 
 
 class NodeNUMAResource:
@@ -274,6 +286,8 @@ class NodeNUMAResource:
         nodes = opts.numa_nodes
         if not nodes:
             return Status(UNRESOLVABLE, MISSING_NUMA_RESOURCES)
+        if policy not in POLICIES:
+            return Status(UNRESOLVABLE, UNKNOWN_NUMA_POLICY.format(policy))
         alloc = self.allocs[name]
         exclusive = state.numa_exclusive
         if not exclusive and state.numa_policy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import InsufficientResourcesError, RequestError, TopologyError
@@ -16,6 +17,30 @@ from .topology import Topology
 
 SCHEDULED, IMPORTED = "scheduled", "imported"
 NO_CPUS = CPUSet()  # immutable: one empty set serves every allocation that pins no CPU
+NO_LABELS: Mapping[str, str] = MappingProxyType({})
+#: the node labels an engine model decides by (Koordinator's NodeNUMAResource reads these two). A node's
+#: `state_key` holds them and no other label: nodes that differ only in, say, their hostname label still
+#: share their key, so headroom and make room keep answering once per group of like nodes.
+KOORD_CPU_BIND_POLICY = "node.koordinator.sh/cpu-bind-policy"
+KOORD_NUMA_TOPOLOGY_POLICY = "node.koordinator.sh/numa-topology-policy"
+DECISION_LABELS = (KOORD_CPU_BIND_POLICY, KOORD_NUMA_TOPOLOGY_POLICY)
+
+
+def node_labels(labels: object) -> Mapping[str, str]:
+    """A node's labels as a read-only mapping sorted by name; TopologyError (field `labels`) unless every
+    name and value is a string."""
+    if labels is None:
+        return NO_LABELS
+    if not isinstance(labels, Mapping):
+        raise TopologyError(f"labels must map label names to values, not {type(labels).__name__}", "labels")
+    if not labels:
+        return NO_LABELS
+    for key, value in labels.items():
+        if not isinstance(key, str) or not key:
+            raise TopologyError(f"labels: a label name must be a non-empty string, not {key!r:.60}", "labels")
+        if not isinstance(value, str):
+            raise TopologyError(f"labels: the value of {key!r:.60} must be a string, not {value!r:.60}", "labels")
+    return MappingProxyType(dict(sorted(labels.items())))
 
 
 @dataclass(frozen=True)
@@ -58,10 +83,12 @@ class Allocation:
 
 class Node:
     """A node and its current allocations. `free_cpus` is the exclusive pool the CPU Manager can
-    still hand out (all CPUs − reserved − allocated); memory and devices in use are tracked too."""
+    still hand out (all CPUs − reserved − allocated); memory and devices in use are tracked too.
+    `labels` are the Node object's (a scheduler model may read some: `DECISION_LABELS`)."""
 
     def __init__(self, name: str, topology: Topology, kubelet: KubeletConfig | None = None,
-                 allocations: Iterable[Allocation] = (), numatopology: bool = True) -> None:
+                 allocations: Iterable[Allocation] = (), numatopology: bool = True,
+                 labels: Mapping[str, str] | None = None) -> None:
         if not isinstance(name, str) or not name:
             raise TopologyError("a node needs a non-empty name")
         check_printable(name, "node name", TopologyError, "name")
@@ -70,6 +97,8 @@ class Node:
         self.kubelet = kubelet or KubeletConfig()
         #: whether the node publishes a Numatopology object (Volcano's resource exporter runs there)
         self.numatopology = numatopology
+        self.labels = node_labels(labels)
+        self.decision_labels = tuple((k, self.labels[k]) for k in DECISION_LABELS if k in self.labels)
         self.reserved_cpus = self._reserved()
         self.allocations: list[Allocation] = []
         self.free_cpus = topology.all_cpus & ~self.reserved_cpus.mask
@@ -141,6 +170,7 @@ class Node:
         other = Node.__new__(Node)
         other.name, other.topology, other.kubelet = self.name, self.topology, self.kubelet
         other.numatopology = self.numatopology
+        other.labels, other.decision_labels = self.labels, self.decision_labels
         other.reserved_cpus = self.reserved_cpus
         other.allocations = list(self.allocations)
         other.free_cpus = self.free_cpus
@@ -186,20 +216,23 @@ class Node:
 
     def state_key(self) -> tuple[Any, ...]:
         """Equal keys ⇒ the engine decides identically on both nodes (same shape, settings, free state)."""
-        return (self.topology.fingerprint, self.kubelet, self.numatopology, self.free_cpus,
+        return (self.topology.fingerprint, self.kubelet, self.numatopology, self.decision_labels, self.free_cpus,
                 frozenset(self.used_devices),
                 tuple(sorted((n, tuple(sorted(r.items()))) for n, r in self.memory_used.items())))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "topology": self.topology.to_dict(), "kubelet": self.kubelet.to_dict(),
-                "allocations": [a.to_dict() for a in self.allocations], "numatopology": self.numatopology}
+        out = {"name": self.name, "topology": self.topology.to_dict(), "kubelet": self.kubelet.to_dict(),
+               "allocations": [a.to_dict() for a in self.allocations], "numatopology": self.numatopology}
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Node:
         return cls(str(data.get("name", "")), Topology.from_dict(data.get("topology") or {}),
                    KubeletConfig.from_dict(data.get("kubelet")),
                    [Allocation.from_dict(a) for a in data.get("allocations") or ()],
-                   bool(data.get("numatopology", True)))
+                   bool(data.get("numatopology", True)), node_labels(data.get("labels")))
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, {self.topology!r}, {len(self.allocations)} allocations)"

@@ -219,7 +219,7 @@ class Variant:
                     kubelet = configs[node.kubelet] = self.kubelet(node.kubelet)
                 except PolicyError as exc:
                     raise PolicyError(f"node {node.name}: {exc}") from None
-            out.append(Node(node.name, node.topology, kubelet, node.allocations, node.numatopology))
+            out.append(Node(node.name, node.topology, kubelet, node.allocations, node.numatopology, node.labels))
         return out
 
 

@@ -223,14 +223,15 @@ class _KoordinatorSession(ProfileSession):
         self.verdicts: dict[tuple[object, ...], tuple[NodeVerdict, int]] = {}
 
     def state_key(self, name: str) -> Hashable:
-        """The node as published at the session's start (its zones' free amounts and reserved CPUs)
+        """The node as published at the session's start (its zones' free amounts and reserved CPUs, its
+        NUMA topology and CPU bind policies, which its labels can set on nodes of one shape and settings)
         and what the plugin has reserved there since; the request tally is the session's own key."""
         key = self.keys.get(name)
         if key is None:
             opts, alloc = self.plugin.nodes[name], self.plugin.allocs[name]
             key = self.keys[name] = (
-                _amounts(opts.numa_resources), opts.reserved, frozenset(alloc.cpus.items()), _amounts(alloc.numa),
-                tuple(alloc.status(len(opts.numa_resources))))
+                _amounts(opts.numa_resources), opts.reserved, opts.numa_policy, opts.cpu_bind_policy,
+                frozenset(alloc.cpus.items()), _amounts(alloc.numa), tuple(alloc.status(len(opts.numa_resources))))
         return key
 
     def prepare(self, pod: Pod) -> PodState:

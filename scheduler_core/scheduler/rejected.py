@@ -308,7 +308,7 @@ def _setting_candidates(k: KubeletConfig) -> list[tuple[str, KubeletConfig]]:
 
 def with_settings(node: Node, kubelet: KubeletConfig) -> Node:
     """`node` under other kubelet settings, its allocations kept (raises EngineError when they no longer fit)."""
-    return Node(node.name, node.topology, kubelet, node.allocations, node.numatopology)
+    return Node(node.name, node.topology, kubelet, node.allocations, node.numatopology, node.labels)
 
 
 class Remedies:

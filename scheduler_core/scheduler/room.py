@@ -382,7 +382,8 @@ def never(cluster: Cluster, job: Job, profile: Profile, held: frozenset[str], ne
     fewer of the target's pods than it needs. The first pod left out says why, in the scheduler's words (e.g.
     `0/40 nodes are unavailable: 30 task topology policy[single-numa-node] is different with node[best-effort],
     10 Insufficient nvidia.com/gpu.`) or the kubelet's."""
-    empty = Cluster(Node(n.name, n.topology, n.kubelet, (), n.numatopology) for n in cluster.nodes.values())
+    empty = Cluster(Node(n.name, n.topology, n.kubelet, (), n.numatopology, n.labels)
+                    for n in cluster.nodes.values())
     result = target_session(empty, replace(job, min_available=1), profile, held, explain=True)
     admitted = result.counts["admitted"]
     if admitted >= need:

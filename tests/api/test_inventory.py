@@ -160,6 +160,9 @@ def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
     nodes = [make_node(cluster, f"n{i}", policy=("best-effort", "restricted", "single-numa-node")[i % 3],
                        **(options if i % 2 else {})) for i in range(7)]
     nodes.append(make_node(cluster, "other-shape", shape=(1, 2, 2, 2)))
+    for node in nodes[::2]:  # labels as a snapshot import stores them, on some nodes
+        node.labels = {"kubernetes.io/hostname": node.name, "node.koordinator.sh/numa-topology-policy": "Restricted"}
+        node.save(update_fields=["labels"])
     for i, node in enumerate(nodes[:4]):
         Allocation.objects.create(cluster=cluster, node=node, pod=f"default/p{i}", container="c",
                                   cpus=f"{4 + i}", memory={"0": {"memory": 1 << 20}})
@@ -177,8 +180,30 @@ def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
         assert seen[got.name] == (row.pk, row.generation)
         assert got.topology.to_dict() == want.topology.to_dict()
         assert got.kubelet == want.kubelet and got.numatopology == want.numatopology
+        assert dict(got.labels) == dict(want.labels) == row.labels
         assert got.allocations == want.allocations and got.free_cpus == want.free_cpus
         assert got.reserved_cpus == want.reserved_cpus and got.memory_used == want.memory_used
     with CaptureQueriesContext(connection) as queries:
         services.cluster_nodes(cluster)
     assert len(queries) == 2
+
+
+def test_to_engine_carries_the_stored_labels(cluster):
+    """The engine node a session reads has the Node object's labels (the koordinator profile reads two of
+    them); a node without labels has none."""
+    from numaweb.inventory import services
+    from scheduler_core.koordinator.plugin import cpu_topology, node_options
+
+    labelled = make_node(cluster, "labelled", policy="none")
+    labelled.labels = {"kubernetes.io/hostname": "labelled",
+                       "node.koordinator.sh/numa-topology-policy": "SingleNUMANode",
+                       "node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"}
+    labelled.save()
+    plain = make_node(cluster, "plain", policy="none")
+    engine = services.to_engine(Node.objects.get(pk=labelled.pk), [])
+    assert dict(engine.labels) == labelled.labels
+    assert not services.to_engine(plain, []).labels
+    opts = node_options(engine, cpu_topology(engine))
+    assert (opts.numa_policy, opts.cpu_bind_policy) == ("SingleNUMANode", "FullPCPUsOnly")
+    bulk = {n.name: n for n in services.cluster_nodes(cluster)[0]}
+    assert dict(bulk["labelled"].labels) == labelled.labels and not bulk["plain"].labels
