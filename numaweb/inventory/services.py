@@ -18,6 +18,7 @@ from numaweb.jobs import services as jobs
 from scheduler_core.errors import EngineError, TopologyError
 from scheduler_core.model.cpuset import CPUSet
 from scheduler_core.model.kubelet_config import KubeletConfig
+from scheduler_core.model.node import DECISION_LABELS
 from scheduler_core.model.node import Allocation as EngineAllocation
 from scheduler_core.model.node import Node as EngineNode
 from scheduler_core.model.topology import Topology
@@ -151,7 +152,24 @@ def _allocation(pod: str, container: str, cpus: str, memory: Mapping | None, dev
 
 def to_engine(node: Node, allocations: Iterable[Allocation]) -> EngineNode:
     return EngineNode(node.name, topology_of(node), kubelet_of(node),
-                      [allocation_to_engine(a) for a in allocations], node.numatopology, node.labels or None)
+                      [allocation_to_engine(a) for a in allocations], node.numatopology, decision_labels(node.labels))
+
+
+def decision_labels(labels: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The labels an engine model decides by (`DECISION_LABELS`; the engine checks their values): the
+    others (hostname, zone, ...) stay in the inventory. None when the node has none of them."""
+    if not labels:
+        return None
+    return {k: labels[k] for k in DECISION_LABELS if k in labels} or None
+
+
+def _decision_labels_text(text: str | None) -> dict[str, Any] | None:
+    """`decision_labels` of a stored labels document read as text: decoded only when it names one of
+    them (a snapshot's nodes carry a dozen labels or more, and a bulk read of 5,000 nodes should not
+    decode them all)."""
+    if not text or not any(k in text for k in DECISION_LABELS):
+        return None
+    return decision_labels(json.loads(text))
 
 
 _KUBELET_JSON = ("cpu_manager_options", "topology_manager_options", "reserved_memory")
@@ -189,10 +207,10 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
     shows as a newer generation than the one returned, so a session that planned on these allocations cannot
     commit over it (StaleNodes). Read the other way round, a session could plan on allocations older than
     the generation it holds, and two sessions placed pods on the same CPUs."""
-    text = {f"{name}_text": Cast(name, TextField()) for name in _KUBELET_JSON}
+    text = {f"{name}_text": Cast(name, TextField()) for name in (*_KUBELET_JSON, "labels")}
     columns = [f"{name}_text" if name in _KUBELET_JSON else name for name in KUBELET_FIELDS]
     values = list(rows.annotate(**text).values_list("id", "name", "generation", *extra, "fingerprint",
-                                                    "numatopology", "labels", *columns))
+                                                    "numatopology", "labels_text", *columns))
     by_node: dict[int, list[EngineAllocation]] = {}
     for node_id, *allocation in (Allocation.objects.filter(node__in=rows.values("pk")).order_by("id")
                                  .values_list("node_id", "pod", "container", "cpus", "memory", "devices", "origin")):
@@ -212,7 +230,7 @@ def engine_nodes(rows: QuerySet[Node], *extra: str) -> Iterator[tuple[tuple, Eng
                 config = configs[settings] = _kubelet(data)
             topology = _topology(fingerprint, partial(_stored_topology, node_id))
             node: EngineNode | Exception = EngineNode(name, topology, config, by_node.get(node_id, ()), numatopology,
-                                                      labels or None)
+                                                      _decision_labels_text(labels))
         except (EngineError, KeyError, TypeError, ValueError) as exc:
             node = exc
         yield row[:head], node

@@ -180,7 +180,7 @@ def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
         assert seen[got.name] == (row.pk, row.generation)
         assert got.topology.to_dict() == want.topology.to_dict()
         assert got.kubelet == want.kubelet and got.numatopology == want.numatopology
-        assert dict(got.labels) == dict(want.labels) == row.labels
+        assert dict(got.labels) == dict(want.labels) == (services.decision_labels(row.labels) or {})
         assert got.allocations == want.allocations and got.free_cpus == want.free_cpus
         assert got.reserved_cpus == want.reserved_cpus and got.memory_used == want.memory_used
     with CaptureQueriesContext(connection) as queries:
@@ -188,9 +188,9 @@ def test_cluster_nodes_equal_the_rows_read_one_by_one(cluster):
     assert len(queries) == 2
 
 
-def test_to_engine_carries_the_stored_labels(cluster):
-    """The engine node a session reads has the Node object's labels (the koordinator profile reads two of
-    them); a node without labels has none."""
+def test_to_engine_carries_the_stored_labels_the_engine_decides_by(cluster):
+    """The engine node a session reads has the Node object's labels that a model decides by (the
+    koordinator profile's two), not the others (a hostname): a node without them has none."""
     from numaweb.inventory import services
     from scheduler_core.koordinator.plugin import cpu_topology, node_options
 
@@ -201,9 +201,12 @@ def test_to_engine_carries_the_stored_labels(cluster):
     labelled.save()
     plain = make_node(cluster, "plain", policy="none")
     engine = services.to_engine(Node.objects.get(pk=labelled.pk), [])
-    assert dict(engine.labels) == labelled.labels
+    want = {k: v for k, v in labelled.labels.items() if k.startswith("node.koordinator.sh/")}
+    assert dict(engine.labels) == want
     assert not services.to_engine(plain, []).labels
+    plain.labels = {"kubernetes.io/hostname": "plain"}
+    plain.save()
     opts = node_options(engine, cpu_topology(engine))
     assert (opts.numa_policy, opts.cpu_bind_policy) == ("SingleNUMANode", "FullPCPUsOnly")
     bulk = {n.name: n for n in services.cluster_nodes(cluster)[0]}
-    assert dict(bulk["labelled"].labels) == labelled.labels and not bulk["plain"].labels
+    assert dict(bulk["labelled"].labels) == want and not bulk["plain"].labels
