@@ -98,7 +98,8 @@ def test_a_variant_stored_before_these_settings_exports_them_empty(api, demo, ea
     ({"profile": "koordinator", "cpu_bind_policy": "Spread"},
      "variant 1: cpu_bind_policy: unknown Koordinator default CPU bind policy 'Spread'; expected one of: FullPCPUs, "
      "SpreadByPCPUs"),
-    ({"profile": "koordinator", "ignore_list": [GPU]}, "variant 1: ignore_list: only the kai profile has an ignore list"),
+    ({"profile": "koordinator", "ignore_list": [GPU]},
+     "variant 1: ignore_list: only the kai profile has an ignore list"),
     ({"profile": "kai", "ignore_list": GPU}, "variant 1: ignore_list: a list of resource names (non-empty strings)"),
     ({"profile": "kai", "ignore_list": [""]}, "variant 1: ignore_list: a list of resource names (non-empty strings)"),
     ({"profile": "kai", "ignore_list": [1]}, "variant 1: ignore_list: a list of resource names (non-empty strings)"),
