@@ -33,7 +33,7 @@ from numaweb.jobs.models import Job
 from numaweb.worker.runs import BrokerUnavailable
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import TOPOLOGY_POLICIES
-from scheduler_core.scheduler.compare import STRATEGIES, Shape
+from scheduler_core.scheduler.compare import CPU_BIND_POLICIES, KOORDINATOR_STRATEGIES, STRATEGIES, Shape
 from scheduler_core.scheduler.profiles import PROFILES
 
 ERROR = inline_serializer("ComparisonError", {"detail": serializers.CharField()})
@@ -60,7 +60,12 @@ class CreateComparisonSerializer(CappedLists, serializers.Serializer):
     variants = limits.JSONField(help_text='1 to 8 variants: {"profile": "' + "|".join(PROFILES) + '", '
                                                '"topology_manager_policy", "topology_manager_scope", '
                                                '"cpu_manager_options": {...}, "weight", "distance_tie_break" '
-                                               '(aligned), "strategy" (nrt: ' + ", ".join(STRATEGIES) + ')}')
+                                               '(aligned), "strategy" (nrt: ' + ", ".join(STRATEGIES) + '; '
+                                               'koordinator: ' + ", ".join(KOORDINATOR_STRATEGIES) + '), '
+                                               '"numa_strategy" (koordinator: ' + ", ".join(KOORDINATOR_STRATEGIES)
+                                               + '), "cpu_bind_policy" (koordinator: ' + ", ".join(CPU_BIND_POLICIES)
+                                               + '), "ignore_list" (kai: a list of resource names)}; a setting '
+                                               'the profile does not have is a 400 naming it')
     shape = limits.JSONField(required=False, allow_null=True,
                                   help_text='pod shape for headroom: {"cpu": "4", "memory": "8Gi", '
                                             '"devices": {"nvidia.com/gpu": 1}, "policy": "single-numa-node"}')

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler_core.dra.model import DEVICE_KINDS
-from scheduler_core.scheduler.compare import BLOCK_BINS
+from scheduler_core.scheduler.compare import BLOCK_BINS, Variant
 
 from . import gaps
 from .models import Comparison, ComparisonVariant
@@ -46,8 +46,10 @@ DRA_METRICS: tuple[Metric, ...] = (
 )
 #: exported, not drawn: headroom as the scheduler counts it (refused pods included)
 EXPORT_ONLY = ("headroom",)
-SETTINGS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
-            "distance_tie_break", "strategy")
+#: a variant's settings as the exports list them: every field of the engine's variant; a variant stored before
+#: the profiles' own settings (numa_strategy, cpu_bind_policy, ignore_list) existed has None for them (upstream's
+#: defaults)
+SETTINGS = Variant.FIELDS
 
 
 def reason_key(reason: str) -> str:
@@ -134,8 +136,9 @@ def csv_rows(comparison: Comparison) -> list[list[object]]:
                             *(f"blocks_{b}" for b in bins), "cluster_changed"]
     rows = [header]
     for v in variants:
-        options = v.settings.get("cpu_manager_options")
-        settings = {**v.settings, "cpu_manager_options": "" if options is None else ",".join(options) or "(none)"}
+        options, ignored = v.settings.get("cpu_manager_options"), v.settings.get("ignore_list")
+        settings = {**v.settings, "cpu_manager_options": "" if options is None else ",".join(options) or "(none)",
+                    "ignore_list": ",".join(ignored or ())}
         metrics = values(v)
         hist = v.metrics.get("block_histogram") or {}
         rows.append([comparison.pk, v.index, v.label,

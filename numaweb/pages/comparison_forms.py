@@ -13,7 +13,7 @@ from numaweb.inventory.models import TOPOLOGY_POLICY_CHOICES, TOPOLOGY_SCOPE_CHO
 from numaweb.jobs.forms import ClusterJobsMixin
 from scheduler_core.errors import EngineError
 from scheduler_core.model.kubelet_config import CPU_OPTIONS
-from scheduler_core.scheduler.compare import STRATEGIES, Shape, Variant
+from scheduler_core.scheduler.compare import CPU_BIND_POLICIES, KOORDINATOR_STRATEGIES, STRATEGIES, Shape, Variant
 from scheduler_core.scheduler.profiles import PROFILES
 
 PROFILE_CHOICES = [(p, p) for p in PROFILES]
@@ -77,7 +77,15 @@ class VariantForm(forms.Form):
     weight = forms.IntegerField(min_value=0, max_value=100, initial=1, required=False, label="plugin weight")
     distance_tie_break = forms.BooleanField(required=False, label="closest NUMA tie-break (aligned)")
     strategy = forms.ChoiceField(choices=[("", "default (LeastAllocated)"), *((s, s) for s in STRATEGIES)],
-                                 required=False, label="scoring strategy (nrt)")
+                                 required=False, label="scoring strategy (nrt, koordinator)")
+    numa_strategy = forms.ChoiceField(choices=[("", "default (LeastAllocated)"),
+                                               *((s, s) for s in KOORDINATOR_STRATEGIES)],
+                                      required=False, label="NUMA scoring strategy (koordinator)")
+    cpu_bind_policy = forms.ChoiceField(choices=[("", "default (FullPCPUs)"), *((p, p) for p in CPU_BIND_POLICIES)],
+                                        required=False, label="default CPU bind policy (koordinator)")
+    ignore_list = forms.CharField(max_length=500, required=False, label="ignored resources (kai)",
+                                  help_text="resource names, comma separated",
+                                  widget=forms.TextInput(attrs={"placeholder": "nvidia.com/gpu"}))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """The controls the row shows without a label of their own are named for their row ("variant 2:
@@ -86,7 +94,7 @@ class VariantForm(forms.Form):
         super().__init__(*args, **kwargs)
         row = int(str(self.prefix).rsplit("-", 1)[-1]) + 1
         for name in ("profile", "topology_manager_policy", "topology_manager_scope", "weight", "distance_tie_break",
-                     "strategy"):
+                     "strategy", "numa_strategy", "cpu_bind_policy", "ignore_list"):
             self.fields[name].widget.attrs["aria-label"] = f"variant {row}: {self.fields[name].label}"
 
     def clean(self) -> dict[str, Any]:
@@ -99,7 +107,9 @@ class VariantForm(forms.Form):
             "profile": data["profile"], "topology_manager_policy": data.get("topology_manager_policy") or None,
             "topology_manager_scope": data.get("topology_manager_scope") or None,
             "weight": 1 if data.get("weight") is None else data["weight"],
-            "distance_tie_break": bool(data.get("distance_tie_break")), "strategy": data.get("strategy") or None}
+            "distance_tie_break": bool(data.get("distance_tie_break")), "strategy": data.get("strategy") or None,
+            "numa_strategy": data.get("numa_strategy") or None, "cpu_bind_policy": data.get("cpu_bind_policy") or None,
+            "ignore_list": [n.strip() for n in (data.get("ignore_list") or "").split(",") if n.strip()] or None}
         if data.get("replace_cpu_options") or data.get("cpu_manager_options"):
             settings["cpu_manager_options"] = {o: "true" for o in data.get("cpu_manager_options") or ()}
         try:

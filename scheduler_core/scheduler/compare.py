@@ -3,9 +3,10 @@ metrics that tell variants apart, the free single-NUMA blocks a placement leaves
 a pod shape. Every figure is computed from the engine's own inputs and results; nothing is estimated.
 
 - `Variant.from_dict({"profile": "aligned", "topology_manager_policy": ..., "topology_manager_scope":
-  ..., "cpu_manager_options": {...}, "weight": 1, "distance_tie_break": false, "strategy": null})`: a profile and the
-  overrides applied to *every* node's kubelet settings (`Variant.apply(nodes)` returns new nodes;
-  the given ones are untouched).
+  ..., "cpu_manager_options": {...}, "weight": 1, "distance_tie_break": false, "strategy": null, "numa_strategy":
+  null, "cpu_bind_policy": null, "ignore_list": null})`: a profile, its own settings (those upstream operators set
+  for the plugin it models) and the overrides applied to *every* node's kubelet settings (`Variant.apply(nodes)`
+  returns new nodes; the given ones are untouched).
 - `Shape` and `headroom` (for a pod shape, on what a placement leaves): see `headroom.py`, whose names this
   module exports too.
 - `run_variant(nodes, jobs, variant, shape=None)` → `{"metrics", "nodes"}`; `metrics(result,
@@ -20,15 +21,17 @@ from typing import Any, NotRequired, TypedDict
 
 from ..dra.model import DraState
 from ..errors import PolicyError, RequestError
+from ..koordinator.allocation import SPREAD_BY_PCPUS
+from ..koordinator.cpu_accumulator import FULL_PCPUS
 from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
-from ..nrt.score import STRATEGIES
+from ..nrt.score import LEAST_ALLOCATED, MOST_ALLOCATED, STRATEGIES
 from ..volcano.numaaware import reason_policy_mismatch
 from .cluster import Cluster
 from .explain import PodStatus, SessionResult
 from .headroom import HeadroomSummary, Shape, headroom
-from .profiles import PROFILES, AlignedProfile, NRTProfile, Profile, get_profile
+from .profiles import PROFILES, AlignedProfile, KaiProfile, KoordinatorProfile, NRTProfile, Profile, get_profile
 from .session import run_session
 
 #: single-NUMA block histogram bins: (label, smallest, largest) free CPUs on one NUMA node
@@ -36,6 +39,10 @@ BLOCK_BINS: tuple[tuple[str, int, int], ...] = (
     ("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
     ("32-63", 32, 63), ("64+", 64, 1 << 62),
 )
+#: the koordinator variant's scoring strategies (node and NUMA: upstream's NodeNUMAResourceArgs) and its
+#: DefaultCPUBindPolicy values
+KOORDINATOR_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
+CPU_BIND_POLICIES = (FULL_PCPUS, SPREAD_BY_PCPUS)
 
 
 class VariantDict(TypedDict):
@@ -46,6 +53,9 @@ class VariantDict(TypedDict):
     weight: int
     distance_tie_break: bool
     strategy: str | None
+    numa_strategy: str | None
+    cpu_bind_policy: str | None
+    ignore_list: list[str] | None
 
 
 class NodeRow(TypedDict):
@@ -98,10 +108,13 @@ class VariantResult(TypedDict):
 
 @dataclass(frozen=True)
 class Variant:
-    """A scheduler profile plus optional overrides of every node's kubelet settings (None: keep
-    each node's own). `weight` is the profile's plugin weight (volcano, nrt); `distance_tie_break`
-    (aligned only) prefers, among equally narrow placements, the lowest mean NUMA distance; `strategy`
-    (nrt only) is the NodeResourceTopologyMatch scoring strategy (None: upstream's default)."""
+    """A scheduler profile with its own settings, plus optional overrides of every node's kubelet settings
+    (None: keep each node's own). `weight` is the profile's plugin weight (volcano, nrt); `distance_tie_break`
+    (aligned only) prefers, among equally narrow placements, the lowest mean NUMA distance; `strategy` is the
+    scoring strategy of nrt (NodeResourceTopologyMatch) or koordinator (NodeNUMAResource's ScoringStrategy);
+    koordinator's `numa_strategy` (NUMAScoringStrategy) and `cpu_bind_policy` (DefaultCPUBindPolicy); kai's
+    `ignore_list` (resources its numa plugin does not align), kept sorted. None: upstream's default. A setting
+    given for a profile without it is refused, so a comparison never shows a setting that changed nothing."""
 
     profile: str
     topology_manager_policy: str | None = None
@@ -110,9 +123,12 @@ class Variant:
     weight: int = 1
     distance_tie_break: bool = False
     strategy: str | None = None
+    numa_strategy: str | None = None
+    cpu_bind_policy: str | None = None
+    ignore_list: tuple[str, ...] | None = None
 
     FIELDS = ("profile", "topology_manager_policy", "topology_manager_scope", "cpu_manager_options", "weight",
-              "distance_tie_break", "strategy")
+              "distance_tie_break", "strategy", "numa_strategy", "cpu_bind_policy", "ignore_list")
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -137,11 +153,27 @@ class Variant:
         if self.distance_tie_break and self.profile != "aligned":
             raise PolicyError("distance_tie_break: only the aligned profile has a distance-aware tie-break")
         if self.strategy is not None:
-            if self.profile != NRTProfile.name:
-                raise PolicyError("strategy: only the nrt profile has a scoring strategy")
-            if self.strategy not in STRATEGIES:
-                raise PolicyError(f"strategy: unknown scoring strategy {self.strategy!r}; expected one of: "
-                                  f"{', '.join(STRATEGIES)}")
+            if self.profile not in (NRTProfile.name, KoordinatorProfile.name):
+                raise PolicyError("strategy: only the nrt and koordinator profiles have a scoring strategy")
+            if self.profile == NRTProfile.name:
+                _choose("strategy", "scoring strategy", self.strategy, STRATEGIES)
+            else:
+                _choose("strategy", "Koordinator scoring strategy", self.strategy, KOORDINATOR_STRATEGIES)
+        for field, what, known in (("numa_strategy", "NUMA scoring strategy", KOORDINATOR_STRATEGIES),
+                                   ("cpu_bind_policy", "default CPU bind policy", CPU_BIND_POLICIES)):
+            value = getattr(self, field)
+            if value is not None:
+                if self.profile != KoordinatorProfile.name:
+                    raise PolicyError(f"{field}: only the koordinator profile has a {what}")
+                _choose(field, f"Koordinator {what}", value, known)
+        if self.ignore_list is not None:
+            names = self.ignore_list
+            if not isinstance(names, list | tuple | set | frozenset) \
+                    or not all(isinstance(n, str) and n.strip() for n in names):
+                raise RequestError(f"ignore_list: a list of resource names (non-empty strings), not {names!r}")
+            object.__setattr__(self, "ignore_list", tuple(sorted({n.strip() for n in names})) or None)
+            if self.ignore_list is not None and self.profile != KaiProfile.name:
+                raise PolicyError("ignore_list: only the kai profile has an ignore list")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Variant:
@@ -164,11 +196,14 @@ class Variant:
         return {"profile": self.profile, "topology_manager_policy": self.topology_manager_policy,
                 "topology_manager_scope": self.topology_manager_scope,
                 "cpu_manager_options": None if self.cpu_manager_options is None else self.cpu_manager_options.to_dict(),
-                "weight": self.weight, "distance_tie_break": self.distance_tie_break, "strategy": self.strategy}
+                "weight": self.weight, "distance_tie_break": self.distance_tie_break, "strategy": self.strategy,
+                "numa_strategy": self.numa_strategy, "cpu_bind_policy": self.cpu_bind_policy,
+                "ignore_list": None if self.ignore_list is None else list(self.ignore_list)}
 
     @property
     def label(self) -> str:
-        """Short human name: `aligned · single-numa-node/pod · full-pcpus-only`."""
+        """Short human name: `aligned · single-numa-node/pod · full-pcpus-only`, `koordinator · MostAllocated ·
+        NUMA MostAllocated · SpreadByPCPUs`, `kai · ignoring nvidia.com/gpu`."""
         parts = [self.profile]
         policy = "/".join(p for p in (self.topology_manager_policy, self.topology_manager_scope) if p)
         if policy:
@@ -181,6 +216,12 @@ class Variant:
             parts.append("closest")
         if self.strategy is not None:
             parts.append(self.strategy)
+        if self.numa_strategy is not None:
+            parts.append(f"NUMA {self.numa_strategy}")
+        if self.cpu_bind_policy is not None:
+            parts.append(self.cpu_bind_policy)
+        if self.ignore_list is not None:
+            parts.append(f"ignoring {','.join(self.ignore_list)}")
         return " · ".join(parts)
 
     @property
@@ -193,6 +234,12 @@ class Variant:
             return AlignedProfile(weight=self.weight, distance_tie_break=self.distance_tie_break)
         if self.profile == NRTProfile.name and self.strategy is not None:
             return NRTProfile(weight=self.weight, strategy=self.strategy)
+        if self.profile == KoordinatorProfile.name:
+            given = {"scoring_strategy": self.strategy, "numa_scoring_strategy": self.numa_strategy,
+                     "default_cpu_bind_policy": self.cpu_bind_policy}
+            return KoordinatorProfile(weight=self.weight, **{k: v for k, v in given.items() if v is not None})
+        if self.profile == KaiProfile.name and self.ignore_list is not None:
+            return KaiProfile(weight=self.weight, ignore_list=frozenset(self.ignore_list))
         return get_profile(self.profile, self.weight)
 
     def kubelet(self, config: KubeletConfig) -> KubeletConfig:
@@ -221,6 +268,12 @@ class Variant:
                     raise PolicyError(f"node {node.name}: {exc}") from None
             out.append(Node(node.name, node.topology, kubelet, node.allocations, node.numatopology, node.labels))
         return out
+
+
+def _choose(field: str, what: str, value: object, known: Sequence[str]) -> None:
+    """PolicyError naming `field` unless `value` is one of `known`."""
+    if value not in known:
+        raise PolicyError(f"{field}: unknown {what} {value!r}; expected one of: {', '.join(known)}")
 
 
 
@@ -397,6 +450,6 @@ def run_variant(nodes: Iterable[Node], jobs: Sequence[Job], variant: Variant, sh
 
 
 #: STRATEGIES: the nrt variant's scoring strategies, for the pages and the API that offer them
-__all__ = ["BLOCK_BINS", "SPAN_BINS", "STRATEGIES", "Shape", "Variant", "block_histogram", "dra_metrics", "headroom",
-           "metrics",
+__all__ = ["BLOCK_BINS", "CPU_BIND_POLICIES", "KOORDINATOR_STRATEGIES", "SPAN_BINS", "STRATEGIES", "Shape", "Variant",
+           "block_histogram", "dra_metrics", "headroom", "metrics",
            "node_table", "numa_use", "policy_nodes", "run_variant", "span_histogram"]

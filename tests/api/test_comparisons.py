@@ -416,7 +416,8 @@ def test_every_engine_profile_is_compared_and_exported_with_its_kubelet_refusals
 
 
 @pytest.mark.parametrize(("variant", "text"), [
-    ({"profile": "aligned", "strategy": "MostAllocated"}, "strategy: only the nrt profile has a scoring strategy"),
+    ({"profile": "aligned", "strategy": "MostAllocated"},
+     "strategy: only the nrt and koordinator profiles have a scoring strategy"),
     ({"profile": "nrt", "strategy": "Fastest"}, "strategy: unknown scoring strategy 'Fastest'"),
 ])
 def test_a_bad_strategy_is_refused_naming_it(api, cluster, variant, text):
