@@ -237,8 +237,7 @@ class NodeVerdict:
 def decision_key(d: Decision) -> Key:
     """An admission.Decision as a hashable value of ints and strings. Its repr was half of an aligned
     session, and hashing its hints as dataclasses still a third: each hint becomes one int here.
-    Remembered by the decision's identity: an admission shared between pods (`Admissions`) hands
-    every one of them the same decisions."""
+    Remembered by identity: an admission shared between pods (`Admissions`) hands each the same decisions."""
     entry = _DECISION_KEYS.get(id(d))
     if entry is None:
         if len(_DECISION_KEYS) >= _CODES_LIMIT:
@@ -247,8 +246,7 @@ def decision_key(d: Decision) -> Key:
     return entry[0]
 
 
-#: a decision's key by its id; an entry keeps its decision alive, so a matching id is the very same
-#: decision (the kubelet never changes one once taken)
+#: a decision's key by its id; an entry keeps its decision alive, so a matching id is the very same (immutable) one
 _DECISION_KEYS: dict[int, tuple[Key, Decision]] = {}
 
 
