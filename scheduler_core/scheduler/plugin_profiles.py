@@ -23,6 +23,7 @@ from ..errors import PolicyError, check_int
 from ..kai.plugin import NOT_ALIGNED, KaiPlugin
 from ..kai.requests import PodRequests
 from ..kai.zones import Amounts, ZoneTopology
+from ..koordinator.allocation import SPREAD_BY_PCPUS
 from ..koordinator.cpu_accumulator import FULL_PCPUS, CPUTopology
 from ..koordinator.plugin import (
     UNRESOLVABLE,
@@ -298,6 +299,9 @@ class KoordinatorProfile(Profile):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.default_cpu_bind_policy not in (FULL_PCPUS, SPREAD_BY_PCPUS):
+            raise PolicyError(f"unknown Koordinator default CPU bind policy {self.default_cpu_bind_policy!r}; "
+                              f"expected {FULL_PCPUS} or {SPREAD_BY_PCPUS}")
         for value, what in ((self.scoring_strategy, "scoring strategy"),
                             (self.numa_scoring_strategy, "NUMA scoring strategy")):
             if value not in ("LeastAllocated", "MostAllocated"):

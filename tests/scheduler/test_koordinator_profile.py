@@ -3,6 +3,9 @@ admission with reservations seen by the next pod, its CPU bind policy checks, an
 
 from __future__ import annotations
 
+import pytest
+
+from scheduler_core.errors import PolicyError
 from scheduler_core.koordinator.plugin import (
     INVALID_REQUESTED_CPUS,
     SMT_ALIGNMENT,
@@ -205,3 +208,13 @@ def test_a_malformed_resource_spec_fails_the_pod_with_the_parse_error():
     assert result.pods[0].status == "unschedulable"
     (reason,) = set(reasons_of(result, 0).values())
     assert reason.startswith("invalid scheduling.koordinator.sh/resource-spec annotation:")
+
+
+def test_the_profile_refuses_settings_upstream_args_refuse():
+    """NodeNUMAResourceArgs: DefaultCPUBindPolicy FullPCPUs or SpreadByPCPUs (not a node's FullPCPUsOnly), the
+    scoring strategies LeastAllocated or MostAllocated."""
+    for bad in ({"default_cpu_bind_policy": "FullPCPUsOnly"}, {"scoring_strategy": "LeastNUMANodes"},
+                {"numa_scoring_strategy": "Balanced"}):
+        with pytest.raises(PolicyError, match=repr(next(iter(bad.values())))):
+            KoordinatorProfile(**bad)
+    assert KoordinatorProfile(default_cpu_bind_policy="SpreadByPCPUs").default_cpu_bind_policy == "SpreadByPCPUs"
