@@ -29,11 +29,17 @@ def kubelet_state(node: Node) -> Hashable:
     return (node.free_cpus, frozenset(used) if used else None, memory)
 
 
-def _container_key(c: Container) -> Hashable:
+#: a container as the kubelet reads it: (name, kind, sorted requests, sorted limits)
+ContainerKey = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+#: a pod as the kubelet reads it: (QoS class, init containers, containers)
+KubeletReading = tuple[str, tuple[ContainerKey, ...], tuple[ContainerKey, ...]]
+
+
+def _container_key(c: Container) -> ContainerKey:
     return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
 
 
-def kubelet_reading(pod: Pod) -> Hashable:
+def kubelet_reading(pod: Pod) -> KubeletReading:
     """The pod as the kubelet reads it: QoS class and containers, not the task's topology policy nor the
     pod's labels, annotations or priority (pods that differ only there get the same admission)."""
     return (pod.qos_class, tuple(map(_container_key, pod.init_containers)),

@@ -48,8 +48,8 @@ from ..dra.model import DraState
 from ..errors import RequestError, check_int
 from ..kubelet.admission import commit_admission
 from ..model.jobs import Job, Task
-from ..model.pods import Container, Pod
-from .admissions import Admissions, kubelet_reading
+from ..model.pods import Pod
+from .admissions import Admissions, KubeletReading, kubelet_reading
 from .claims import Choice, SessionClaims
 from .classes import NodeClasses, ShapeView, VerdictGroup
 from .cluster import Cluster, Request, Snapshot
@@ -71,22 +71,13 @@ from .explain import (
 from .gc_pause import paused_gc
 from .profiles import Profile, ProfileSession, get_profile
 
-#: a container as `_pod_signature` sees it: (name, kind, sorted requests, sorted limits)
-_ContainerSig = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
-#: what decides a pod's verdicts, its identity aside: (QoS class, task policy, init containers, containers,
-#: labels, annotations, priority) — the last three for the profiles that read them (koordinator)
-PodSignature = tuple[str, str, tuple[_ContainerSig, ...], tuple[_ContainerSig, ...],
-                     tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], int | None]
-
-
-def _container_signature(c: Container) -> _ContainerSig:
-    return (c.name, c.kind, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+#: what decides a pod's verdicts, its identity aside: (the kubelet's reading of it, task policy, labels,
+#: annotations, priority) — the last three for the profiles that read them (koordinator)
+PodSignature = tuple[KubeletReading, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], int | None]
 
 
 def _pod_signature(pod: Pod) -> PodSignature:
-    cont = _container_signature
-    return (pod.qos_class, pod.topology_policy or "", tuple(cont(c) for c in pod.init_containers),
-            tuple(cont(c) for c in pod.containers), pod.labels, pod.annotations, pod.priority)
+    return (kubelet_reading(pod), pod.topology_policy or "", pod.labels, pod.annotations, pod.priority)
 
 
 def _job_order(jobs: Sequence[Job]) -> list[Job]:
@@ -130,6 +121,7 @@ class _Session:
         self.t_eval = 0.0
         self.t_admit = 0.0
         self.request: Request | None = None  # the last scheduled pod's requests, for `place`
+        self.reading: KubeletReading | None = None  # and how the kubelet reads it
         self.admissions = Admissions(cluster)
 
     # -- one pod on one node class ----------------------------------------------------------------
@@ -216,7 +208,7 @@ class _Session:
         view = self.views.get(sig)
         if view is None:
             view = self.views[sig] = ShapeView(Request.of(pod))
-        self.request = view.request
+        self.request, self.reading = view.request, sig[0]
         live = self.classes.members
         self.class_visits += len(live)
         self._catch_up(view, pod, prepared)
@@ -301,7 +293,7 @@ class _Session:
         node = c.nodes[name]
         res = self.profile.admission(name, pod, verdict)
         if res is None:
-            res = self.admissions.admit(name, pod, kubelet_reading(pod))
+            res = self.admissions.admit(name, pod, self.reading)
         commit_admission(node, res)
         self.t_admit += time.perf_counter() - t0
         record.admission = res

@@ -12,6 +12,7 @@ from scheduler_core.bench import make_cluster, make_jobs
 from scheduler_core.model.jobs import Job, Task
 from scheduler_core.model.pods import Container, Pod
 from scheduler_core.scheduler import session as S
+from scheduler_core.scheduler.admissions import kubelet_reading
 from scheduler_core.scheduler.cluster import Request
 from scheduler_core.scheduler.explain import PASSED, SKIPPED, PodRecord, VerdictTable, unavailable_message
 from scheduler_core.scheduler.profiles import AlignedProfile, UnawareProfile, VolcanoProfile
@@ -20,7 +21,7 @@ from scheduler_core.scheduler.profiles import AlignedProfile, UnawareProfile, Vo
 def straightforward_schedule(self, job, task, pod, prepared):
     """`_Session.schedule` without classes or caches: every node, every time."""
     req = Request.of(pod)
-    self.request = req
+    self.request, self.reading = req, kubelet_reading(pod)
     names = sorted(self.cluster.nodes)
     verdicts = {n: self.evaluate(n, pod, prepared, req) for n in names}
     for verdict in verdicts.values():
