@@ -21,16 +21,15 @@ from typing import Any, NotRequired, TypedDict
 
 from ..dra.model import DraState
 from ..errors import PolicyError, RequestError
-from ..koordinator.allocation import SPREAD_BY_PCPUS
-from ..koordinator.cpu_accumulator import FULL_PCPUS
 from ..model.jobs import Job
 from ..model.kubelet_config import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, CPUOptions, KubeletConfig
 from ..model.node import Node
-from ..nrt.score import LEAST_ALLOCATED, MOST_ALLOCATED, STRATEGIES
+from ..nrt.score import STRATEGIES
 from ..volcano.numaaware import reason_policy_mismatch
 from .cluster import Cluster
 from .explain import PodStatus, SessionResult
 from .headroom import HeadroomSummary, Shape, headroom
+from .plugin_profiles import CPU_BIND_POLICIES, KOORDINATOR_STRATEGIES
 from .profiles import PROFILES, AlignedProfile, KaiProfile, KoordinatorProfile, NRTProfile, Profile, get_profile
 from .session import run_session
 
@@ -39,10 +38,6 @@ BLOCK_BINS: tuple[tuple[str, int, int], ...] = (
     ("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16-31", 16, 31),
     ("32-63", 32, 63), ("64+", 64, 1 << 62),
 )
-#: the koordinator variant's scoring strategies (node and NUMA: upstream's NodeNUMAResourceArgs) and its
-#: DefaultCPUBindPolicy values
-KOORDINATOR_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
-CPU_BIND_POLICIES = (FULL_PCPUS, SPREAD_BY_PCPUS)
 
 
 class VariantDict(TypedDict):

@@ -24,7 +24,7 @@ from ..kai.plugin import NOT_ALIGNED, KaiPlugin
 from ..kai.requests import PodRequests
 from ..kai.zones import Amounts, ZoneTopology
 from ..koordinator.allocation import SPREAD_BY_PCPUS
-from ..koordinator.cpu_accumulator import FULL_PCPUS, CPUTopology
+from ..koordinator.cpu_accumulator import FULL_PCPUS, MOST_ALLOCATED, CPUTopology
 from ..koordinator.plugin import (
     UNRESOLVABLE,
     NodeNUMAResource,
@@ -195,6 +195,10 @@ class KaiProfile(Profile):
 
 # -- koordinator ----------------------------------------------------------------------------------------
 
+#: what NodeNUMAResourceArgs accepts: the scoring strategies (node and NUMA) and the DefaultCPUBindPolicy values
+KOORDINATOR_STRATEGIES = ("LeastAllocated", MOST_ALLOCATED)
+CPU_BIND_POLICIES = (FULL_PCPUS, SPREAD_BY_PCPUS)
+
 
 def _amounts(per_numa: Mapping[int, Mapping[str, int]]) -> Hashable:
     return tuple(sorted((n, tuple(sorted(r.items()))) for n, r in per_numa.items()))
@@ -299,13 +303,11 @@ class KoordinatorProfile(Profile):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.default_cpu_bind_policy not in (FULL_PCPUS, SPREAD_BY_PCPUS):
-            raise PolicyError(f"unknown Koordinator default CPU bind policy {self.default_cpu_bind_policy!r}; "
-                              f"expected {FULL_PCPUS} or {SPREAD_BY_PCPUS}")
-        for value, what in ((self.scoring_strategy, "scoring strategy"),
-                            (self.numa_scoring_strategy, "NUMA scoring strategy")):
-            if value not in ("LeastAllocated", "MostAllocated"):
-                raise PolicyError(f"unknown Koordinator {what} {value!r}; expected LeastAllocated or MostAllocated")
+        for value, what, known in ((self.default_cpu_bind_policy, "default CPU bind policy", CPU_BIND_POLICIES),
+                                   (self.scoring_strategy, "scoring strategy", KOORDINATOR_STRATEGIES),
+                                   (self.numa_scoring_strategy, "NUMA scoring strategy", KOORDINATOR_STRATEGIES)):
+            if value not in known:
+                raise PolicyError(f"unknown Koordinator {what} {value!r}; expected {' or '.join(known)}")
 
     def open(self, cluster: Cluster) -> ProfileSession:
         return _KoordinatorSession(cluster, self)
